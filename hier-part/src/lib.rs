@@ -1,0 +1,2 @@
+//! Hierarchical partitioning driven level by level along a DRUM machine tree.
+#![deny(missing_docs)]

@@ -1,0 +1,79 @@
+//! `cargo xtask <command>`: repository automation. xtask only drives: it runs cargo and the
+//! workspace's binaries, and uses no workspace crate as a library.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace,
+          and the multi-rank MPI tests when Open MPI is installed (required when CI=true)
+";
+
+/// The subcommands, parsed once from the command line.
+#[derive(Debug)]
+enum Task {
+    Ci,
+    Help,
+}
+
+fn parse(args: &[String]) -> Result<Task> {
+    match args.first().map(String::as_str) {
+        None | Some("help" | "-h" | "--help") => Ok(Task::Help),
+        Some("ci") => Ok(Task::Ci),
+        Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match parse(&args)? {
+        Task::Help => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Task::Ci => ci(),
+    }
+}
+
+/// The workspace root, from this crate's manifest directory.
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace root")
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(project_root());
+    cmd
+}
+
+/// Runs `cmd`, echoing it first; fails with its exit status.
+fn run(mut cmd: Command) -> Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run(fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    run(clippy)?;
+
+    let mut test = cargo();
+    test.args(["test", "--workspace"]).env("INSTA_UPDATE", "no");
+    run(test)?;
+    Ok(())
+}
