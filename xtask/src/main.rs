@@ -1,6 +1,8 @@
 //! `cargo xtask <command>`: repository automation. xtask only drives: it runs cargo and the
 //! workspace's binaries, and uses no workspace crate as a library.
 
+mod mpi;
+
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -56,7 +58,9 @@ fn cargo() -> Command {
 /// Runs `cmd`, echoing it first; fails with its exit status.
 fn run(mut cmd: Command) -> Result<()> {
     eprintln!("xtask: running {cmd:?}");
-    let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }
@@ -69,11 +73,20 @@ fn ci() -> Result<()> {
     run(fmt)?;
 
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run(clippy)?;
 
     let mut test = cargo();
     test.args(["test", "--workspace"]).env("INSTA_UPDATE", "no");
     run(test)?;
+
+    mpi::ci_mpi()?;
     Ok(())
 }
