@@ -53,7 +53,8 @@ pub fn rc_ideal(speeds: &[f64]) -> Result<f64> {
 
 /// Ideal relative change, DRUM 2004 §4.1: RC_ideal = (h − 1) f / (s + h f) for s processes on
 /// slow nodes, f on fast ones, fast nodes h times faster. Equal to [`rc_ideal`] on s speeds of 1
-/// and f of h.
+/// and f of h when s ≥ 1 (with s = 0 the 2005 form measures h against the slowest processor
+/// used, giving 0, while this one still measures it against the unused slow ones).
 pub fn rc_ideal_2004(s: usize, f: usize, h: f64) -> Result<f64> {
     if !(h.is_finite() && h > 0.0) || s + f == 0 {
         return Err(Error::Parameter(format!(
@@ -112,11 +113,14 @@ mod tests {
         let speeds = [1.5, 1.5, 1.5, 1.5, 1.0, 1.0];
         close(rc_ideal(&speeds).unwrap(), 0.25);
         close(rc_ideal_2004(2, 4, 1.5).unwrap(), 0.25);
-        for (s, f, h) in [(1, 1, 1.5), (3, 8, 2.0), (5, 0, 1.5), (0, 4, 3.0)] {
+        for (s, f, h) in [(1, 1, 1.5), (3, 8, 2.0), (5, 0, 1.5), (1, 4, 3.0)] {
             let mut v = vec![1.0; s];
             v.extend(std::iter::repeat_n(h, f));
             close(rc_ideal(&v).unwrap(), rc_ideal_2004(s, f, h).unwrap());
         }
+        // Without slow processes the 2004 form still counts h against the absent slow ones.
+        close(rc_ideal(&[3.0; 4]).unwrap(), 0.0);
+        close(rc_ideal_2004(0, 4, 3.0).unwrap(), 2.0 / 3.0);
     }
 
     #[test]

@@ -204,6 +204,8 @@ pub struct Powers {
     pub nodes: Vec<NodePower>,
     /// Per rank: the part size (fraction of the total load), summing to 1.
     pub parts: Vec<f64>,
+    /// Per rank: its share of its computing node (1/k_n except under [`PowerModel::Measured`]).
+    pub rank_shares: Vec<f64>,
 }
 
 impl Powers {
@@ -227,8 +229,7 @@ impl Powers {
     pub fn targets(&self, machine: &Machine, id: NodeId) -> Vec<f64> {
         let node = machine.node(id);
         if node.kind.is_computing() {
-            let f = self.nodes[id.0].fraction;
-            node.rank_range().map(|r| self.parts[r] / f).collect()
+            node.rank_range().map(|r| self.rank_shares[r]).collect()
         } else {
             node.children()
                 .iter()
@@ -902,10 +903,393 @@ pub fn compute_powers(
         model: model.clone(),
         nodes,
         parts,
+        rank_shares: rank_share,
     })
 }
 
 /// Static powers (DESIGN.md §2): [`compute_powers`] on [`Observations::idle`].
 pub fn static_powers(machine: &Machine, config: &PowerConfig) -> Result<Powers> {
     compute_powers(machine, config, &Observations::idle(machine))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+
+    fn machine(xml: &str) -> Machine {
+        Machine::parse_str(xml, "t.xml").unwrap()
+    }
+
+    #[test]
+    fn processing_power_by_hand() {
+        // k = 2 processes using 0.5 and 0.3 of a CPU on m = 4 CPUs idle 0.9, 0.8, 0.1, 0:
+        // k − Σu = 1.2 < Σi = 1.8, so ī = 0.6, ū = 0.4, p_nj = 100 · 1.0, p_n = 200.
+        close(
+            processing_power(100.0, 2, &[0.5, 0.3], &[0.9, 0.8, 0.1, 0.0]),
+            200.0,
+        );
+        // k = 4 on m = 2, Σu = 0.8, Σi = 0.2: ī = 0.05, ū = 0.2, p_nj = 80 · 0.25 = 20, p_n = 80.
+        close(processing_power(80.0, 4, &[0.2; 4], &[0.1, 0.1]), 80.0);
+        // One process on an idle 4-way SMP can use one CPU only: p_n = b.
+        close(processing_power(50.0, 1, &[], &[1.0; 4]), 50.0);
+        // Over-subscribed, idle node: 3 processes on 2 idle CPUs: p_n = 2b.
+        close(processing_power(10.0, 3, &[], &[1.0, 1.0]), 20.0);
+        // Multi-threaded processes using more than k CPUs: idle term clamps at 0.
+        close(processing_power(10.0, 1, &[1.5], &[0.5]), 15.0);
+        close(processing_power(10.0, 0, &[], &[1.0]), 0.0);
+    }
+
+    #[test]
+    fn communication_formulas_by_hand() {
+        // A = (100 − 30) and max(0, 100 − 130): c = (70 + 0)/2.
+        close(
+            available_bandwidth(&[(100.0, 30.0), (100.0, 130.0)]).unwrap(),
+            35.0,
+        );
+        assert_eq!(available_bandwidth(&[]), None);
+        close(mean_caf(&[0.0, 10.0, 30.0]), 20.0);
+        close(caf_power(20.0), 0.05);
+        assert_eq!(caf_power(0.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn memory_and_normalisation_by_hand() {
+        close(memory_factor(8.0, 0.4, 0.1), 0.5);
+        close(memory_factor(8.0, 4.0, 0.1), 1.0);
+        close(memory_factor(0.0, 0.0, 0.1), 1.0);
+        assert_eq!(sibling_shares(&[1.0, 3.0]).unwrap(), vec![0.25, 0.75]);
+        assert_eq!(
+            sibling_shares(&[f64::INFINITY, 1.0, f64::INFINITY]).unwrap(),
+            vec![0.5, 0.0, 0.5]
+        );
+        assert_eq!(sibling_shares(&[0.0, 0.0]), None);
+        close(combined_power(0.25, 0.4, 0.8), 0.25 * 0.4 + 0.75 * 0.8);
+    }
+
+    #[test]
+    fn sinha_parashar_by_hand() {
+        let third = 1.0 / 3.0;
+        let c = sinha_parashar_capacity(
+            &[1.0, 1.0],
+            &[2.0, 6.0],
+            &[100.0, 300.0],
+            (third, third, third),
+        )
+        .unwrap();
+        // P = (.5, .5), M = (.25, .75), B = (.25, .75): C = (1/3, 2/3).
+        close(c[0], 1.0 / 3.0);
+        close(c[1], 2.0 / 3.0);
+        assert_eq!(
+            sinha_parashar_capacity(&[1.0], &[0.0], &[], (0.5, 0.5, 0.0)),
+            Err("memory")
+        );
+        close(measured_capacity(1000.0, 5.0), 200.0);
+    }
+
+    const TWO: &str = r#"<machinemodel>
+      <node type="NETWORK" nodenum="0" name="sw" parent="-1" bandwidth="100"/>
+      <node type="MULTIPLE_COMPUTING" nodenum="1" name="a" parent="0" numprocs="2" mflops="60" bandwidth="1000"/>
+      <node type="SINGLE_COMPUTING" nodenum="2" name="b" parent="0" mflops="40"/>
+    </machinemodel>"#;
+
+    #[test]
+    fn static_powers_two_nodes_by_hand() {
+        let m = machine(TWO);
+        let p = static_powers(&m, &PowerConfig::default()).unwrap();
+        // p = 120 and 40.
+        close(p.share(NodeId(1)), 0.75);
+        close(p.share(NodeId(2)), 0.25);
+        assert_eq!(p.parts.len(), 3);
+        close(p.parts[0], 0.375);
+        close(p.parts[1], 0.375);
+        close(p.parts[2], 0.25);
+        assert_eq!(p.targets(&m, NodeId(1)), vec![0.5, 0.5]);
+        assert_eq!(p.targets(&m, NodeId(0)), vec![0.75, 0.25]);
+
+        // w_comm = 0.5: c = 1000 and 100 (inherited), ĉ = 10/11, 1/11.
+        let cfg = PowerConfig {
+            model: PowerModel::Drum { w_comm: 0.5 },
+            ..Default::default()
+        };
+        let p = static_powers(&m, &cfg).unwrap();
+        close(p.share(NodeId(1)), 0.5 * 0.75 + 0.5 * 10.0 / 11.0);
+        close(p.share(NodeId(2)), 0.5 * 0.25 + 0.5 * 1.0 / 11.0);
+        close(p.parts.iter().sum::<f64>(), 1.0);
+
+        // 2004 variant, static: every link idle, CAF = 0, ĉ equal.
+        let cfg = PowerConfig {
+            model: PowerModel::Drum2004 { w_comm: 0.5 },
+            ..Default::default()
+        };
+        let p = static_powers(&m, &cfg).unwrap();
+        close(p.share(NodeId(1)), 0.5 * 0.75 + 0.25);
+    }
+
+    fn obs(
+        cpu_idle: Vec<f64>,
+        proc_util: Vec<f64>,
+        traffic: Option<(f64, f64)>,
+    ) -> NodeObservation {
+        NodeObservation {
+            cpu_idle,
+            proc_util,
+            memory: None,
+            ifaces: traffic
+                .map(|(bytes, packets)| IfaceObservation {
+                    name: "eth0".into(),
+                    capacity_mbps: Some(100.0),
+                    rates: Some(IfaceRates {
+                        rx_bytes: bytes,
+                        tx_bytes: 0.0,
+                        rx_packets: packets,
+                        tx_packets: 0.0,
+                    }),
+                })
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn dynamic_powers_with_load_and_traffic_by_hand() {
+        let m = machine(TWO);
+        let mut o = Observations::default();
+        // Node a: 2 processes using 0.9 each, CPUs idle 0.05 each → k − Σu = 0.2, Σi = 0.1,
+        // p_n = 60 (1.8 + 0.1) = 114. 2.5e6 B/s = 20 Mbit/s of 100: A = 80.
+        o.nodes.insert(
+            1,
+            obs(vec![0.05, 0.05], vec![0.9, 0.9], Some((2.5e6, 10.0))),
+        );
+        // Node b: an external load takes half its CPU: u = 0.5, i = 0 → p = 40 · 0.5 = 20.
+        // 5e6 B/s = 40 Mbit/s: A = 60.
+        o.nodes
+            .insert(2, obs(vec![0.0], vec![0.5], Some((5e6, 30.0))));
+        let cfg = PowerConfig {
+            model: PowerModel::Drum { w_comm: 0.25 },
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.nodes[1].processing, 114.0);
+        close(p.nodes[2].processing, 20.0);
+        close(p.nodes[1].communication.unwrap(), 80.0);
+        close(p.nodes[2].communication.unwrap(), 60.0);
+        close(
+            p.share(NodeId(1)),
+            0.25 * 80.0 / 140.0 + 0.75 * 114.0 / 134.0,
+        );
+
+        // CAF: 10 and 30 packets/s → c = 0.1 and 1/30 → ĉ = 0.75, 0.25.
+        let cfg = PowerConfig {
+            model: PowerModel::Drum2004 { w_comm: 0.25 },
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.share(NodeId(1)), 0.25 * 0.75 + 0.75 * 114.0 / 134.0);
+    }
+
+    #[test]
+    fn memory_threshold_cuts_processing_power() {
+        let m = machine(TWO);
+        let mut o = Observations::idle(&m);
+        o.nodes.get_mut(&2).unwrap().memory = Some(MemoryObservation {
+            total: 1e9,
+            available: 0.05e9,
+        });
+        // r = 0.05 < θ = 0.1: node b's p = 40 · 0.5 = 20 against 120.
+        let p = compute_powers(&m, &PowerConfig::default(), &o).unwrap();
+        close(p.share(NodeId(2)), 20.0 / 140.0);
+        let off = PowerConfig {
+            memory_threshold: None,
+            ..Default::default()
+        };
+        close(compute_powers(&m, &off, &o).unwrap().share(NodeId(2)), 0.25);
+    }
+
+    const ROUTED: &str = r#"<machinemodel>
+      <node type="NETWORK" nodenum="0" parent="-1"/>
+      <node type="NETWORK" nodenum="1" name="r1" parent="0"/>
+      <node type="NETWORK" nodenum="2" name="r2" parent="0"/>
+      <node type="SINGLE_COMPUTING" nodenum="3" parent="1" mflops="10"/>
+      <node type="SINGLE_COMPUTING" nodenum="4" parent="1" mflops="10"/>
+      <node type="SINGLE_COMPUTING" nodenum="5" parent="2" mflops="20"/>
+    </machinemodel>"#;
+
+    #[test]
+    fn unprobed_routers_sum_their_children() {
+        let m = machine(ROUTED);
+        let mut o = Observations::default();
+        // Leaves: ABW 100 − 8·bytes/1e6: 80, 60, 90.
+        o.nodes
+            .insert(3, obs(vec![1.0], vec![], Some((2.5e6, 1.0))));
+        o.nodes.insert(4, obs(vec![1.0], vec![], Some((5e6, 1.0))));
+        o.nodes
+            .insert(5, obs(vec![1.0], vec![], Some((1.25e6, 1.0))));
+        // Only r1 probed (ABW 10): not every non-root network node can be probed, so both
+        // routers use the sum of their children: 140 and 90.
+        o.nodes
+            .insert(1, obs(vec![1.0], vec![], Some((11.25e6, 1.0))));
+        let cfg = PowerConfig {
+            model: PowerModel::Drum { w_comm: 1.0 },
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.nodes[1].communication.unwrap(), 140.0);
+        close(p.share(NodeId(1)), 140.0 / 230.0);
+        // Both probed (r2 ABW 30): each router uses its own: 10 and 30.
+        o.nodes
+            .insert(2, obs(vec![1.0], vec![], Some((8.75e6, 1.0))));
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.nodes[1].communication.unwrap(), 10.0);
+        close(p.share(NodeId(1)), 0.25);
+        close(p.share(NodeId(3)), 80.0 / 140.0);
+        close(p.part_size(0), 0.25 * 80.0 / 140.0);
+    }
+
+    #[test]
+    fn sinha_parashar_on_a_tree() {
+        let m = machine(
+            r#"<machinemodel>
+              <node type="NETWORK" nodenum="0" parent="-1" bandwidth="100"/>
+              <node type="SINGLE_COMPUTING" nodenum="1" parent="0" memory="2000"/>
+              <node type="MULTIPLE_COMPUTING" nodenum="2" parent="0" numprocs="2" memory="6000" bandwidth="300"/>
+            </machinemodel>"#,
+        );
+        let third = 1.0 / 3.0;
+        let cfg = PowerConfig {
+            model: PowerModel::SinhaParashar {
+                w_p: third,
+                w_m: third,
+                w_b: third,
+            },
+            ..Default::default()
+        };
+        let p = static_powers(&m, &cfg).unwrap();
+        // 𝒫 = 1, 2 CPUs → (1/3, 2/3); ℳ → (1/4, 3/4); ℬ 100, 300 → (1/4, 3/4).
+        close(p.share(NodeId(1)), third * (third + 0.25 + 0.25));
+        close(p.parts[1], p.parts[2]);
+        // No memory known: an error naming the node when w_m > 0.
+        let bare = machine(TWO);
+        let e = static_powers(&bare, &cfg).unwrap_err().to_string();
+        assert!(e.contains("node 1 (\"a\")") && e.contains("memory"), "{e}");
+    }
+
+    #[test]
+    fn measured_capacity_per_rank() {
+        let m = machine(TWO);
+        let mut o = Observations::default();
+        // Ranks 0 and 1 on node a: 100/1 and 300/1; rank 2 on b: 200/2.
+        o.rank_work.insert(
+            0,
+            RankWork {
+                work: 100.0,
+                cpu_seconds: 1.0,
+            },
+        );
+        o.rank_work.insert(
+            1,
+            RankWork {
+                work: 300.0,
+                cpu_seconds: 1.0,
+            },
+        );
+        o.rank_work.insert(
+            2,
+            RankWork {
+                work: 200.0,
+                cpu_seconds: 2.0,
+            },
+        );
+        let cfg = PowerConfig {
+            model: PowerModel::Measured,
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.parts[0], 0.2);
+        close(p.parts[1], 0.6);
+        close(p.parts[2], 0.2);
+        assert_eq!(p.targets(&m, NodeId(1)), vec![0.25, 0.75]);
+        o.rank_work.remove(&2);
+        let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
+        assert_eq!(e, "node 2 (\"b\"): no measured work for rank 2");
+    }
+
+    #[test]
+    fn bad_data_errors_name_the_node() {
+        let m = machine(TWO);
+        let cfg = PowerConfig::default();
+        // Zero total power: both nodes fully used by foreign processes.
+        let mut o = Observations::default();
+        o.nodes.insert(1, obs(vec![0.0, 0.0], vec![], None));
+        o.nodes.insert(2, obs(vec![0.0], vec![], None));
+        let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "node 0 (\"sw\"): the children of this node have zero total processing power"
+        );
+        // NaN.
+        o.nodes.insert(1, obs(vec![f64::NAN, 0.0], vec![], None));
+        let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
+        assert!(e.starts_with("node 1 (\"a\"): cpu_idle[0] = NaN"), "{e}");
+        // A missing observation.
+        o.nodes.remove(&1);
+        let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
+        assert!(e.starts_with("node 1 (\"a\"): no observation"), "{e}");
+        // Wrong number of processes.
+        o.nodes.insert(1, obs(vec![1.0, 1.0], vec![0.5], None));
+        let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
+        assert!(
+            e.contains("hosts 2 processes but the observation has 1"),
+            "{e}"
+        );
+        // Weights.
+        let bad = PowerConfig {
+            model: PowerModel::Drum { w_comm: 1.5 },
+            ..Default::default()
+        };
+        assert!(matches!(static_powers(&m, &bad), Err(Error::Parameter(_))));
+        let bad = PowerConfig {
+            model: PowerModel::Drum { w_comm: f64::NAN },
+            ..Default::default()
+        };
+        assert!(matches!(static_powers(&m, &bad), Err(Error::Parameter(_))));
+        // A rating on some nodes only.
+        let half = machine(
+            r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+               <node type="SINGLE_COMPUTING" nodenum="1" parent="0" mflops="5"/>
+               <node type="SINGLE_COMPUTING" nodenum="7" name="x" parent="0"/></machinemodel>"#,
+        );
+        let e = static_powers(&half, &cfg).unwrap_err().to_string();
+        assert!(e.starts_with("node 7 (\"x\"): no `mflops`"), "{e}");
+        // Communication power without any capacity known.
+        let nobw = machine(
+            r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+               <node type="SINGLE_COMPUTING" nodenum="1" name="y" parent="0"/></machinemodel>"#,
+        );
+        let wc = PowerConfig {
+            model: PowerModel::Drum { w_comm: 0.1 },
+            ..Default::default()
+        };
+        let e = static_powers(&nobw, &wc).unwrap_err().to_string();
+        assert!(
+            e.starts_with("node 1 (\"y\"): interface link has no known capacity"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unrated_machines_share_by_processes() {
+        let m = machine(
+            r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+               <node type="MULTIPLE_COMPUTING" nodenum="1" parent="0" numprocs="3"/>
+               <node type="SINGLE_COMPUTING" nodenum="2" parent="0"/></machinemodel>"#,
+        );
+        let p = static_powers(&m, &PowerConfig::default()).unwrap();
+        for r in 0..4 {
+            close(p.parts[r], 0.25);
+        }
+    }
 }
