@@ -771,28 +771,28 @@ fn validate(source: &str, doc: RawDocument) -> Result<Machine> {
                 }
             }
             NodeKind::SingleComputing => {
-                if let Some(a) = attrs.get("numprocs") {
-                    if numprocs != Some(1) {
-                        return Err(out_of_range(a, "1 on a SINGLE_COMPUTING node"));
-                    }
+                if let Some(a) = attrs.get("numprocs")
+                    && numprocs != Some(1)
+                {
+                    return Err(out_of_range(a, "1 on a SINGLE_COMPUTING node"));
                 }
-                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus")) {
-                    if c.len() != 1 {
-                        return Err(out_of_range(a, "one CPU on a SINGLE_COMPUTING node"));
-                    }
+                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus"))
+                    && c.len() != 1
+                {
+                    return Err(out_of_range(a, "one CPU on a SINGLE_COMPUTING node"));
                 }
             }
             NodeKind::MultipleComputing { numprocs } => {
-                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus")) {
-                    if c.len() != numprocs as usize {
-                        return Err(invalid(
-                            &a.location,
-                            Problem::Inconsistent(format!(
-                                "`cpus` lists {} CPUs but numprocs is {numprocs}",
-                                c.len()
-                            )),
-                        ));
-                    }
+                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus"))
+                    && c.len() != numprocs as usize
+                {
+                    return Err(invalid(
+                        &a.location,
+                        Problem::Inconsistent(format!(
+                            "`cpus` lists {} CPUs but numprocs is {numprocs}",
+                            c.len()
+                        )),
+                    ));
                 }
             }
         }

@@ -471,13 +471,13 @@ impl Sampler {
         let t = self.start.elapsed().as_secs_f64();
         let cpus = fs.cpu_times()?;
         for target in &self.config.targets {
-            if let Some(list) = &target.cpus {
-                if let Some(c) = list.iter().find(|c| !cpus.contains_key(c)) {
-                    return Err(proc_err(
-                        &fs.proc_root.join("stat"),
-                        format!("CPU {c} (cpus of node {}) is not listed", target.node),
-                    ));
-                }
+            if let Some(list) = &target.cpus
+                && let Some(c) = list.iter().find(|c| !cpus.contains_key(c))
+            {
+                return Err(proc_err(
+                    &fs.proc_root.join("stat"),
+                    format!("CPU {c} (cpus of node {}) is not listed", target.node),
+                ));
             }
         }
         let mut ticks = Vec::with_capacity(self.config.targets.len());
@@ -774,5 +774,312 @@ impl Drum {
     /// The part size of `rank` (DRUM_getLocalPartSize). Panics if `rank` is out of range.
     pub fn local_part_size(&self, rank: usize) -> f64 {
         self.powers.part_size(rank)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A fake /proc + /sys tree in a temporary directory.
+    struct FakeProc {
+        dir: PathBuf,
+    }
+
+    impl FakeProc {
+        fn new(tag: &str) -> FakeProc {
+            let dir =
+                std::env::temp_dir().join(format!("drum-fakeproc-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(dir.join("proc/net")).unwrap();
+            fs::create_dir_all(dir.join("proc/self")).unwrap();
+            fs::create_dir_all(dir.join("proc/42/task/43")).unwrap();
+            fs::create_dir_all(dir.join("sys/class/net/eth0")).unwrap();
+            fs::create_dir_all(dir.join("sys/class/net/lo")).unwrap();
+            fs::create_dir_all(dir.join("sys/class/net/veth")).unwrap();
+            fs::write(dir.join("sys/class/net/eth0/speed"), "100\n").unwrap();
+            fs::write(dir.join("sys/class/net/eth0/flags"), "0x1003\n").unwrap();
+            fs::write(dir.join("sys/class/net/veth/flags"), "0x9\n").unwrap(); // loopback flag
+            FakeProc { dir }
+        }
+
+        fn fs(&self) -> ProcFs {
+            ProcFs {
+                proc_root: self.dir.join("proc"),
+                sys_root: self.dir.join("sys"),
+            }
+        }
+
+        fn write(&self, rel: &str, text: &str) {
+            fs::write(self.dir.join("proc").join(rel), text).unwrap();
+        }
+
+        /// cpu0 and cpu1 with the given (busy, idle) jiffies; process ticks; eth0 counters.
+        fn state(&self, cpu: [(u64, u64); 2], proc_ticks: u64, thread_ticks: u64, eth0: [u64; 4]) {
+            self.write(
+                "stat",
+                &format!(
+                    "cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 {} 0 0 {} 0 0 0 0 0 0\ncpu1 {} 0 0 {} 0 0 0 0 0 0\nintr 1 2\n",
+                    cpu[0].0, cpu[0].1, cpu[1].0, cpu[1].1
+                ),
+            );
+            let stat = |ticks: u64| {
+                format!(
+                    "42 (my (odd) app) R 1 42 42 0 -1 4194304 100 0 0 0 {} {} 0 0 20 0 1 0\n",
+                    ticks, 0
+                )
+            };
+            self.write("self/stat", &stat(proc_ticks));
+            self.write("42/task/43/stat", &stat(thread_ticks));
+            self.write(
+                "meminfo",
+                "MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    250 kB\n",
+            );
+            self.write(
+                "net/dev",
+                &format!(
+                    "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n    lo: 999 9 0 0 0 0 0 0 999 9 0 0 0 0 0 0\n  eth0: {} {} 0 0 0 0 0 0 {} {} 0 0 0 0 0 0\n  veth: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n",
+                    eth0[0], eth0[1], eth0[2], eth0[3]
+                ),
+            );
+        }
+    }
+
+    impl Drop for FakeProc {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn config(fake: &FakeProc) -> MonitorConfig {
+        MonitorConfig {
+            period: Duration::from_millis(20),
+            procfs: fake.fs(),
+            targets: vec![
+                MonitorTarget {
+                    node: 1,
+                    cpus: Some(vec![0]),
+                    processes: vec![ProcessRef::SelfProcess],
+                    ifaces: true,
+                    default_capacity_mbps: None,
+                },
+                MonitorTarget {
+                    node: 2,
+                    cpus: Some(vec![1]),
+                    processes: vec![ProcessRef::Thread { pid: 42, tid: 43 }],
+                    ifaces: false,
+                    default_capacity_mbps: None,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn samples_are_deltas_of_fake_proc_files() {
+        let fake = FakeProc::new("deltas");
+        fake.state([(0, 0), (0, 0)], 0, 0, [0, 0, 0, 0]);
+        let mut s = Sampler::new(config(&fake)).unwrap();
+        s.tick_rate = 100.0;
+        let mut a = s.snapshot().unwrap();
+        // 1 second later: cpu0 30 busy + 70 idle jiffies; cpu1 90 busy + 10 idle;
+        // our process used 25 ticks, the thread 80; eth0 got 1000 B in 10 packets, sent 500 B in 5.
+        fake.state([(30, 70), (90, 10)], 25, 80, [1000, 10, 500, 5]);
+        let mut b = s.snapshot().unwrap();
+        a.t = 0.0;
+        b.t = 1.0;
+        let out = s.samples(&a, &b);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].node, 1);
+        assert_eq!(out[0].cpu_idle, vec![0.7]);
+        assert_eq!(out[0].proc_util, vec![0.25]);
+        assert_eq!(out[0].mem_total, 1000.0 * 1024.0);
+        assert_eq!(out[0].mem_avail, 250.0 * 1024.0);
+        // Loopback by name and by flag are both skipped.
+        assert_eq!(out[0].ifaces.len(), 1);
+        let e = &out[0].ifaces[0];
+        assert_eq!((e.name.as_str(), e.capacity_mbps), ("eth0", Some(100.0)));
+        assert_eq!(
+            (e.rx_bytes, e.rx_packets, e.tx_bytes, e.tx_packets),
+            (1000, 10, 500, 5)
+        );
+        assert_eq!(out[1].cpu_idle, vec![0.1]);
+        assert_eq!(out[1].proc_util, vec![0.8]);
+        assert!(out[1].ifaces.is_empty());
+    }
+
+    #[test]
+    fn monitor_thread_records_from_fake_proc() {
+        let fake = FakeProc::new("thread");
+        fake.state([(10, 10), (10, 10)], 0, 0, [0, 0, 0, 0]);
+        let mon = start_monitoring(config(&fake)).unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        let rec = mon.stop().unwrap();
+        assert!(rec.stats.periods >= 2, "{:?}", rec.stats);
+        assert_eq!(rec.samples.len(), 2 * rec.stats.periods);
+        assert!(rec.stats.cpu_seconds >= 0.0 && rec.stats.wall_seconds >= 0.1);
+    }
+
+    #[test]
+    fn unreadable_or_garbled_files_are_named() {
+        let fake = FakeProc::new("garbled");
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        let root = fake.dir.join("proc");
+        fs::remove_file(root.join("meminfo")).unwrap();
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}: cannot read:", root.join("meminfo").display())),
+            "{e}"
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("stat", "cpu0 1 2 x 4\n");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: line 1: non-numeric time for cpu0",
+                root.join("stat").display()
+            )
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("42/task/43/stat", "43 (app R 1");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: no ')' after the command name",
+                root.join("42/task/43/stat").display()
+            )
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("net/dev", "h\nh\n eth0 1 2 3\n");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: line 3: no ':' after the name",
+                root.join("net/dev").display()
+            )
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("meminfo", "MemFree: 5 kB\n");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("{}: no MemTotal line", root.join("meminfo").display())
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        let mut cfg = config(&fake);
+        cfg.targets[1].cpus = Some(vec![7]);
+        let e = start_monitoring(cfg).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: CPU 7 (cpus of node 2) is not listed",
+                root.join("stat").display()
+            )
+        );
+
+        // A monitored process that exits mid-run: the error surfaces at stop, naming the file.
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        let mon = start_monitoring(config(&fake)).unwrap();
+        fs::remove_dir_all(root.join("42")).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let e = mon.stop().unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}: cannot read",
+                root.join("42/task/43/stat").display()
+            )),
+            "{e}"
+        );
+
+        let mut cfg = config(&fake);
+        cfg.period = Duration::from_millis(1);
+        assert!(matches!(start_monitoring(cfg), Err(Error::Parameter(_))));
+    }
+
+    #[test]
+    fn meminfo_without_memavailable() {
+        let p = Path::new("meminfo");
+        let (t, a) = parse_meminfo(
+            "MemTotal: 10 kB\nMemFree: 1 kB\nBuffers: 2 kB\nCached: 3 kB\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!((t, a), (10240.0, 6144.0));
+    }
+
+    #[test]
+    fn real_proc_short_run_and_replay() {
+        // This host as one node, 0.3 s at 20 ms, then the recording replays into powers.
+        let mut cfg = MonitorConfig::host(0, Duration::from_millis(20));
+        cfg.targets[0].default_capacity_mbps = Some(1000.0);
+        let mon = start_monitoring(cfg).unwrap();
+        let busy_until = Instant::now() + Duration::from_millis(300);
+        let mut x = 0u64;
+        while Instant::now() < busy_until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let rec = mon.stop().unwrap();
+        assert!(rec.stats.periods >= 5, "{:?}", rec.stats);
+        let s = &rec.samples[rec.samples.len() - 1];
+        assert!(!s.cpu_idle.is_empty() && s.cpu_idle.iter().all(|i| (0.0..=1.0).contains(i)));
+        assert_eq!(s.proc_util.len(), 1);
+        assert!(s.mem_total > 0.0 && s.mem_avail <= s.mem_total);
+        let xml = r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1" bandwidth="1000">
+            </node><node type="MULTIPLE_COMPUTING" nodenum="1" parent="0" numprocs="64" ranks="1"/></machinemodel>"#;
+        let m = Machine::parse_str(xml, "host.xml").unwrap();
+        let mut samples = rec.samples.clone();
+        for s in &mut samples {
+            s.node = 1;
+        }
+        let mut text = Vec::new();
+        crate::samples::write_jsonl(&samples, &mut text).unwrap();
+        let back =
+            crate::samples::parse_jsonl(std::str::from_utf8(&text).unwrap(), "rec.jsonl").unwrap();
+        assert_eq!(
+            back.iter().map(|l| l.sample.clone()).collect::<Vec<_>>(),
+            samples
+        );
+        let cfg = PowerConfig {
+            model: crate::PowerModel::Drum { w_comm: 0.5 },
+            ..Default::default()
+        };
+        let p = powers_from_samples(&m, &cfg, &back, Smoothing::WindowMean).unwrap();
+        assert_eq!(p.parts, vec![1.0]);
+    }
+
+    #[test]
+    fn drum_object_lifecycle() {
+        let xml = r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+            <node type="SINGLE_COMPUTING" nodenum="1" parent="0" mflops="2"/>
+            <node type="SINGLE_COMPUTING" nodenum="2" parent="0" mflops="1"/></machinemodel>"#;
+        let m = Machine::parse_str(xml, "d.xml").unwrap();
+        let mut drum = Drum::new(m, PowerConfig::default()).unwrap();
+        assert!((drum.local_part_size(0) - 2.0 / 3.0).abs() < 1e-12);
+        assert!(drum.stop_monitoring().is_err());
+        let fake = FakeProc::new("drum");
+        fake.state([(10, 10), (10, 10)], 0, 0, [0, 0, 0, 0]);
+        let mut cfg = config(&fake);
+        cfg.targets[0].processes.clear();
+        cfg.targets[1].processes.clear();
+        drum.start_monitoring(cfg.clone()).unwrap();
+        assert!(drum.start_monitoring(cfg).is_err());
+        std::thread::sleep(Duration::from_millis(70));
+        // Between samples node 2's CPU becomes fully busy with foreign work.
+        fake.state([(20, 20), (30, 10)], 0, 0, [0, 0, 0, 0]);
+        std::thread::sleep(Duration::from_millis(70));
+        drum.stop_monitoring().unwrap();
+        let p = drum.compute_powers().unwrap().clone();
+        assert!((p.parts.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        // Node 2 was seen with less idle time than node 1, so it lost share.
+        assert!(p.parts[1] < 1.0 / 3.0, "{:?}", p.parts);
     }
 }

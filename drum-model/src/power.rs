@@ -537,20 +537,19 @@ fn check_observation(machine: &Machine, id: NodeId, o: &NodeObservation) -> Resu
             ));
         }
     }
-    if let Some(m) = o.memory {
-        if !(m.total.is_finite() && m.available.is_finite() && m.total >= 0.0 && m.available >= 0.0)
-        {
-            return bad(format!(
-                "memory {} of {} is not finite and >= 0",
-                m.available, m.total
-            ));
-        }
+    if let Some(m) = o.memory
+        && !(m.total.is_finite() && m.available.is_finite() && m.total >= 0.0 && m.available >= 0.0)
+    {
+        return bad(format!(
+            "memory {} of {} is not finite and >= 0",
+            m.available, m.total
+        ));
     }
     for i in &o.ifaces {
-        if let Some(c) = i.capacity_mbps {
-            if !(c.is_finite() && c > 0.0) {
-                return bad(format!("interface {} has capacity {c} Mbit/s", i.name));
-            }
+        if let Some(c) = i.capacity_mbps
+            && !(c.is_finite() && c > 0.0)
+        {
+            return bad(format!("interface {} has capacity {c} Mbit/s", i.name));
         }
         if let Some(r) = i.rates {
             for v in [r.rx_bytes, r.tx_bytes, r.rx_packets, r.tx_packets] {
@@ -640,12 +639,12 @@ pub fn compute_powers(
         }
         PowerModel::Measured => {}
     }
-    if let Some(t) = config.memory_threshold {
-        if !(t > 0.0 && t <= 1.0) {
-            return Err(Error::Parameter(format!(
-                "memory threshold must be in (0, 1], got {t}"
-            )));
-        }
+    if let Some(t) = config.memory_threshold
+        && !(t > 0.0 && t <= 1.0)
+    {
+        return Err(Error::Parameter(format!(
+            "memory threshold must be in (0, 1], got {t}"
+        )));
     }
 
     let n = machine.nodes().len();
@@ -801,10 +800,10 @@ pub fn compute_powers(
                 }
             }
         }
-        if let PowerModel::SinhaParashar { w_m, .. } = model {
-            if *w_m > 0.0 {
-                agg.m = Some(kids.iter().map(|c| raw[c.0].m.unwrap_or(0.0)).sum());
-            }
+        if let PowerModel::SinhaParashar { w_m, .. } = model
+            && *w_m > 0.0
+        {
+            agg.m = Some(kids.iter().map(|c| raw[c.0].m.unwrap_or(0.0)).sum());
         }
         raw[id.0] = agg;
     }
@@ -849,8 +848,7 @@ pub fn compute_powers(
             PowerModel::SinhaParashar { w_p, w_m, w_b } => {
                 let ms: Vec<f64> = kids.iter().map(|c| raw[c.0].m.unwrap_or(0.0)).collect();
                 let bs: Vec<f64> = kids.iter().map(|c| raw[c.0].c.unwrap_or(0.0)).collect();
-                sinha_parashar_capacity(&ps, &ms, &bs, (*w_p, *w_m, *w_b))
-                    .map_err(|what| zero(what))?
+                sinha_parashar_capacity(&ps, &ms, &bs, (*w_p, *w_m, *w_b)).map_err(&zero)?
             }
             PowerModel::Measured => sibling_shares(&ps).ok_or_else(|| zero("measured capacity"))?,
         };

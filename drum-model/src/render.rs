@@ -262,7 +262,7 @@ pub fn svg(machine: &Machine, powers: Option<&Powers>) -> String {
             n.name.clone()
         };
         let lines = [
-            (format!("{}", truncate(&name, 24)), "bold"),
+            (truncate(&name, 24).to_string(), "bold"),
             (format!("#{} {}", n.nodenum, kind_label(n.kind)), "normal"),
             (truncate(&compact_details(machine, n.id), 30), "normal"),
             (

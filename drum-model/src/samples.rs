@@ -95,7 +95,7 @@ pub fn parse_jsonl(text: &str, source: &str) -> Result<Vec<LocatedSample>> {
                 lineno,
                 u32::try_from(e.column()).unwrap_or(1).max(1),
             ),
-            message: format!("not a sample: {e}"),
+            message: format!("not a sample: {}", serde_message(&e)),
         })?;
         let location = Location::new(source, lineno, 1);
         check_sample(&sample, &location)?;
@@ -128,6 +128,15 @@ pub fn read_jsonl(path: impl AsRef<Path>) -> Result<Vec<LocatedSample>> {
         message: "not valid UTF-8".into(),
     })?;
     parse_jsonl(text, &name)
+}
+
+/// serde_json's message without its own " at line L column C" (our location says it).
+fn serde_message(e: &serde_json::Error) -> String {
+    let m = e.to_string();
+    match m.rfind(" at line ") {
+        Some(i) => m[..i].to_string(),
+        None => m,
+    }
 }
 
 fn check_sample(s: &Sample, at: &Location) -> Result<()> {
@@ -168,13 +177,13 @@ fn check_sample(s: &Sample, at: &Location) -> Result<()> {
         ));
     }
     for f in &s.ifaces {
-        if let Some(c) = f.capacity_mbps {
-            if !(c.is_finite() && c > 0.0) {
-                return bad(format!(
-                    "interface {}: capacity_mbps = {c} is not > 0",
-                    f.name
-                ));
-            }
+        if let Some(c) = f.capacity_mbps
+            && !(c.is_finite() && c > 0.0)
+        {
+            return bad(format!(
+                "interface {}: capacity_mbps = {c} is not > 0",
+                f.name
+            ));
         }
     }
     Ok(())
@@ -426,7 +435,7 @@ pub fn parse_work(text: &str, source: &str) -> Result<BTreeMap<usize, crate::pow
                 lineno,
                 u32::try_from(e.column()).unwrap_or(1).max(1),
             ),
-            message: format!("not a work record: {e}"),
+            message: format!("not a work record: {}", serde_message(&e)),
         })?;
         if !(r.work.is_finite()
             && r.work >= 0.0

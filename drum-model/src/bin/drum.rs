@@ -178,8 +178,10 @@ impl PowerArgs {
             };
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            let mut obs = Observations::default();
-            obs.rank_work = parse_work(&text, &path.display().to_string())?;
+            let obs = Observations {
+                rank_work: parse_work(&text, &path.display().to_string())?,
+                ..Observations::default()
+            };
             let p = compute_powers(machine, &config, &obs)?;
             return Ok((p, format!("measured capacities from {}", path.display())));
         }
