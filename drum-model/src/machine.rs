@@ -290,6 +290,16 @@ impl Machine {
         &self.source
     }
 
+    /// Where the `<machinemodel>` element starts.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Attributes of `<machinemodel>` itself (kept and written back).
+    pub fn attributes(&self) -> &[Attribute] {
+        &self.attrs
+    }
+
     /// The root node.
     pub fn root(&self) -> NodeId {
         self.root

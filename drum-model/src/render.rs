@@ -235,7 +235,7 @@ pub fn svg(machine: &Machine, powers: Option<&Powers>) -> String {
                 r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#888" stroke-width="1.5"/>"##
             );
             if let Some(pw) = powers {
-                let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+                let (mx, my) = (x1 + 0.7 * (x2 - x1), y1 + 0.7 * (y2 - y1));
                 let _ = writeln!(
                     s,
                     r##"<text x="{mx:.1}" y="{my:.1}" text-anchor="middle" font-size="11" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">{:.3}</text>"##,
@@ -263,7 +263,7 @@ pub fn svg(machine: &Machine, powers: Option<&Powers>) -> String {
         };
         let lines = [
             (truncate(&name, 24).to_string(), "bold"),
-            (format!("#{} {}", n.nodenum, kind_label(n.kind)), "normal"),
+            (format!("#{} {}", n.nodenum, short_kind(n.kind)), "normal"),
             (truncate(&compact_details(machine, n.id), 30), "normal"),
             (
                 n.lbmethod.as_ref().map_or(String::new(), |l| {
@@ -318,6 +318,14 @@ pub fn svg(machine: &Machine, powers: Option<&Powers>) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+fn short_kind(kind: NodeKind) -> String {
+    match kind {
+        NodeKind::Network => "network".into(),
+        NodeKind::SingleComputing => "single processor".into(),
+        NodeKind::MultipleComputing { numprocs } => format!("SMP, {numprocs} CPUs"),
+    }
 }
 
 fn compact_details(machine: &Machine, id: NodeId) -> String {

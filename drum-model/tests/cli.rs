@@ -290,3 +290,27 @@ fn monitor_records_replayable_samples() {
     }
     assert_eq!(first["proc_util"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn discover_writes_a_machine_that_check_accepts() {
+    let out = tmp("host.xml");
+    let o = drum(&[
+        "discover",
+        "--n",
+        "120",
+        "--repeats",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = drum(&["check", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tree = text(&o.stdout);
+    assert!(tree.contains("MFLOPS") && tree.contains("cpus 0"), "{tree}");
+    let o = drum(&["powers", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = drum(&["bench", "--n", "80", "--repeats", "3"]);
+    assert!(o.status.success());
+    assert!(text(&o.stdout).contains("median: "));
+}
