@@ -212,18 +212,19 @@ impl ProcFs {
         parse_meminfo(&read(&p)?, &p)
     }
 
-    /// Non-loopback interfaces of `/proc/net/dev` (loopback: named `lo`, or IFF_LOOPBACK set in
-    /// `/sys/class/net/NAME/flags`).
+    /// The interfaces of `/proc/net/dev` that count: not loopback (named `lo`, or IFF_LOOPBACK
+    /// in `/sys/class/net/NAME/flags`) and not administratively down (IFF_UP clear).
     pub fn interfaces(&self) -> Result<Vec<NetDev>> {
         let p = self.proc_root.join("net/dev");
         let all = parse_net_dev(&read(&p)?, &p)?;
         Ok(all
             .into_iter()
-            .filter(|d| !self.is_loopback(&d.name))
+            .filter(|d| !self.ignored_interface(&d.name))
             .collect())
     }
 
-    fn is_loopback(&self, name: &str) -> bool {
+    /// True for loopback interfaces and interfaces that are down (see [`ProcFs::interfaces`]).
+    pub fn ignored_interface(&self, name: &str) -> bool {
         if name == "lo" {
             return true;
         }
@@ -231,7 +232,7 @@ impl ProcFs {
         std::fs::read_to_string(flags)
             .ok()
             .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
-            .is_some_and(|f| f & 0x8 != 0)
+            .is_some_and(|f| f & 0x8 != 0 || f & 0x1 == 0)
     }
 
     /// Link speed of an interface in Mbit/s from `/sys/class/net/NAME/speed`, if the driver
@@ -533,7 +534,7 @@ impl Sampler {
                 let lo = *self
                     .loopback
                     .entry(d.name.clone())
-                    .or_insert_with(|| fs.is_loopback(&d.name));
+                    .or_insert_with(|| fs.ignored_interface(&d.name));
                 if !lo {
                     net.push(d);
                 }
@@ -845,6 +846,8 @@ mod tests {
             fs::write(dir.join("sys/class/net/eth0/speed"), "100\n").unwrap();
             fs::write(dir.join("sys/class/net/eth0/flags"), "0x1003\n").unwrap();
             fs::write(dir.join("sys/class/net/veth/flags"), "0x9\n").unwrap(); // loopback flag
+            fs::create_dir_all(dir.join("sys/class/net/ifb0")).unwrap();
+            fs::write(dir.join("sys/class/net/ifb0/flags"), "0x82\n").unwrap(); // down
             FakeProc { dir }
         }
 
@@ -883,7 +886,7 @@ mod tests {
             self.write(
                 "net/dev",
                 &format!(
-                    "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n    lo: 999 9 0 0 0 0 0 0 999 9 0 0 0 0 0 0\n  eth0: {} {} 0 0 0 0 0 0 {} {} 0 0 0 0 0 0\n  veth: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n",
+                    "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n    lo: 999 9 0 0 0 0 0 0 999 9 0 0 0 0 0 0\n  eth0: {} {} 0 0 0 0 0 0 {} {} 0 0 0 0 0 0\n  veth: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n  ifb0: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
                     eth0[0], eth0[1], eth0[2], eth0[3]
                 ),
             );
@@ -939,7 +942,7 @@ mod tests {
         assert_eq!(out[0].proc_util, vec![0.25]);
         assert_eq!(out[0].mem_total, 1000.0 * 1024.0);
         assert_eq!(out[0].mem_avail, 250.0 * 1024.0);
-        // Loopback by name and by flag are both skipped.
+        // Loopback by name and by flag, and interfaces that are down, are skipped.
         assert_eq!(out[0].ifaces.len(), 1);
         let e = &out[0].ifaces[0];
         assert_eq!((e.name.as_str(), e.capacity_mbps), ("eth0", Some(100.0)));

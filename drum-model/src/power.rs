@@ -831,7 +831,9 @@ pub fn compute_powers(
         let ps: Vec<f64> = kids.iter().map(|c| raw[c.0].p).collect();
         let shares: Vec<f64> = match model {
             PowerModel::Drum { w_comm } | PowerModel::Drum2004 { w_comm } => {
-                let p_hat = sibling_shares(&ps).ok_or_else(|| zero("processing power"))?;
+                let p_hat = sibling_shares(&ps).ok_or_else(|| {
+                    zero("processing power (no idle CPU time and no application CPU use observed)")
+                })?;
                 if *w_comm > 0.0 {
                     let cs: Vec<f64> = kids.iter().map(|c| raw[c.0].c.unwrap_or(0.0)).collect();
                     let c_hat = sibling_shares(&cs)
@@ -1226,7 +1228,8 @@ mod tests {
         let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
         assert_eq!(
             e,
-            "node 0 (\"sw\"): the children of this node have zero total processing power"
+            "node 0 (\"sw\"): the children of this node have zero total processing power (no idle \
+             CPU time and no application CPU use observed)"
         );
         // NaN.
         o.nodes.insert(1, obs(vec![f64::NAN, 0.0], vec![], None));

@@ -303,7 +303,8 @@ fn never_panics_on_hostile_sizes() {
     assert_eq!(m.num_ranks(), 1);
     let p = static_powers(&m, &PowerConfig::default()).unwrap();
     assert_eq!(p.parts, vec![1.0]);
-    assert!(drum_model::render::tree_text(&m, Some(&p)).lines().count() == depth + 1);
+    assert_eq!(m.depth_first().len(), depth + 1);
+    assert_eq!(m.path_from_root(m.rank_node(0)).len(), depth + 1);
 }
 
 const FLAT: &str = r#"<?xml version="1.0"?>
