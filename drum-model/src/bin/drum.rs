@@ -4,6 +4,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use drum_model::bench::{LinpackConfig, discover, linpack};
+use drum_model::metrics::{h_cpu, rc_ideal};
 use drum_model::monitor::{MonitorConfig, ProcFs, ProcessRef, start_monitoring};
 use drum_model::samples::{Smoothing, parse_work, powers_from_samples, read_jsonl, write_jsonl};
 use drum_model::{Machine, Observations, PowerConfig, PowerModel, Powers, compute_powers, render};
@@ -227,6 +228,14 @@ fn run(cli: Cli) -> Result<()> {
         Command::Check { file } => {
             let m = load(&file)?;
             println!("{}", render::summary(&m));
+            if let Some(ratings) = m.processor_ratings() {
+                println!(
+                    "heterogeneity over {} processors: H_cpu = {:.4}, RC_ideal = {:.4}",
+                    ratings.len(),
+                    h_cpu(&ratings)?,
+                    rc_ideal(&ratings)?
+                );
+            }
             print!("{}", render::tree_text(&m, None));
         }
         Command::Powers { file, power, json } => {
