@@ -40,6 +40,11 @@ fn check_prints_a_tree() {
         ),
         "{out}"
     );
+    // 18 processors at 67.5, 2 at 50, 4 at 45 MFLOPS (values checked by hand in Python).
+    assert!(
+        out.contains("heterogeneity over 24 processors: H_cpu = 0.1348, RC_ideal = 0.2776\n"),
+        "{out}"
+    );
     assert!(
         out.contains("├── [3] MULTIPLE_COMPUTING x4 \"rivera.cs.williams.edu\""),
         "{out}"
