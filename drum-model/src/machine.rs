@@ -670,6 +670,11 @@ fn validate(source: &str, doc: RawDocument) -> Result<Machine> {
         by_num.insert(num, i);
 
         let numprocs = attrs.get("numprocs").map(count).transpose()?;
+        if let (Some(n), Some(a)) = (numprocs, attrs.get("numprocs"))
+            && n > MAX_CPU
+        {
+            return Err(out_of_range(a, "at most 65536 processors"));
+        }
         let kind = match ty.value.trim() {
             "NETWORK" => NodeKind::Network,
             "SINGLE_COMPUTING" => NodeKind::SingleComputing,

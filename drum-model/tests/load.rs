@@ -209,6 +209,12 @@ fn attribute_errors() {
     );
     check_err(
         &model(&format!(
+            "{ROOT}\n<node type=\"MULTIPLE_COMPUTING\" nodenum=\"1\" parent=\"0\" numprocs=\"4000000000\" ranks=\"1\"/>"
+        )),
+        "t.xml:3:56: `numprocs` is \"4000000000\", expected at most 65536 processors",
+    );
+    check_err(
+        &model(&format!(
             "{ROOT}\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" ranks=\"9000000\"/>"
         )),
         "t.xml:3:1: the machine declares more than 1048576 processes",
