@@ -1,0 +1,407 @@
+//! `drum`: check, show and compute powers of DrumHead machine descriptions; monitor this host;
+//! benchmark it; describe it as XML. Glue only: parse arguments, call `drum_model`, print.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use drum_model::bench::{LinpackConfig, discover, linpack};
+use drum_model::metrics::{h_cpu, rc_ideal};
+use drum_model::monitor::{MonitorConfig, ProcFs, ProcessRef, start_monitoring};
+use drum_model::samples::{Smoothing, parse_work, powers_from_samples, read_jsonl, write_jsonl};
+use drum_model::{Machine, Observations, PowerConfig, PowerModel, Powers, compute_powers, render};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "drum",
+    version,
+    about = "DRUM machine models: check, powers, monitor, benchmark"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate a machine file and print its tree (exit 1 and FILE:LINE:COL: message if bad).
+    Check {
+        /// The machine description (DrumHead XML).
+        file: PathBuf,
+    },
+    /// Compute node powers and per-rank part sizes (static unless --replay).
+    Powers {
+        /// The machine description.
+        file: PathBuf,
+        #[command(flatten)]
+        power: PowerArgs,
+        /// Print JSON: {"w_comm", "nodes": [{"nodenum","name","power"}], "parts": [{"rank","node","size"}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the tree with powers, or draw it as SVG.
+    Show {
+        /// The machine description.
+        file: PathBuf,
+        /// Write an SVG picture of the tree with powers here.
+        #[arg(long, value_name = "OUT.svg")]
+        svg: Option<PathBuf>,
+        #[command(flatten)]
+        power: PowerArgs,
+    },
+    /// Sample this host's CPUs, memory and interfaces; report the monitor's own overhead.
+    Monitor {
+        /// How long to monitor, seconds.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Sampling period, milliseconds.
+        #[arg(long, default_value_t = 100)]
+        period_ms: u64,
+        /// Write the samples as JSON Lines (replayable with `drum powers --replay`).
+        #[arg(long, value_name = "OUT.jsonl")]
+        record: Option<PathBuf>,
+        /// Sample each computing node of this machine (bound to its `cpus`) instead of the
+        /// whole host as one node.
+        #[arg(long, value_name = "FILE")]
+        machine: Option<PathBuf>,
+        /// Application process IDs in rank order (their CPU use becomes proc_util).
+        #[arg(long = "pid", value_name = "PID")]
+        pids: Vec<u32>,
+        /// nodenum written in the samples when monitoring the whole host.
+        #[arg(long, default_value_t = 0)]
+        node: u32,
+    },
+    /// LINPACK-style LU benchmark of one core: MFLOPS = (2/3 n³ + 2 n²)/t, median of repeats.
+    Bench {
+        /// Matrix order.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Timed repeats.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+    },
+    /// Describe this host (cores, memory, interfaces, measured MFLOPS) as a machine file.
+    Discover {
+        /// Write the XML here instead of standard output.
+        #[arg(long, value_name = "OUT.xml")]
+        out: Option<PathBuf>,
+        /// Benchmark matrix order.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Benchmark repeats.
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ModelArg {
+    /// DRUM 2005: processing power and available-bandwidth communication power.
+    Drum,
+    /// DRUM 2004: communication power from the communication activity factor.
+    Drum2004,
+    /// Sinha–Parashar capacity C = w_p P + w_m M + w_b B.
+    Sinha,
+    /// Watts et al.: capacity = work / CPU time per rank (needs --work).
+    Measured,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SmoothingArg {
+    /// Mean over the monitoring window (DRUM 2005).
+    Mean,
+    /// NWS-style forecast (lowest running error among several predictors).
+    Forecast,
+}
+
+#[derive(Args, Debug)]
+struct PowerArgs {
+    /// Communication weight w_comm in [0, 1] (drum, drum2004).
+    #[arg(long, default_value_t = 0.0)]
+    w_comm: f64,
+    /// Power model.
+    #[arg(long, value_enum, default_value_t = ModelArg::Drum)]
+    model: ModelArg,
+    /// Use recorded monitor samples (JSON Lines) instead of static powers.
+    #[arg(long, value_name = "SAMPLES.jsonl")]
+    replay: Option<PathBuf>,
+    /// How samples are reduced.
+    #[arg(long, value_enum, default_value_t = SmoothingArg::Mean)]
+    smoothing: SmoothingArg,
+    /// Memory threshold of DRUM 2005 §5 (0 disables the rule).
+    #[arg(long, default_value_t = 0.1)]
+    memory_threshold: f64,
+    /// Sinha–Parashar weight of CPU.
+    #[arg(long, default_value_t = 1.0 / 3.0)]
+    w_p: f64,
+    /// Sinha–Parashar weight of memory.
+    #[arg(long, default_value_t = 1.0 / 3.0)]
+    w_m: f64,
+    /// Sinha–Parashar weight of bandwidth.
+    #[arg(long, default_value_t = 1.0 / 3.0)]
+    w_b: f64,
+    /// Per-rank work records for --model measured: {"rank": R, "work": W, "cpu_seconds": S} per line.
+    #[arg(long, value_name = "WORK.jsonl")]
+    work: Option<PathBuf>,
+}
+
+impl PowerArgs {
+    fn config(&self) -> PowerConfig {
+        let model = match self.model {
+            ModelArg::Drum => PowerModel::Drum {
+                w_comm: self.w_comm,
+            },
+            ModelArg::Drum2004 => PowerModel::Drum2004 {
+                w_comm: self.w_comm,
+            },
+            ModelArg::Sinha => PowerModel::SinhaParashar {
+                w_p: self.w_p,
+                w_m: self.w_m,
+                w_b: self.w_b,
+            },
+            ModelArg::Measured => PowerModel::Measured,
+        };
+        let memory_threshold = (self.memory_threshold > 0.0).then_some(self.memory_threshold);
+        PowerConfig {
+            model,
+            memory_threshold,
+        }
+    }
+
+    /// Computes powers and says where they came from.
+    fn compute(&self, machine: &Machine) -> Result<(Powers, String)> {
+        let config = self.config();
+        if self.model == ModelArg::Measured {
+            let Some(path) = &self.work else {
+                bail!("--model measured needs --work WORK.jsonl (per-rank work and CPU seconds)");
+            };
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let obs = Observations {
+                rank_work: parse_work(&text, &path.display().to_string())?,
+                ..Observations::default()
+            };
+            let p = compute_powers(machine, &config, &obs)?;
+            return Ok((p, format!("measured capacities from {}", path.display())));
+        }
+        match &self.replay {
+            None => Ok((
+                drum_model::static_powers(machine, &config)?,
+                "static (every process can use a whole CPU, every interface idle)".into(),
+            )),
+            Some(path) => {
+                let samples = read_jsonl(path)?;
+                let smoothing = match self.smoothing {
+                    SmoothingArg::Mean => Smoothing::WindowMean,
+                    SmoothingArg::Forecast => Smoothing::Forecast,
+                };
+                let p = powers_from_samples(machine, &config, &samples, smoothing)?;
+                Ok((
+                    p,
+                    format!("replayed {} samples from {}", samples.len(), path.display()),
+                ))
+            }
+        }
+    }
+}
+
+fn load(file: &Path) -> Result<Machine> {
+    Ok(Machine::from_file(file)?)
+}
+
+fn describe_model(p: &Powers) -> String {
+    match &p.model {
+        PowerModel::Drum { w_comm } => format!("drum (DRUM 2005), w_comm = {w_comm}"),
+        PowerModel::Drum2004 { w_comm } => format!("drum2004 (CAF), w_comm = {w_comm}"),
+        PowerModel::SinhaParashar { w_p, w_m, w_b } => {
+            format!("sinha (Sinha–Parashar), w_p = {w_p:.3}, w_m = {w_m:.3}, w_b = {w_b:.3}")
+        }
+        PowerModel::Measured => "measured (Watts et al.)".into(),
+        _ => p.model.name().into(),
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Check { file } => {
+            let m = load(&file)?;
+            println!("{}", render::summary(&m));
+            if let Some(ratings) = m.processor_ratings() {
+                println!(
+                    "heterogeneity over {} processors: H_cpu = {:.4}, RC_ideal = {:.4}",
+                    ratings.len(),
+                    h_cpu(&ratings)?,
+                    rc_ideal(&ratings)?
+                );
+            }
+            print!("{}", render::tree_text(&m, None));
+        }
+        Command::Powers { file, power, json } => {
+            let m = load(&file)?;
+            let (p, origin) = power.compute(&m)?;
+            if json {
+                println!("{}", p.to_json_string(&m));
+            } else {
+                println!("{}", render::summary(&m));
+                println!("model {}; {origin}", describe_model(&p));
+                print!("{}", render::tree_text(&m, Some(&p)));
+                println!("rank  node  part size");
+                for (r, s) in p.parts.iter().enumerate() {
+                    println!("{r:>4}  {:>4}  {s:.6}", m.node(m.rank_node(r)).nodenum);
+                }
+            }
+        }
+        Command::Show { file, svg, power } => {
+            let m = load(&file)?;
+            let (p, origin) = power.compute(&m)?;
+            match svg {
+                Some(out) => {
+                    std::fs::write(&out, render::svg(&m, Some(&p)))
+                        .with_context(|| format!("cannot write {}", out.display()))?;
+                    eprintln!("wrote {} ({}; {origin})", out.display(), describe_model(&p));
+                }
+                None => {
+                    println!("{}", render::summary(&m));
+                    println!("model {}; {origin}", describe_model(&p));
+                    print!("{}", render::tree_text(&m, Some(&p)));
+                }
+            }
+        }
+        Command::Monitor {
+            seconds,
+            period_ms,
+            record,
+            machine,
+            pids,
+            node,
+        } => monitor(seconds, period_ms, record, machine, pids, node)?,
+        Command::Bench { n, repeats } => {
+            let r = linpack(&LinpackConfig {
+                n,
+                repeats,
+                ..Default::default()
+            })?;
+            let runs: Vec<String> = r.runs.iter().map(|x| format!("{x:.1}")).collect();
+            let secs: Vec<String> = r.seconds.iter().map(|x| format!("{x:.4}")).collect();
+            println!("LINPACK-style LU (nalgebra), n = {n}, {repeats} repeats, one core");
+            println!("MFLOPS per run: {}", runs.join(" "));
+            println!("seconds per run: {}", secs.join(" "));
+            println!("median: {:.1} MFLOPS", r.median);
+        }
+        Command::Discover { out, n, repeats } => {
+            eprintln!("benchmarking one core (LINPACK n = {n}, {repeats} repeats)...");
+            let r = linpack(&LinpackConfig {
+                n,
+                repeats,
+                ..Default::default()
+            })?;
+            eprintln!("median {:.1} MFLOPS", r.median);
+            let m = discover(&ProcFs::default(), r.median)?;
+            let xml = m.to_xml();
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, &xml)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => print!("{xml}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn monitor(
+    seconds: f64,
+    period_ms: u64,
+    record: Option<PathBuf>,
+    machine: Option<PathBuf>,
+    pids: Vec<u32>,
+    node: u32,
+) -> Result<()> {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        bail!("--seconds must be > 0, got {seconds}");
+    }
+    let period = Duration::from_millis(period_ms);
+    let procs: Vec<ProcessRef> = pids.iter().map(|&p| ProcessRef::Pid(p)).collect();
+    let config = match &machine {
+        Some(file) => {
+            let m = load(file)?;
+            MonitorConfig::for_machine(&m, &procs, period)
+        }
+        None => {
+            let mut c = MonitorConfig::host(node, period);
+            c.targets[0].processes = procs;
+            c
+        }
+    };
+    let targets = config.targets.len();
+    let mon = start_monitoring(config)?;
+    let start = Instant::now();
+    let total = Duration::from_secs_f64(seconds);
+    let mut stderr = std::io::stderr();
+    while start.elapsed() < total {
+        std::thread::sleep(Duration::from_millis(250).min(total.saturating_sub(start.elapsed())));
+        let latest = mon.latest();
+        let mut line = format!(
+            "\r[{:>6.1}/{:.1} s] {} samples",
+            start.elapsed().as_secs_f64(),
+            seconds,
+            mon.sample_count()
+        );
+        if let Some(s) = latest.first() {
+            let idle: f64 = latest.iter().map(|s| s.cpu_idle.iter().sum::<f64>()).sum();
+            let cpus: usize = latest.iter().map(|s| s.cpu_idle.len()).sum();
+            line.push_str(&format!(
+                ", idle {idle:.2}/{cpus} CPUs, mem avail {:.1}/{:.1} GB",
+                s.mem_avail / 1e9,
+                s.mem_total / 1e9
+            ));
+            let procs: f64 = latest.iter().map(|s| s.proc_util.iter().sum::<f64>()).sum();
+            if latest.iter().any(|s| !s.proc_util.is_empty()) {
+                line.push_str(&format!(", app CPU {procs:.2}"));
+            }
+        }
+        let _ = write!(stderr, "{line}   ");
+        let _ = stderr.flush();
+    }
+    let rec = mon.stop()?;
+    eprintln!();
+    let st = rec.stats;
+    println!(
+        "monitor overhead: {:.3} ms CPU over {:.3} s wall = {:.4}% of one CPU ({} periods of {} ms, {} node(s))",
+        st.cpu_seconds * 1e3,
+        st.wall_seconds,
+        100.0 * st.overhead(),
+        st.periods,
+        period_ms,
+        targets
+    );
+    if let Some(path) = record {
+        let f = std::fs::File::create(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        write_jsonl(&rec.samples, &mut w)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!(
+            "recorded {} samples to {}",
+            rec.samples.len(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,1016 @@
+//! Stage 2 of loading: the validated machine tree ([`Machine`]), its nodes, ranks and
+//! `<lbmethod>`s, and the writer back to DrumHead XML.
+
+use crate::error::{Error, Location, Problem, Result};
+use crate::xml::{self, Attribute, RawDocument};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+/// Most ranks a machine description may declare (guards against `ranks="4000000000"`).
+pub const MAX_RANKS: usize = 1 << 20;
+/// CPU numbers in `cpus` must be below this.
+pub const MAX_CPU: u32 = 1 << 16;
+
+/// Index of a node in [`Machine::nodes`] (document order). Only meaningful for the machine that
+/// produced it; using it with another machine panics or gives that machine's node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub usize);
+
+/// What a node is (DrumHead `type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// `NETWORK`: a router or switch; an internal node.
+    Network,
+    /// `SINGLE_COMPUTING`: a uniprocessor (SP) node; a leaf.
+    SingleComputing,
+    /// `MULTIPLE_COMPUTING`: a shared-memory multiprocessor (SMP) node with `numprocs` CPUs; a
+    /// leaf.
+    MultipleComputing {
+        /// Number of processors (`numprocs`).
+        numprocs: u32,
+    },
+}
+
+impl NodeKind {
+    /// The DrumHead spelling (`NETWORK`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NodeKind::Network => "NETWORK",
+            NodeKind::SingleComputing => "SINGLE_COMPUTING",
+            NodeKind::MultipleComputing { .. } => "MULTIPLE_COMPUTING",
+        }
+    }
+
+    /// True for the two computing kinds.
+    pub fn is_computing(&self) -> bool {
+        !matches!(self, NodeKind::Network)
+    }
+}
+
+/// A sorted, duplicate-free list of CPU numbers, written like `0-1,3` (the `cpus` attribute).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CpuList(Vec<u32>);
+
+impl CpuList {
+    /// Parses `0-3,6,8-9` (whitespace around items allowed). Errors name what is wrong.
+    pub fn parse(text: &str) -> Result<CpuList, String> {
+        let mut cpus = Vec::new();
+        for item in text.split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err("an empty item".into());
+            }
+            let (lo, hi) = match item.split_once('-') {
+                Some((a, b)) => (parse_cpu(a)?, parse_cpu(b)?),
+                None => {
+                    let c = parse_cpu(item)?;
+                    (c, c)
+                }
+            };
+            if lo > hi {
+                return Err(format!("the range {item} runs backwards"));
+            }
+            cpus.extend(lo..=hi);
+        }
+        cpus.sort_unstable();
+        let before = cpus.len();
+        cpus.dedup();
+        if cpus.len() != before {
+            return Err("a CPU listed twice".into());
+        }
+        Ok(CpuList(cpus))
+    }
+
+    /// A list from CPU numbers (sorted and deduplicated here).
+    pub fn from_cpus(mut cpus: Vec<u32>) -> CpuList {
+        cpus.sort_unstable();
+        cpus.dedup();
+        CpuList(cpus)
+    }
+
+    /// The CPUs, ascending.
+    pub fn cpus(&self) -> &[u32] {
+        &self.0
+    }
+
+    /// Number of CPUs.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True if empty (never for a parsed list).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn parse_cpu(s: &str) -> Result<u32, String> {
+    let s = s.trim();
+    match s.parse::<u32>() {
+        Ok(c) if c < MAX_CPU => Ok(c),
+        Ok(c) => Err(format!(
+            "CPU {c} is beyond the largest supported CPU number {}",
+            MAX_CPU - 1
+        )),
+        Err(_) => Err(format!("{s:?} is not a CPU number")),
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        let mut i = 0;
+        while i < self.0.len() {
+            let mut j = i;
+            while j + 1 < self.0.len() && self.0[j + 1] == self.0[j] + 1 {
+                j += 1;
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if j == i {
+                write!(f, "{}", self.0[i])?;
+            } else {
+                write!(f, "{}-{}", self.0[i], self.0[j])?;
+            }
+            i = j + 1;
+        }
+        Ok(())
+    }
+}
+
+/// A node's `<lbmethod lbm=".." PARAM=".."/>`: the partitioning method hier-part uses to split
+/// this node's objects among its children (or its processes), with its parameters in file order.
+/// drum-model does not interpret the method; the partitioner parses it into its own enum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LbMethod {
+    /// The `lbm` attribute, e.g. `HSFC`, `RCB`, `RIB`.
+    pub method: String,
+    /// Where the `lbm` attribute is (for "unknown method X at node N (file:line:col)").
+    pub method_location: Location,
+    /// The other attributes, e.g. `KEEP_CUTS="1"`, in file order, each with its location.
+    pub params: Vec<Attribute>,
+    /// Where the `<lbmethod>` element starts.
+    pub location: Location,
+}
+
+impl LbMethod {
+    /// The value of parameter `name` (exact, case-sensitive match), if given.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.value.as_str())
+    }
+}
+
+/// One node of the machine tree.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Node {
+    /// Its index in [`Machine::nodes`].
+    pub id: NodeId,
+    /// `nodenum`: the number the file gives it (unique, not necessarily dense).
+    pub nodenum: u32,
+    /// `type` (with `numprocs` for SMP nodes).
+    pub kind: NodeKind,
+    /// `name` (empty if absent).
+    pub name: String,
+    /// `IP`, if given.
+    pub ip: Option<String>,
+    /// `isMonitorable`, if given.
+    pub is_monitorable: Option<bool>,
+    /// `imgx`, `imgy`: DrumHead canvas position, if given.
+    pub img: (Option<f64>, Option<f64>),
+    /// `mflops`: the benchmark rating b_n of one processor of this node.
+    pub mflops: Option<f64>,
+    /// `bandwidth`: the capacity C_i of this node's link, Mbit/s.
+    pub bandwidth: Option<f64>,
+    /// `memory`: the node's physical memory in MB (used by the Sinha–Parashar model).
+    pub memory: Option<f64>,
+    /// `cpus`: the cores of this host the node is bound to (emulated heterogeneity).
+    pub cpus: Option<CpuList>,
+    /// `ranks`: processes hosted, if given (see [`Node::processes`]).
+    pub ranks: Option<u32>,
+    /// The node's `<lbmethod>`, if any.
+    pub lbmethod: Option<LbMethod>,
+    /// Attributes this crate does not know, kept in file order and written back.
+    pub extra: Vec<Attribute>,
+    /// Where the `<node` tag starts.
+    pub location: Location,
+    parent: Option<NodeId>,
+    children: Vec<NodeId>,
+    first_rank: usize,
+}
+
+impl Node {
+    /// k_n: the number of application processes on this node: `ranks`, else `numprocs`, else 1
+    /// (0 for a network node).
+    pub fn processes(&self) -> usize {
+        match self.kind {
+            NodeKind::Network => 0,
+            NodeKind::SingleComputing => self.ranks.unwrap_or(1) as usize,
+            NodeKind::MultipleComputing { numprocs } => self.ranks.unwrap_or(numprocs) as usize,
+        }
+    }
+
+    /// m: the number of CPUs of a computing node (1 for SP, `numprocs` for SMP, 0 for network).
+    pub fn processors(&self) -> usize {
+        match self.kind {
+            NodeKind::Network => 0,
+            NodeKind::SingleComputing => 1,
+            NodeKind::MultipleComputing { numprocs } => numprocs as usize,
+        }
+    }
+
+    /// The parent, `None` for the root.
+    pub fn parent(&self) -> Option<NodeId> {
+        self.parent
+    }
+
+    /// The children in document order (empty for computing nodes).
+    pub fn children(&self) -> &[NodeId] {
+        &self.children
+    }
+
+    /// The ranks this computing node hosts (consecutive; empty for network nodes).
+    pub fn rank_range(&self) -> Range<usize> {
+        self.first_rank..self.first_rank + self.processes()
+    }
+
+    /// `node 3 ("rivera")`, for messages.
+    pub fn label(&self) -> String {
+        format!("node {} ({:?})", self.nodenum, self.name)
+    }
+}
+
+/// A validated machine description: one root, a tree (no cycles), unique `nodenum`s, computing
+/// nodes as leaves, every network node with children, numbers finite and in range.
+///
+/// Ranks: computing nodes in document order, k_n = [`Node::processes`] consecutive ranks each
+/// (DESIGN.md §2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    source: String,
+    location: Location,
+    attrs: Vec<Attribute>,
+    nodes: Vec<Node>,
+    root: NodeId,
+    rank_node: Vec<NodeId>,
+}
+
+impl Machine {
+    /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Machine> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Machine::from_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// Validates a machine description held in memory; `source` names it in errors.
+    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Machine> {
+        let text = xml::utf8(source, bytes)?;
+        Machine::parse_str(text, source)
+    }
+
+    /// Validates XML text; `source` names it in errors. Never panics, whatever the text.
+    pub fn parse_str(text: &str, source: &str) -> Result<Machine> {
+        let doc = xml::parse(source, text)?;
+        validate(source, doc)
+    }
+
+    /// The name given when loading (file path), used in messages.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Where the `<machinemodel>` element starts.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Attributes of `<machinemodel>` itself (kept and written back).
+    pub fn attributes(&self) -> &[Attribute] {
+        &self.attrs
+    }
+
+    /// The root node.
+    pub fn root(&self) -> NodeId {
+        self.root
+    }
+
+    /// All nodes in document order; `nodes()[id.0].id == id`.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// One node. Panics if `id` is not from this machine.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0]
+    }
+
+    /// The node with this `nodenum`.
+    pub fn find(&self, nodenum: u32) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .find(|n| n.nodenum == nodenum)
+            .map(|n| n.id)
+    }
+
+    /// Children of `id` in document order.
+    pub fn children(&self, id: NodeId) -> &[NodeId] {
+        &self.nodes[id.0].children
+    }
+
+    /// Parent of `id` (`None` for the root).
+    pub fn parent(&self, id: NodeId) -> Option<NodeId> {
+        self.nodes[id.0].parent
+    }
+
+    /// The nodes from the root down to `id` (both included).
+    pub fn path_from_root(&self, id: NodeId) -> Vec<NodeId> {
+        let mut path = vec![id];
+        let mut at = id;
+        while let Some(p) = self.parent(at) {
+            path.push(p);
+            at = p;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Nodes in breadth-first order from the root (parents before children; siblings in
+    /// document order). Reversed, it visits children before parents.
+    pub fn breadth_first(&self) -> Vec<NodeId> {
+        let mut order = vec![self.root];
+        let mut i = 0;
+        while i < order.len() {
+            order.extend_from_slice(&self.nodes[order[i].0].children);
+            i += 1;
+        }
+        order
+    }
+
+    /// Nodes in depth-first pre-order (siblings in document order), with their depth.
+    pub fn depth_first(&self) -> Vec<(NodeId, usize)> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        let mut stack = vec![(self.root, 0)];
+        while let Some((id, d)) = stack.pop() {
+            out.push((id, d));
+            for &c in self.nodes[id.0].children.iter().rev() {
+                stack.push((c, d + 1));
+            }
+        }
+        out
+    }
+
+    /// Total number of application processes (ranks).
+    pub fn num_ranks(&self) -> usize {
+        self.rank_node.len()
+    }
+
+    /// The computing node hosting `rank`. Panics if `rank >= num_ranks()`.
+    pub fn rank_node(&self, rank: usize) -> NodeId {
+        self.rank_node[rank]
+    }
+
+    /// The ranks hosted in the subtree of `id`, ascending.
+    pub fn subtree_ranks(&self, id: NodeId) -> Vec<usize> {
+        let mut ranks: Vec<usize> = (0..self.rank_node.len())
+            .filter(|&r| {
+                let mut at = Some(self.rank_node[r]);
+                while let Some(a) = at {
+                    if a == id {
+                        return true;
+                    }
+                    at = self.parent(a);
+                }
+                false
+            })
+            .collect();
+        ranks.sort_unstable();
+        ranks
+    }
+
+    /// The computing nodes in document order (= rank order).
+    pub fn computing_nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.kind.is_computing())
+    }
+
+    /// The link capacity C of node `id`: its own `bandwidth`, else the nearest ancestor's.
+    pub fn link_bandwidth(&self, id: NodeId) -> Option<f64> {
+        let mut at = Some(id);
+        while let Some(a) = at {
+            if let Some(b) = self.nodes[a.0].bandwidth {
+                return Some(b);
+            }
+            at = self.parent(a);
+        }
+        None
+    }
+
+    /// The benchmark ratings of every processor (b_n repeated m times per computing node), for
+    /// [`crate::metrics::h_cpu`]. `None` if some computing node has no `mflops`.
+    pub fn processor_ratings(&self) -> Option<Vec<f64>> {
+        let mut out = Vec::new();
+        for n in self.computing_nodes() {
+            let b = n.mflops?;
+            out.extend(std::iter::repeat_n(b, n.processors()));
+        }
+        Some(out)
+    }
+
+    /// Sets the benchmark rating b_n of a computing node (e.g. from [`crate::bench::calibrate`]).
+    pub fn set_mflops(&mut self, id: NodeId, mflops: f64) -> Result<()> {
+        if !(mflops.is_finite() && mflops > 0.0) {
+            return Err(Error::Parameter(format!(
+                "mflops must be finite and > 0, got {mflops}"
+            )));
+        }
+        let node = &mut self.nodes[id.0];
+        if !node.kind.is_computing() {
+            return Err(Error::Parameter(format!(
+                "{} is a network node",
+                node.label()
+            )));
+        }
+        node.mflops = Some(mflops);
+        Ok(())
+    }
+
+    /// The machine as DrumHead XML (flat form with `parent=`, document order kept, unknown
+    /// attributes written back). `Machine::parse_str(&m.to_xml(), ..)` gives back `m` up to
+    /// source locations.
+    pub fn to_xml(&self) -> String {
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<machinemodel");
+        for a in &self.attrs {
+            xml::push_attr(&mut out, &a.name, &a.value);
+        }
+        out.push_str(">\n");
+        for n in &self.nodes {
+            out.push_str("  <node");
+            xml::push_attr(&mut out, "type", n.kind.as_str());
+            xml::push_attr(&mut out, "nodenum", &n.nodenum.to_string());
+            xml::push_attr(&mut out, "name", &n.name);
+            if let Some(ip) = &n.ip {
+                xml::push_attr(&mut out, "IP", ip);
+            }
+            if let Some(m) = n.is_monitorable {
+                xml::push_attr(&mut out, "isMonitorable", if m { "true" } else { "false" });
+            }
+            let parent = n
+                .parent
+                .map_or("-1".to_string(), |p| self.node(p).nodenum.to_string());
+            xml::push_attr(&mut out, "parent", &parent);
+            let nums = [
+                ("imgx", n.img.0),
+                ("imgy", n.img.1),
+                ("numprocs", None),
+                ("mflops", n.mflops),
+                ("bandwidth", n.bandwidth),
+                ("memory", n.memory),
+            ];
+            for (name, v) in nums {
+                if name == "numprocs" {
+                    if let NodeKind::MultipleComputing { numprocs } = n.kind {
+                        xml::push_attr(&mut out, "numprocs", &numprocs.to_string());
+                    }
+                } else if let Some(v) = v {
+                    xml::push_attr(&mut out, name, &v.to_string());
+                }
+            }
+            if let Some(c) = &n.cpus {
+                xml::push_attr(&mut out, "cpus", &c.to_string());
+            }
+            if let Some(r) = n.ranks {
+                xml::push_attr(&mut out, "ranks", &r.to_string());
+            }
+            for a in &n.extra {
+                xml::push_attr(&mut out, &a.name, &a.value);
+            }
+            match &n.lbmethod {
+                None => out.push_str("/>\n"),
+                Some(lb) => {
+                    out.push_str(">\n    <lbmethod");
+                    xml::push_attr(&mut out, "lbm", &lb.method);
+                    for p in &lb.params {
+                        xml::push_attr(&mut out, &p.name, &p.value);
+                    }
+                    out.push_str("/>\n  </node>\n");
+                }
+            }
+        }
+        out.push_str("</machinemodel>\n");
+        out
+    }
+
+    /// Compares two machines ignoring source names and locations (used by round-trip tests).
+    pub fn same_model(&self, other: &Machine) -> bool {
+        self.to_xml() == other.to_xml()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+fn invalid(location: &Location, problem: Problem) -> Error {
+    Error::Invalid {
+        location: location.clone(),
+        problem,
+    }
+}
+
+struct Attrs<'a> {
+    element: &'static str,
+    at: &'a Location,
+    list: &'a [Attribute],
+}
+
+impl<'a> Attrs<'a> {
+    fn get(&self, name: &str) -> Option<&'a Attribute> {
+        self.list.iter().find(|a| a.name == name)
+    }
+
+    fn require(&self, name: &'static str) -> Result<&'a Attribute> {
+        self.get(name).ok_or_else(|| {
+            invalid(
+                self.at,
+                Problem::MissingAttribute {
+                    attr: name,
+                    element: self.element,
+                },
+            )
+        })
+    }
+}
+
+fn bad_value(a: &Attribute, expected: &'static str) -> Error {
+    invalid(
+        &a.location,
+        Problem::BadValue {
+            attr: a.name.clone(),
+            value: a.value.clone(),
+            expected,
+        },
+    )
+}
+
+fn out_of_range(a: &Attribute, expected: &'static str) -> Error {
+    invalid(
+        &a.location,
+        Problem::OutOfRange {
+            attr: a.name.clone(),
+            value: a.value.clone(),
+            expected,
+        },
+    )
+}
+
+/// A finite number; `positive` demands > 0, otherwise >= 0.
+fn number(a: &Attribute, positive: bool) -> Result<f64> {
+    let v: f64 = a
+        .value
+        .trim()
+        .parse()
+        .map_err(|_| bad_value(a, "a number"))?;
+    if !v.is_finite() {
+        return Err(out_of_range(a, "a finite number"));
+    }
+    if positive && v <= 0.0 {
+        return Err(out_of_range(a, "a number > 0"));
+    }
+    if v < 0.0 {
+        return Err(out_of_range(a, "a number >= 0"));
+    }
+    Ok(v)
+}
+
+/// A positive integer that fits in u32.
+fn count(a: &Attribute) -> Result<u32> {
+    let t = a.value.trim();
+    match t.parse::<i64>() {
+        Ok(v) if v >= 1 && v <= u32::MAX as i64 => Ok(v as u32),
+        Ok(_) => Err(out_of_range(a, "a whole number >= 1")),
+        Err(_) if t.parse::<f64>().is_ok() => Err(bad_value(a, "a whole number")),
+        Err(_) => Err(bad_value(a, "a whole number")),
+    }
+}
+
+/// A node number: a whole number in 0..2^32 (or -1 for `parent`, when `allow_root`).
+fn nodenum(a: &Attribute, allow_root: bool) -> Result<Option<u32>> {
+    let t = a.value.trim();
+    let v: i64 = t.parse().map_err(|_| bad_value(a, "a whole node number"))?;
+    if allow_root && v == -1 {
+        return Ok(None);
+    }
+    if v < 0 || v > u32::MAX as i64 {
+        return Err(out_of_range(
+            a,
+            if allow_root {
+                "a node number >= 0, or -1 for the root"
+            } else {
+                "a node number >= 0"
+            },
+        ));
+    }
+    Ok(Some(v as u32))
+}
+
+const KNOWN: &[&str] = &[
+    "type",
+    "nodenum",
+    "name",
+    "IP",
+    "isMonitorable",
+    "parent",
+    "imgx",
+    "imgy",
+    "numprocs",
+    "mflops",
+    "bandwidth",
+    "memory",
+    "cpus",
+    "ranks",
+];
+
+/// Per-node facts needed after the first pass.
+struct Pending {
+    node: Node,
+    parent_num: Option<u32>, // None = root
+    parent_at: Location,
+}
+
+fn validate(source: &str, doc: RawDocument) -> Result<Machine> {
+    let mut pending: Vec<Pending> = Vec::with_capacity(doc.nodes.len());
+    let mut by_num: HashMap<u32, usize> = HashMap::new();
+    for (i, raw) in doc.nodes.iter().enumerate() {
+        let attrs = Attrs {
+            element: "node",
+            at: &raw.location,
+            list: &raw.attrs,
+        };
+        let ty = attrs.require("type")?;
+        let num_attr = attrs.require("nodenum")?;
+        let num = nodenum(num_attr, false)?.expect("no root allowed here");
+        if let Some(&first) = by_num.get(&num) {
+            return Err(invalid(
+                &num_attr.location,
+                Problem::DuplicateNodenum {
+                    nodenum: num,
+                    first: doc.nodes[first].location.clone(),
+                },
+            ));
+        }
+        by_num.insert(num, i);
+
+        let numprocs = attrs.get("numprocs").map(count).transpose()?;
+        if let (Some(n), Some(a)) = (numprocs, attrs.get("numprocs"))
+            && n > MAX_CPU
+        {
+            return Err(out_of_range(a, "at most 65536 processors"));
+        }
+        let kind = match ty.value.trim() {
+            "NETWORK" => NodeKind::Network,
+            "SINGLE_COMPUTING" => NodeKind::SingleComputing,
+            "MULTIPLE_COMPUTING" => NodeKind::MultipleComputing {
+                numprocs: numprocs.ok_or_else(|| {
+                    invalid(
+                        &raw.location,
+                        Problem::MissingAttribute {
+                            attr: "numprocs",
+                            element: "node",
+                        },
+                    )
+                })?,
+            },
+            other => {
+                return Err(invalid(
+                    &ty.location,
+                    Problem::UnknownNodeType(other.to_string()),
+                ));
+            }
+        };
+
+        // parent: explicit, or implied by nesting (both must agree).
+        let enclosing_num = raw.enclosing.map(|e| pending[e].node.nodenum);
+        let (parent_num, parent_at) = match (attrs.get("parent"), enclosing_num) {
+            (Some(p), None) => (nodenum(p, true)?, p.location.clone()),
+            (Some(p), Some(enc)) => match nodenum(p, true)? {
+                Some(pn) if pn == enc => (Some(pn), p.location.clone()),
+                Some(pn) => {
+                    return Err(invalid(
+                        &p.location,
+                        Problem::ParentMismatch {
+                            nodenum: num,
+                            parent: pn,
+                            enclosing: enc,
+                        },
+                    ));
+                }
+                None => {
+                    return Err(invalid(
+                        &p.location,
+                        Problem::Inconsistent(format!(
+                            "node {num} says parent=\"-1\" (root) but is nested inside node {enc}"
+                        )),
+                    ));
+                }
+            },
+            (None, Some(enc)) => (Some(enc), raw.location.clone()),
+            (None, None) => {
+                return Err(invalid(
+                    &raw.location,
+                    Problem::MissingAttribute {
+                        attr: "parent",
+                        element: "node",
+                    },
+                ));
+            }
+        };
+
+        let opt_num = |name: &str, positive: bool| -> Result<Option<f64>> {
+            attrs.get(name).map(|a| number(a, positive)).transpose()
+        };
+        let imgx = opt_num("imgx", false)?;
+        let imgy = opt_num("imgy", false)?;
+        let mflops = opt_num("mflops", true)?;
+        let bandwidth = opt_num("bandwidth", true)?;
+        let memory = opt_num("memory", true)?;
+        let ranks = attrs.get("ranks").map(count).transpose()?;
+        let cpus = match attrs.get("cpus") {
+            None => None,
+            Some(a) => Some(CpuList::parse(&a.value).map_err(|why| {
+                invalid(
+                    &a.location,
+                    Problem::BadValue {
+                        attr: "cpus".into(),
+                        value: a.value.clone(),
+                        expected: match why.as_str() {
+                            _ if why.contains("twice") => "a CPU list without repeats",
+                            _ if why.contains("backwards") => "ranges like 0-3, low to high",
+                            _ if why.contains("beyond") => "CPU numbers below 65536",
+                            _ => "a CPU list such as 0-1,3",
+                        },
+                    },
+                )
+            })?),
+        };
+        let is_monitorable = match attrs.get("isMonitorable") {
+            None => None,
+            Some(a) => match a.value.trim() {
+                "true" | "1" => Some(true),
+                "false" | "0" => Some(false),
+                _ => return Err(bad_value(a, "true or false")),
+            },
+        };
+
+        // Kind-specific rules.
+        match kind {
+            NodeKind::Network => {
+                for name in ["mflops", "cpus", "ranks", "numprocs", "memory"] {
+                    if let Some(a) = attrs.get(name) {
+                        return Err(invalid(
+                            &a.location,
+                            Problem::NotAllowed {
+                                attr: name.into(),
+                                why: "a NETWORK node runs no process",
+                            },
+                        ));
+                    }
+                }
+            }
+            NodeKind::SingleComputing => {
+                if let Some(a) = attrs.get("numprocs")
+                    && numprocs != Some(1)
+                {
+                    return Err(out_of_range(a, "1 on a SINGLE_COMPUTING node"));
+                }
+                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus"))
+                    && c.len() != 1
+                {
+                    return Err(out_of_range(a, "one CPU on a SINGLE_COMPUTING node"));
+                }
+            }
+            NodeKind::MultipleComputing { numprocs } => {
+                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus"))
+                    && c.len() != numprocs as usize
+                {
+                    return Err(invalid(
+                        &a.location,
+                        Problem::Inconsistent(format!(
+                            "`cpus` lists {} CPUs but numprocs is {numprocs}",
+                            c.len()
+                        )),
+                    ));
+                }
+            }
+        }
+
+        let lbmethod = match &raw.lbmethod {
+            None => None,
+            Some(lb) => {
+                let la = Attrs {
+                    element: "lbmethod",
+                    at: &lb.location,
+                    list: &lb.attrs,
+                };
+                let lbm = la.require("lbm")?;
+                if lbm.value.trim().is_empty() {
+                    return Err(bad_value(lbm, "a method name such as HSFC, RCB or RIB"));
+                }
+                Some(LbMethod {
+                    method: lbm.value.trim().to_string(),
+                    method_location: lbm.location.clone(),
+                    params: lb
+                        .attrs
+                        .iter()
+                        .filter(|a| a.name != "lbm")
+                        .cloned()
+                        .collect(),
+                    location: lb.location.clone(),
+                })
+            }
+        };
+
+        let node = Node {
+            id: NodeId(i),
+            nodenum: num,
+            kind,
+            name: attrs
+                .get("name")
+                .map(|a| a.value.clone())
+                .unwrap_or_default(),
+            ip: attrs.get("IP").map(|a| a.value.clone()),
+            is_monitorable,
+            img: (imgx, imgy),
+            mflops,
+            bandwidth,
+            memory,
+            cpus,
+            ranks,
+            lbmethod,
+            extra: raw
+                .attrs
+                .iter()
+                .filter(|a| !KNOWN.contains(&a.name.as_str()))
+                .cloned()
+                .collect(),
+            location: raw.location.clone(),
+            parent: None,
+            children: Vec::new(),
+            first_rank: 0,
+        };
+        pending.push(Pending {
+            node,
+            parent_num,
+            parent_at,
+        });
+    }
+
+    // Parents exist; exactly one root.
+    let mut root: Option<usize> = None;
+    let mut parents: Vec<Option<usize>> = Vec::with_capacity(pending.len());
+    for (i, p) in pending.iter().enumerate() {
+        match p.parent_num {
+            None => {
+                if let Some(r) = root {
+                    return Err(invalid(
+                        &p.parent_at,
+                        Problem::TwoRoots {
+                            first: pending[r].node.nodenum,
+                            second: p.node.nodenum,
+                        },
+                    ));
+                }
+                root = Some(i);
+                parents.push(None);
+            }
+            Some(pn) => match by_num.get(&pn) {
+                Some(&j) => parents.push(Some(j)),
+                None => {
+                    return Err(invalid(
+                        &p.parent_at,
+                        Problem::MissingParent {
+                            nodenum: p.node.nodenum,
+                            parent: pn,
+                        },
+                    ));
+                }
+            },
+        }
+    }
+    let Some(root) = root else {
+        let at = pending.first().map_or(&doc.location, |p| &p.node.location);
+        return Err(invalid(at, Problem::NoRoot));
+    };
+
+    // Cycles: every node must reach the root by parent links (walk with a three-colour mark).
+    let n = pending.len();
+    let mut state = vec![0u8; n]; // 0 unknown, 1 on current walk, 2 reaches root
+    state[root] = 2;
+    for start in 0..n {
+        let mut walk = Vec::new();
+        let mut at = start;
+        while state[at] == 0 {
+            state[at] = 1;
+            walk.push(at);
+            at = parents[at].expect("only the root has no parent");
+        }
+        if state[at] == 1 {
+            // `at` is on the current walk: the cycle is walk[pos..].
+            let pos = walk.iter().position(|&w| w == at).expect("on the walk");
+            let cycle: Vec<usize> = walk[pos..].to_vec();
+            let first = *cycle.iter().min().expect("non-empty");
+            let nums: Vec<u32> = {
+                // Start the printed cycle at its first node in document order.
+                let k = cycle.iter().position(|&c| c == first).expect("present");
+                cycle[k..]
+                    .iter()
+                    .chain(&cycle[..k])
+                    .map(|&c| pending[c].node.nodenum)
+                    .collect()
+            };
+            return Err(invalid(&pending[first].parent_at, Problem::Cycle(nums)));
+        }
+        for w in walk {
+            state[w] = 2;
+        }
+    }
+
+    // Children in document order; computing nodes are leaves.
+    for i in 0..n {
+        if let Some(p) = parents[i] {
+            if pending[p].node.kind.is_computing() {
+                return Err(invalid(
+                    &pending[i].node.location,
+                    Problem::ComputingHasChildren {
+                        nodenum: pending[p].node.nodenum,
+                        child: pending[i].node.nodenum,
+                    },
+                ));
+            }
+            pending[i].node.parent = Some(NodeId(p));
+            pending[p].node.children.push(NodeId(i));
+        }
+    }
+    for p in &pending {
+        if !p.node.kind.is_computing() && p.node.children.is_empty() {
+            return Err(invalid(
+                &p.node.location,
+                Problem::NetworkLeaf(p.node.nodenum),
+            ));
+        }
+    }
+
+    // Ranks in document order of the computing nodes.
+    let mut nodes: Vec<Node> = pending.into_iter().map(|p| p.node).collect();
+    let mut rank_node = Vec::new();
+    for node in &mut nodes {
+        if node.kind.is_computing() {
+            let k = node.processes();
+            if rank_node.len() + k > MAX_RANKS {
+                return Err(invalid(
+                    &node.location,
+                    Problem::Inconsistent(format!(
+                        "the machine declares more than {MAX_RANKS} processes"
+                    )),
+                ));
+            }
+            node.first_rank = rank_node.len();
+            rank_node.extend(std::iter::repeat_n(node.id, k));
+        }
+    }
+
+    Ok(Machine {
+        source: source.to_string(),
+        location: doc.location,
+        attrs: doc.attrs,
+        nodes,
+        root: NodeId(root),
+        rank_node,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_and_print() {
+        let c = CpuList::parse("3, 0-1").unwrap();
+        assert_eq!(c.cpus(), &[0, 1, 3]);
+        assert_eq!(c.to_string(), "0-1,3");
+        assert_eq!(CpuList::parse("0-3,5-6").unwrap().to_string(), "0-3,5-6");
+        assert!(CpuList::parse("").is_err());
+        assert!(CpuList::parse("1,1").unwrap_err().contains("twice"));
+        assert!(CpuList::parse("3-1").unwrap_err().contains("backwards"));
+        assert!(CpuList::parse("x").is_err());
+        assert!(CpuList::parse("0-99999999").unwrap_err().contains("beyond"));
+    }
+}

@@ -1,0 +1,1132 @@
+//! Monitoring agents (DRUM 2005 §3.2): a thread that samples, at a fixed period, per-CPU idle
+//! time (`/proc/stat`), per-process CPU use (`/proc/PID/stat`, `/proc/PID/task/TID/stat`),
+//! memory (`/proc/meminfo`) and per-interface traffic (`/proc/net/dev`, loopback ignored), and
+//! the [`Drum`] object that mirrors `DRUM_startMonitoring` / `DRUM_stopMonitoring` /
+//! `DRUM_computePowers` / `DRUM_getLocalPartSize`.
+//!
+//! The `/proc` and `/sys` roots are injectable ([`ProcFs`]) so tests feed fake files. The
+//! monitor thread measures its own CPU time (`CLOCK_THREAD_CPUTIME_ID`) so its overhead is a
+//! measured figure ([`MonitorStats::overhead`]).
+
+use crate::error::{Error, Result};
+use crate::machine::{Machine, NodeId};
+use crate::power::{PowerConfig, Powers, static_powers};
+use crate::samples::{IfaceCounters, Sample, Smoothing, locate, powers_from_samples};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where the kernel statistics live (`/proc` and `/sys` unless a test says otherwise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcFs {
+    /// The proc filesystem root.
+    pub proc_root: PathBuf,
+    /// The sysfs root (interface speeds and flags).
+    pub sys_root: PathBuf,
+}
+
+impl Default for ProcFs {
+    fn default() -> Self {
+        ProcFs {
+            proc_root: "/proc".into(),
+            sys_root: "/sys".into(),
+        }
+    }
+}
+
+fn proc_err(path: &Path, message: impl Into<String>) -> Error {
+    Error::Proc {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| proc_err(path, format!("cannot read: {e}")))
+}
+
+/// Cumulative jiffies of one CPU (`/proc/stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    /// idle + iowait.
+    pub idle: u64,
+    /// user + nice + system + idle + iowait + irq + softirq + steal.
+    pub total: u64,
+}
+
+/// Parses the `cpuN` lines of `/proc/stat`.
+pub fn parse_proc_stat(text: &str, path: &Path) -> Result<BTreeMap<u32, CpuTimes>> {
+    let mut out = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut fields = line.split_ascii_whitespace();
+        let Some(label) = fields.next() else { continue };
+        let Some(num) = label.strip_prefix("cpu") else {
+            continue;
+        };
+        if num.is_empty() {
+            continue; // the aggregate line
+        }
+        let cpu: u32 = num
+            .parse()
+            .map_err(|_| proc_err(path, format!("line {}: bad CPU label {label:?}", i + 1)))?;
+        let values: Vec<u64> = fields
+            .take(8)
+            .map(|f| f.parse::<u64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| {
+                proc_err(
+                    path,
+                    format!("line {}: non-numeric time for {label}", i + 1),
+                )
+            })?;
+        if values.len() < 4 {
+            return Err(proc_err(
+                path,
+                format!("line {}: {label} has fewer than 4 fields", i + 1),
+            ));
+        }
+        let idle = values[3] + values.get(4).copied().unwrap_or(0);
+        let total = values.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        out.insert(cpu, CpuTimes { idle, total });
+    }
+    if out.is_empty() {
+        return Err(proc_err(path, "no cpuN lines"));
+    }
+    Ok(out)
+}
+
+/// Parses `/proc/PID/stat`: utime + stime in clock ticks (fields 14 and 15, counted after the
+/// parenthesised command name, which may itself hold spaces and parentheses).
+pub fn parse_pid_stat(text: &str, path: &Path) -> Result<u64> {
+    let close = text
+        .rfind(')')
+        .ok_or_else(|| proc_err(path, "no ')' after the command name"))?;
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    // rest[0] is field 3 (state); utime is field 14 → rest[11], stime field 15 → rest[12].
+    let field = |k: usize| -> Result<u64> {
+        rest.get(k)
+            .ok_or_else(|| proc_err(path, format!("only {} fields after the name", rest.len())))?
+            .parse::<u64>()
+            .map_err(|_| proc_err(path, format!("field {} is not a number", k + 3)))
+    };
+    Ok(field(11)?.saturating_add(field(12)?))
+}
+
+/// Parses `/proc/meminfo`: (MemTotal, MemAvailable) in bytes. Kernels without MemAvailable
+/// (before 3.14) get MemFree + Buffers + Cached.
+pub fn parse_meminfo(text: &str, path: &Path) -> Result<(f64, f64)> {
+    let mut map = BTreeMap::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once(':') {
+            let mut parts = v.split_ascii_whitespace();
+            if let Some(num) = parts.next() {
+                let n: u64 = num
+                    .parse()
+                    .map_err(|_| proc_err(path, format!("{k}: {num:?} is not a number")))?;
+                let scale = match parts.next() {
+                    Some("kB") => 1024.0,
+                    None => 1.0,
+                    Some(u) => return Err(proc_err(path, format!("{k}: unknown unit {u:?}"))),
+                };
+                map.insert(k.trim().to_string(), n as f64 * scale);
+            }
+        }
+    }
+    let total = *map
+        .get("MemTotal")
+        .ok_or_else(|| proc_err(path, "no MemTotal line"))?;
+    let avail = match map.get("MemAvailable") {
+        Some(&a) => a,
+        None => ["MemFree", "Buffers", "Cached"]
+            .iter()
+            .map(|k| {
+                map.get(*k)
+                    .copied()
+                    .ok_or_else(|| proc_err(path, format!("no {k} line")))
+            })
+            .sum::<Result<f64>>()?,
+    };
+    Ok((total, avail))
+}
+
+/// Cumulative counters of one interface from `/proc/net/dev`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetDev {
+    /// Interface name.
+    pub name: String,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+}
+
+/// Parses `/proc/net/dev` (two header lines, then `name: 16 counters`).
+pub fn parse_net_dev(text: &str, path: &Path) -> Result<Vec<NetDev>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(2) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (name, rest) = line
+            .split_once(':')
+            .ok_or_else(|| proc_err(path, format!("line {}: no ':' after the name", i + 1)))?;
+        let v: Vec<u64> = rest
+            .split_ascii_whitespace()
+            .map(|f| f.parse::<u64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| proc_err(path, format!("line {}: a counter is not a number", i + 1)))?;
+        if v.len() < 10 {
+            return Err(proc_err(
+                path,
+                format!("line {}: {} counters, expected 16", i + 1, v.len()),
+            ));
+        }
+        out.push(NetDev {
+            name: name.trim().to_string(),
+            rx_bytes: v[0],
+            rx_packets: v[1],
+            tx_bytes: v[8],
+            tx_packets: v[9],
+        });
+    }
+    Ok(out)
+}
+
+impl ProcFs {
+    /// `/proc/stat` per CPU.
+    pub fn cpu_times(&self) -> Result<BTreeMap<u32, CpuTimes>> {
+        let p = self.proc_root.join("stat");
+        parse_proc_stat(&read(&p)?, &p)
+    }
+
+    /// (MemTotal, MemAvailable) in bytes.
+    pub fn memory(&self) -> Result<(f64, f64)> {
+        let p = self.proc_root.join("meminfo");
+        parse_meminfo(&read(&p)?, &p)
+    }
+
+    /// The interfaces of `/proc/net/dev` that count: not loopback (named `lo`, or IFF_LOOPBACK
+    /// in `/sys/class/net/NAME/flags`) and not administratively down (IFF_UP clear).
+    pub fn interfaces(&self) -> Result<Vec<NetDev>> {
+        let p = self.proc_root.join("net/dev");
+        let all = parse_net_dev(&read(&p)?, &p)?;
+        Ok(all
+            .into_iter()
+            .filter(|d| !self.ignored_interface(&d.name))
+            .collect())
+    }
+
+    /// True for loopback interfaces and interfaces that are down (see [`ProcFs::interfaces`]).
+    pub fn ignored_interface(&self, name: &str) -> bool {
+        if name == "lo" {
+            return true;
+        }
+        let flags = self.sys_root.join("class/net").join(name).join("flags");
+        std::fs::read_to_string(flags)
+            .ok()
+            .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+            .is_some_and(|f| f & 0x8 != 0 || f & 0x1 == 0)
+    }
+
+    /// Link speed of an interface in Mbit/s from `/sys/class/net/NAME/speed`, if the driver
+    /// reports one (virtual interfaces do not).
+    pub fn link_speed(&self, name: &str) -> Option<f64> {
+        let p = self.sys_root.join("class/net").join(name).join("speed");
+        let v: i64 = std::fs::read_to_string(p).ok()?.trim().parse().ok()?;
+        (v > 0).then_some(v as f64)
+    }
+
+    /// CPU ticks (utime + stime) of a process or thread.
+    pub fn process_ticks(&self, p: &ProcessRef) -> Result<u64> {
+        let path = p.stat_path(&self.proc_root);
+        parse_pid_stat(&read(&path)?, &path)
+    }
+
+    /// The host name (`/proc/sys/kernel/hostname`), if readable.
+    pub fn hostname(&self) -> Option<String> {
+        let s = std::fs::read_to_string(self.proc_root.join("sys/kernel/hostname")).ok()?;
+        let s = s.trim();
+        (!s.is_empty()).then(|| s.to_string())
+    }
+}
+
+/// An application process (or thread, for ranks that are threads) whose CPU use is sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessRef {
+    /// This process (`/proc/self/stat`).
+    SelfProcess,
+    /// Another process (`/proc/PID/stat`).
+    Pid(u32),
+    /// One thread (`/proc/PID/task/TID/stat`), e.g. a rank of the threads backend.
+    Thread {
+        /// The process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
+    },
+}
+
+impl ProcessRef {
+    /// The stat file under `proc_root`.
+    pub fn stat_path(&self, proc_root: &Path) -> PathBuf {
+        match *self {
+            ProcessRef::SelfProcess => proc_root.join("self/stat"),
+            ProcessRef::Pid(pid) => proc_root.join(pid.to_string()).join("stat"),
+            ProcessRef::Thread { pid, tid } => proc_root
+                .join(pid.to_string())
+                .join("task")
+                .join(tid.to_string())
+                .join("stat"),
+        }
+    }
+
+    /// The calling thread (Linux `gettid`).
+    pub fn current_thread() -> ProcessRef {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        ProcessRef::Thread {
+            pid: std::process::id(),
+            tid: tid as u32,
+        }
+    }
+}
+
+/// What to sample for one node of the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorTarget {
+    /// The node's `nodenum` (written in each sample).
+    pub node: u32,
+    /// The CPUs whose idle time counts for this node (`None`: every CPU of the host).
+    pub cpus: Option<Vec<u32>>,
+    /// The node's application processes, in rank order.
+    pub processes: Vec<ProcessRef>,
+    /// Whether to report the host's interfaces for this node.
+    pub ifaces: bool,
+    /// Capacity to report for interfaces whose speed sysfs does not give (e.g. the node's
+    /// `bandwidth`).
+    pub default_capacity_mbps: Option<f64>,
+}
+
+impl MonitorTarget {
+    /// A target for a computing node of `machine`: its `cpus` (all if absent), its link
+    /// bandwidth as default capacity, and the given processes.
+    pub fn for_node(machine: &Machine, id: NodeId, processes: Vec<ProcessRef>) -> MonitorTarget {
+        let n = machine.node(id);
+        MonitorTarget {
+            node: n.nodenum,
+            cpus: n.cpus.as_ref().map(|c| c.cpus().to_vec()),
+            processes,
+            ifaces: true,
+            default_capacity_mbps: machine.link_bandwidth(id),
+        }
+    }
+}
+
+/// Monitor settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorConfig {
+    /// Sampling period (at least 10 ms).
+    pub period: Duration,
+    /// Where `/proc` and `/sys` are.
+    pub procfs: ProcFs,
+    /// The nodes to sample (at least one).
+    pub targets: Vec<MonitorTarget>,
+}
+
+impl MonitorConfig {
+    /// This whole host as node `nodenum`, with this process as its one application process.
+    pub fn host(nodenum: u32, period: Duration) -> MonitorConfig {
+        MonitorConfig {
+            period,
+            procfs: ProcFs::default(),
+            targets: vec![MonitorTarget {
+                node: nodenum,
+                cpus: None,
+                processes: vec![ProcessRef::SelfProcess],
+                ifaces: true,
+                default_capacity_mbps: None,
+            }],
+        }
+    }
+
+    /// Every computing node of `machine` as emulated on this host (each bound to its `cpus`),
+    /// with `processes[r]` the process or thread of rank r (may be empty: idle time only).
+    pub fn for_machine(
+        machine: &Machine,
+        processes: &[ProcessRef],
+        period: Duration,
+    ) -> MonitorConfig {
+        let targets = machine
+            .computing_nodes()
+            .map(|n| {
+                let procs = n
+                    .rank_range()
+                    .filter_map(|r| processes.get(r).copied())
+                    .collect();
+                MonitorTarget::for_node(machine, n.id, procs)
+            })
+            .collect();
+        MonitorConfig {
+            period,
+            procfs: ProcFs::default(),
+            targets,
+        }
+    }
+}
+
+/// The monitor's own cost, measured.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MonitorStats {
+    /// Wall time the monitor ran, seconds.
+    pub wall_seconds: f64,
+    /// CPU time the monitor thread used, seconds (CLOCK_THREAD_CPUTIME_ID).
+    pub cpu_seconds: f64,
+    /// Sampling periods completed.
+    pub periods: usize,
+}
+
+impl MonitorStats {
+    /// Monitor CPU time over wall time (0.004 = 0.4 % of one CPU).
+    pub fn overhead(&self) -> f64 {
+        if self.wall_seconds > 0.0 {
+            self.cpu_seconds / self.wall_seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What a monitoring run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    /// Samples in time order (one per target per period).
+    pub samples: Vec<Sample>,
+    /// The monitor's measured cost.
+    pub stats: MonitorStats,
+}
+
+/// CPU time of the calling thread, seconds.
+pub fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// One reading of everything the targets need.
+struct Snapshot {
+    t: f64,
+    cpus: BTreeMap<u32, CpuTimes>,
+    ticks: Vec<Vec<u64>>,
+    mem: (f64, f64),
+    net: Vec<NetDev>,
+}
+
+struct Sampler {
+    config: MonitorConfig,
+    start: Instant,
+    tick_rate: f64,
+    speeds: BTreeMap<String, Option<f64>>,
+    loopback: BTreeMap<String, bool>,
+    /// System-wide files kept open between periods: re-reading from offset 0 regenerates a
+    /// /proc file without the path lookup and open/close of each period (about half the
+    /// monitor's cost). Per-process files are reopened so an exited process is noticed.
+    open: BTreeMap<PathBuf, std::fs::File>,
+    buf: String,
+}
+
+impl Sampler {
+    fn new(config: MonitorConfig) -> Result<Sampler> {
+        if config.period < Duration::from_millis(10) {
+            return Err(Error::Parameter(format!(
+                "monitor period {:?} is below 10 ms",
+                config.period
+            )));
+        }
+        if config.targets.is_empty() {
+            return Err(Error::Parameter("the monitor has no target node".into()));
+        }
+        Ok(Sampler {
+            config,
+            start: Instant::now(),
+            tick_rate: clock_ticks_per_second(),
+            speeds: BTreeMap::new(),
+            loopback: BTreeMap::new(),
+            open: BTreeMap::new(),
+            buf: String::new(),
+        })
+    }
+
+    /// Reads `path` into `self.buf` through a cached open file.
+    fn read(&mut self, path: &Path) -> Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.buf.clear();
+        if !self.open.contains_key(path) {
+            let f = std::fs::File::open(path)
+                .map_err(|e| proc_err(path, format!("cannot read: {e}")))?;
+            self.open.insert(path.to_path_buf(), f);
+        }
+        let f = self.open.get_mut(path).expect("just inserted");
+        let r = f
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| f.read_to_string(&mut self.buf));
+        if let Err(e) = r {
+            self.open.remove(path);
+            return Err(proc_err(path, format!("cannot read: {e}")));
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot> {
+        let t = self.start.elapsed().as_secs_f64();
+        let root = self.config.procfs.proc_root.clone();
+        let stat = root.join("stat");
+        self.read(&stat)?;
+        let cpus = parse_proc_stat(&self.buf, &stat)?;
+        for target in &self.config.targets {
+            if let Some(list) = &target.cpus
+                && let Some(c) = list.iter().find(|c| !cpus.contains_key(c))
+            {
+                return Err(proc_err(
+                    &stat,
+                    format!("CPU {c} (cpus of node {}) is not listed", target.node),
+                ));
+            }
+        }
+        let mut ticks = Vec::with_capacity(self.config.targets.len());
+        for k in 0..self.config.targets.len() {
+            let mut v = Vec::with_capacity(self.config.targets[k].processes.len());
+            for j in 0..self.config.targets[k].processes.len() {
+                // Opened afresh each period: a process that exited must fail here.
+                let path = self.config.targets[k].processes[j].stat_path(&root);
+                v.push(parse_pid_stat(&read(&path)?, &path)?);
+            }
+            ticks.push(v);
+        }
+        let meminfo = root.join("meminfo");
+        self.read(&meminfo)?;
+        let mem = parse_meminfo(&self.buf, &meminfo)?;
+        let mut net = Vec::new();
+        if self.config.targets.iter().any(|t| t.ifaces) {
+            let dev = root.join("net/dev");
+            self.read(&dev)?;
+            for d in parse_net_dev(&self.buf, &dev)? {
+                let fs = &self.config.procfs;
+                let lo = *self
+                    .loopback
+                    .entry(d.name.clone())
+                    .or_insert_with(|| fs.ignored_interface(&d.name));
+                if !lo {
+                    net.push(d);
+                }
+            }
+        }
+        for d in &net {
+            if !self.speeds.contains_key(&d.name) {
+                let speed = self.config.procfs.link_speed(&d.name);
+                self.speeds.insert(d.name.clone(), speed);
+            }
+        }
+        Ok(Snapshot {
+            t,
+            cpus,
+            ticks,
+            mem,
+            net,
+        })
+    }
+
+    fn samples(&self, prev: &Snapshot, cur: &Snapshot) -> Vec<Sample> {
+        let dt = (cur.t - prev.t).max(1e-9);
+        self.config
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(k, target)| {
+                let ids: Vec<u32> = match &target.cpus {
+                    Some(l) => l.clone(),
+                    None => cur.cpus.keys().copied().collect(),
+                };
+                let cpu_idle = ids
+                    .iter()
+                    .map(|c| {
+                        let (a, b) = (prev.cpus.get(c), cur.cpus.get(c));
+                        match (a, b) {
+                            (Some(a), Some(b)) if b.total > a.total => {
+                                (b.idle.saturating_sub(a.idle) as f64 / (b.total - a.total) as f64)
+                                    .clamp(0.0, 1.0)
+                            }
+                            _ => 1.0,
+                        }
+                    })
+                    .collect();
+                let proc_util = prev.ticks[k]
+                    .iter()
+                    .zip(&cur.ticks[k])
+                    .map(|(&a, &b)| (b.saturating_sub(a) as f64 / self.tick_rate / dt).max(0.0))
+                    .collect();
+                let ifaces = if target.ifaces {
+                    cur.net
+                        .iter()
+                        .map(|d| IfaceCounters {
+                            name: d.name.clone(),
+                            capacity_mbps: self
+                                .speeds
+                                .get(&d.name)
+                                .copied()
+                                .flatten()
+                                .or(target.default_capacity_mbps),
+                            rx_bytes: d.rx_bytes,
+                            tx_bytes: d.tx_bytes,
+                            rx_packets: d.rx_packets,
+                            tx_packets: d.tx_packets,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Sample {
+                    t: cur.t,
+                    node: target.node,
+                    cpu_idle,
+                    proc_util,
+                    mem_total: cur.mem.0,
+                    mem_avail: cur.mem.1,
+                    ifaces,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A running monitor (DRUM_startMonitoring). Stop it with [`Monitor::stop`]; dropping it also
+/// stops the thread.
+#[derive(Debug)]
+pub struct Monitor {
+    stop_tx: Option<mpsc::Sender<()>>,
+    handle: Option<JoinHandle<Result<MonitorStats>>>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+    targets: usize,
+}
+
+/// Starts the agent thread. The first reading happens here, so an unreadable or garbled `/proc`
+/// file is reported now, naming the file.
+pub fn start_monitoring(config: MonitorConfig) -> Result<Monitor> {
+    let mut sampler = Sampler::new(config)?;
+    let first = sampler.snapshot()?;
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let out = Arc::clone(&samples);
+    let targets = sampler.config.targets.len();
+    let handle = std::thread::Builder::new()
+        .name("drum-monitor".into())
+        .spawn(move || -> Result<MonitorStats> {
+            let cpu0 = thread_cpu_seconds();
+            let wall0 = Instant::now();
+            let period = sampler.config.period;
+            let mut prev = first;
+            let mut periods = 0usize;
+            let mut next = wall0 + period;
+            loop {
+                let wait = next.saturating_duration_since(Instant::now());
+                match stop_rx.recv_timeout(wait) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                }
+                let cur = sampler.snapshot()?;
+                let batch = sampler.samples(&prev, &cur);
+                out.lock().unwrap_or_else(|e| e.into_inner()).extend(batch);
+                prev = cur;
+                periods += 1;
+                next += period;
+                let now = Instant::now();
+                if next < now {
+                    next = now + period; // fell behind (suspended?): do not burst
+                }
+            }
+            Ok(MonitorStats {
+                wall_seconds: wall0.elapsed().as_secs_f64(),
+                cpu_seconds: thread_cpu_seconds() - cpu0,
+                periods,
+            })
+        })
+        .map_err(|e| Error::Monitor(format!("cannot spawn the monitor thread: {e}")))?;
+    Ok(Monitor {
+        stop_tx: Some(stop_tx),
+        handle: Some(handle),
+        samples,
+        targets,
+    })
+}
+
+impl Monitor {
+    /// Number of samples so far.
+    pub fn sample_count(&self) -> usize {
+        self.samples.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// The samples of the last completed period (one per target), if any.
+    pub fn latest(&self) -> Vec<Sample> {
+        let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let k = self.targets.min(s.len());
+        s[s.len() - k..].to_vec()
+    }
+
+    /// Stops the thread (DRUM_stopMonitoring) and returns the samples and the measured cost.
+    /// A sampling error in the thread (a monitored process exited, a garbled file) is returned
+    /// here, naming the file.
+    pub fn stop(mut self) -> Result<Recording> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<Recording> {
+        drop(self.stop_tx.take());
+        let handle = self
+            .handle
+            .take()
+            .ok_or_else(|| Error::Monitor("already stopped".into()))?;
+        let stats = handle
+            .join()
+            .map_err(|_| Error::Monitor("the monitor thread panicked".into()))??;
+        let samples = std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(Recording { samples, stats })
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            let _ = self.finish();
+        }
+    }
+}
+
+/// The DRUM object: a machine, a power model, and optional monitoring, with the calls of the
+/// DRUM C API (`DRUM_startMonitoring`, `DRUM_stopMonitoring`, `DRUM_computePowers`,
+/// `DRUM_getLocalPartSize`).
+///
+/// ```no_run
+/// use drum_model::{Machine, PowerConfig};
+/// use drum_model::monitor::{Drum, MonitorConfig, ProcessRef};
+/// use std::time::Duration;
+/// let machine = Machine::from_file("machines/local-2core-hetero.xml")?;
+/// let mut drum = Drum::new(machine, PowerConfig::default())?; // static powers
+/// let cfg = MonitorConfig::for_machine(drum.machine(), &[], Duration::from_millis(100));
+/// drum.start_monitoring(cfg)?;
+/// // ... compute phase ...
+/// drum.stop_monitoring()?;
+/// drum.compute_powers()?;
+/// let size = drum.local_part_size(0);
+/// # Ok::<(), drum_model::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Drum {
+    machine: Machine,
+    config: PowerConfig,
+    smoothing: Smoothing,
+    monitor: Option<Monitor>,
+    recording: Option<Recording>,
+    powers: Powers,
+}
+
+impl Drum {
+    /// A DRUM object with static powers already computed.
+    pub fn new(machine: Machine, config: PowerConfig) -> Result<Drum> {
+        let powers = static_powers(&machine, &config)?;
+        Ok(Drum {
+            machine,
+            config,
+            smoothing: Smoothing::default(),
+            monitor: None,
+            recording: None,
+            powers,
+        })
+    }
+
+    /// Chooses how samples are reduced (window mean by default, or NWS forecast).
+    pub fn set_smoothing(&mut self, smoothing: Smoothing) {
+        self.smoothing = smoothing;
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// Starts the agent thread (DRUM_startMonitoring). Errors if already monitoring.
+    pub fn start_monitoring(&mut self, config: MonitorConfig) -> Result<()> {
+        if self.monitor.is_some() {
+            return Err(Error::Monitor("monitoring already started".into()));
+        }
+        self.monitor = Some(start_monitoring(config)?);
+        Ok(())
+    }
+
+    /// Stops the agent thread (DRUM_stopMonitoring) and keeps its samples.
+    pub fn stop_monitoring(&mut self) -> Result<MonitorStats> {
+        let m = self
+            .monitor
+            .take()
+            .ok_or_else(|| Error::Monitor("not monitoring".into()))?;
+        let rec = m.stop()?;
+        let stats = rec.stats;
+        self.recording = Some(rec);
+        Ok(stats)
+    }
+
+    /// The last recording, if any.
+    pub fn recording(&self) -> Option<&Recording> {
+        self.recording.as_ref()
+    }
+
+    /// Updates the powers (DRUM_computePowers) from the last recording, or static powers if
+    /// nothing was recorded.
+    pub fn compute_powers(&mut self) -> Result<&Powers> {
+        self.powers = match &self.recording {
+            Some(rec) if !rec.samples.is_empty() => {
+                let located = locate(rec.samples.clone(), "<monitor>");
+                powers_from_samples(&self.machine, &self.config, &located, self.smoothing)?
+            }
+            _ => static_powers(&self.machine, &self.config)?,
+        };
+        Ok(&self.powers)
+    }
+
+    /// The current powers.
+    pub fn powers(&self) -> &Powers {
+        &self.powers
+    }
+
+    /// The part size of `rank` (DRUM_getLocalPartSize). Panics if `rank` is out of range.
+    pub fn local_part_size(&self, rank: usize) -> f64 {
+        self.powers.part_size(rank)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A fake /proc + /sys tree in a temporary directory.
+    struct FakeProc {
+        dir: PathBuf,
+    }
+
+    impl FakeProc {
+        fn new(tag: &str) -> FakeProc {
+            let dir =
+                std::env::temp_dir().join(format!("drum-fakeproc-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(dir.join("proc/net")).unwrap();
+            fs::create_dir_all(dir.join("proc/self")).unwrap();
+            fs::create_dir_all(dir.join("proc/42/task/43")).unwrap();
+            fs::create_dir_all(dir.join("sys/class/net/eth0")).unwrap();
+            fs::create_dir_all(dir.join("sys/class/net/lo")).unwrap();
+            fs::create_dir_all(dir.join("sys/class/net/veth")).unwrap();
+            fs::write(dir.join("sys/class/net/eth0/speed"), "100\n").unwrap();
+            fs::write(dir.join("sys/class/net/eth0/flags"), "0x1003\n").unwrap();
+            fs::write(dir.join("sys/class/net/veth/flags"), "0x9\n").unwrap(); // loopback flag
+            fs::create_dir_all(dir.join("sys/class/net/ifb0")).unwrap();
+            fs::write(dir.join("sys/class/net/ifb0/flags"), "0x82\n").unwrap(); // down
+            FakeProc { dir }
+        }
+
+        fn fs(&self) -> ProcFs {
+            ProcFs {
+                proc_root: self.dir.join("proc"),
+                sys_root: self.dir.join("sys"),
+            }
+        }
+
+        fn write(&self, rel: &str, text: &str) {
+            fs::write(self.dir.join("proc").join(rel), text).unwrap();
+        }
+
+        /// cpu0 and cpu1 with the given (busy, idle) jiffies; process ticks; eth0 counters.
+        fn state(&self, cpu: [(u64, u64); 2], proc_ticks: u64, thread_ticks: u64, eth0: [u64; 4]) {
+            self.write(
+                "stat",
+                &format!(
+                    "cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 {} 0 0 {} 0 0 0 0 0 0\ncpu1 {} 0 0 {} 0 0 0 0 0 0\nintr 1 2\n",
+                    cpu[0].0, cpu[0].1, cpu[1].0, cpu[1].1
+                ),
+            );
+            let stat = |ticks: u64| {
+                format!(
+                    "42 (my (odd) app) R 1 42 42 0 -1 4194304 100 0 0 0 {} {} 0 0 20 0 1 0\n",
+                    ticks, 0
+                )
+            };
+            self.write("self/stat", &stat(proc_ticks));
+            self.write("42/task/43/stat", &stat(thread_ticks));
+            self.write(
+                "meminfo",
+                "MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    250 kB\n",
+            );
+            self.write(
+                "net/dev",
+                &format!(
+                    "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n    lo: 999 9 0 0 0 0 0 0 999 9 0 0 0 0 0 0\n  eth0: {} {} 0 0 0 0 0 0 {} {} 0 0 0 0 0 0\n  veth: 5 5 0 0 0 0 0 0 5 5 0 0 0 0 0 0\n  ifb0: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                    eth0[0], eth0[1], eth0[2], eth0[3]
+                ),
+            );
+        }
+    }
+
+    impl Drop for FakeProc {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn config(fake: &FakeProc) -> MonitorConfig {
+        MonitorConfig {
+            period: Duration::from_millis(20),
+            procfs: fake.fs(),
+            targets: vec![
+                MonitorTarget {
+                    node: 1,
+                    cpus: Some(vec![0]),
+                    processes: vec![ProcessRef::SelfProcess],
+                    ifaces: true,
+                    default_capacity_mbps: None,
+                },
+                MonitorTarget {
+                    node: 2,
+                    cpus: Some(vec![1]),
+                    processes: vec![ProcessRef::Thread { pid: 42, tid: 43 }],
+                    ifaces: false,
+                    default_capacity_mbps: None,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn samples_are_deltas_of_fake_proc_files() {
+        let fake = FakeProc::new("deltas");
+        fake.state([(0, 0), (0, 0)], 0, 0, [0, 0, 0, 0]);
+        let mut s = Sampler::new(config(&fake)).unwrap();
+        s.tick_rate = 100.0;
+        let mut a = s.snapshot().unwrap();
+        // 1 second later: cpu0 30 busy + 70 idle jiffies; cpu1 90 busy + 10 idle;
+        // our process used 25 ticks, the thread 80; eth0 got 1000 B in 10 packets, sent 500 B in 5.
+        fake.state([(30, 70), (90, 10)], 25, 80, [1000, 10, 500, 5]);
+        let mut b = s.snapshot().unwrap();
+        a.t = 0.0;
+        b.t = 1.0;
+        let out = s.samples(&a, &b);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].node, 1);
+        assert_eq!(out[0].cpu_idle, vec![0.7]);
+        assert_eq!(out[0].proc_util, vec![0.25]);
+        assert_eq!(out[0].mem_total, 1000.0 * 1024.0);
+        assert_eq!(out[0].mem_avail, 250.0 * 1024.0);
+        // Loopback by name and by flag, and interfaces that are down, are skipped.
+        assert_eq!(out[0].ifaces.len(), 1);
+        let e = &out[0].ifaces[0];
+        assert_eq!((e.name.as_str(), e.capacity_mbps), ("eth0", Some(100.0)));
+        assert_eq!(
+            (e.rx_bytes, e.rx_packets, e.tx_bytes, e.tx_packets),
+            (1000, 10, 500, 5)
+        );
+        assert_eq!(out[1].cpu_idle, vec![0.1]);
+        assert_eq!(out[1].proc_util, vec![0.8]);
+        assert!(out[1].ifaces.is_empty());
+    }
+
+    #[test]
+    fn monitor_thread_records_from_fake_proc() {
+        let fake = FakeProc::new("thread");
+        fake.state([(10, 10), (10, 10)], 0, 0, [0, 0, 0, 0]);
+        let mon = start_monitoring(config(&fake)).unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        let rec = mon.stop().unwrap();
+        assert!(rec.stats.periods >= 2, "{:?}", rec.stats);
+        assert_eq!(rec.samples.len(), 2 * rec.stats.periods);
+        assert!(rec.stats.cpu_seconds >= 0.0 && rec.stats.wall_seconds >= 0.1);
+    }
+
+    #[test]
+    fn unreadable_or_garbled_files_are_named() {
+        let fake = FakeProc::new("garbled");
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        let root = fake.dir.join("proc");
+        fs::remove_file(root.join("meminfo")).unwrap();
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}: cannot read:", root.join("meminfo").display())),
+            "{e}"
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("stat", "cpu0 1 2 x 4\n");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: line 1: non-numeric time for cpu0",
+                root.join("stat").display()
+            )
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("42/task/43/stat", "43 (app R 1");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: no ')' after the command name",
+                root.join("42/task/43/stat").display()
+            )
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("net/dev", "h\nh\n eth0 1 2 3\n");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: line 3: no ':' after the name",
+                root.join("net/dev").display()
+            )
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        fake.write("meminfo", "MemFree: 5 kB\n");
+        let e = start_monitoring(config(&fake)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("{}: no MemTotal line", root.join("meminfo").display())
+        );
+
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        let mut cfg = config(&fake);
+        cfg.targets[1].cpus = Some(vec![7]);
+        let e = start_monitoring(cfg).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: CPU 7 (cpus of node 2) is not listed",
+                root.join("stat").display()
+            )
+        );
+
+        // A monitored process that exits mid-run: the error surfaces at stop, naming the file.
+        fake.state([(1, 1), (1, 1)], 0, 0, [0, 0, 0, 0]);
+        let mon = start_monitoring(config(&fake)).unwrap();
+        fs::remove_dir_all(root.join("42")).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let e = mon.stop().unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}: cannot read",
+                root.join("42/task/43/stat").display()
+            )),
+            "{e}"
+        );
+
+        let mut cfg = config(&fake);
+        cfg.period = Duration::from_millis(1);
+        assert!(matches!(start_monitoring(cfg), Err(Error::Parameter(_))));
+    }
+
+    #[test]
+    fn meminfo_without_memavailable() {
+        let p = Path::new("meminfo");
+        let (t, a) = parse_meminfo(
+            "MemTotal: 10 kB\nMemFree: 1 kB\nBuffers: 2 kB\nCached: 3 kB\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!((t, a), (10240.0, 6144.0));
+    }
+
+    #[test]
+    fn real_proc_short_run_and_replay() {
+        // This host as one node, 0.3 s at 20 ms, then the recording replays into powers.
+        let mut cfg = MonitorConfig::host(0, Duration::from_millis(20));
+        cfg.targets[0].default_capacity_mbps = Some(1000.0);
+        let mon = start_monitoring(cfg).unwrap();
+        let busy_until = Instant::now() + Duration::from_millis(300);
+        let mut x = 0u64;
+        while Instant::now() < busy_until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let rec = mon.stop().unwrap();
+        assert!(rec.stats.periods >= 5, "{:?}", rec.stats);
+        let s = &rec.samples[rec.samples.len() - 1];
+        assert!(!s.cpu_idle.is_empty() && s.cpu_idle.iter().all(|i| (0.0..=1.0).contains(i)));
+        assert_eq!(s.proc_util.len(), 1);
+        assert!(s.mem_total > 0.0 && s.mem_avail <= s.mem_total);
+        let xml = r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1" bandwidth="1000">
+            </node><node type="MULTIPLE_COMPUTING" nodenum="1" parent="0" numprocs="64" ranks="1"/></machinemodel>"#;
+        let m = Machine::parse_str(xml, "host.xml").unwrap();
+        let mut samples = rec.samples.clone();
+        for s in &mut samples {
+            s.node = 1;
+        }
+        let mut text = Vec::new();
+        crate::samples::write_jsonl(&samples, &mut text).unwrap();
+        let back =
+            crate::samples::parse_jsonl(std::str::from_utf8(&text).unwrap(), "rec.jsonl").unwrap();
+        assert_eq!(
+            back.iter().map(|l| l.sample.clone()).collect::<Vec<_>>(),
+            samples
+        );
+        let cfg = PowerConfig {
+            model: crate::PowerModel::Drum { w_comm: 0.5 },
+            ..Default::default()
+        };
+        let p = powers_from_samples(&m, &cfg, &back, Smoothing::WindowMean).unwrap();
+        assert_eq!(p.parts, vec![1.0]);
+    }
+
+    #[test]
+    fn drum_object_lifecycle() {
+        let xml = r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+            <node type="SINGLE_COMPUTING" nodenum="1" parent="0" mflops="2"/>
+            <node type="SINGLE_COMPUTING" nodenum="2" parent="0" mflops="1"/></machinemodel>"#;
+        let m = Machine::parse_str(xml, "d.xml").unwrap();
+        let mut drum = Drum::new(m, PowerConfig::default()).unwrap();
+        assert!((drum.local_part_size(0) - 2.0 / 3.0).abs() < 1e-12);
+        assert!(drum.stop_monitoring().is_err());
+        let fake = FakeProc::new("drum");
+        fake.state([(10, 10), (10, 10)], 0, 0, [0, 0, 0, 0]);
+        let mut cfg = config(&fake);
+        cfg.targets[0].processes.clear();
+        cfg.targets[1].processes.clear();
+        drum.start_monitoring(cfg.clone()).unwrap();
+        assert!(drum.start_monitoring(cfg).is_err());
+        std::thread::sleep(Duration::from_millis(70));
+        // Between samples node 2's CPU becomes fully busy with foreign work.
+        fake.state([(20, 20), (30, 10)], 0, 0, [0, 0, 0, 0]);
+        std::thread::sleep(Duration::from_millis(70));
+        drum.stop_monitoring().unwrap();
+        let p = drum.compute_powers().unwrap().clone();
+        assert!((p.parts.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        // Node 2 was seen with less idle time than node 1, so it lost share.
+        assert!(p.parts[1] < 1.0 / 3.0, "{:?}", p.parts);
+    }
+}

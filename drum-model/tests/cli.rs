@@ -1,0 +1,321 @@
+//! The `drum` binary: exit codes, the `FILE:LINE:COL: message` error format, the JSON schema of
+//! `drum powers --json`, SVG output, replay and discovery.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn drum(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_drum"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run drum")
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("drum-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn check_prints_a_tree() {
+    let o = drum(&["check", "machines/bullpen.xml"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with(
+            "machines/bullpen.xml: 12 nodes (1 network, 6 single-processor, 5 SMP), 24 ranks\n"
+        ),
+        "{out}"
+    );
+    // 18 processors at 67.5, 2 at 50, 4 at 45 MFLOPS (values checked by hand in Python).
+    assert!(
+        out.contains("heterogeneity over 24 processors: H_cpu = 0.1348, RC_ideal = 0.2776\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("├── [3] MULTIPLE_COMPUTING x4 \"rivera.cs.williams.edu\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_is_file_line_col_on_stderr_and_exit_1() {
+    let cases = [
+        (
+            "bad1.xml",
+            "<machinemodel>\n  <node type=\"NETWORK\" nodenum=\"0\" parent=\"-1\"/>\n  <node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"5\"/>\n</machinemodel>\n",
+            "3:45: node 1 names parent 5, which does not exist",
+        ),
+        (
+            "bad2.xml",
+            "",
+            "1:1: empty machine description (no <machinemodel> element)",
+        ),
+        (
+            "bad3.xml",
+            "<machinemodel>\n<node type=\"GPU\" nodenum=\"0\" parent=\"-1\"/></machinemodel>",
+            "2:7: unknown node type \"GPU\" (expected NETWORK, SINGLE_COMPUTING or MULTIPLE_COMPUTING)",
+        ),
+    ];
+    for (name, content, msg) in cases {
+        let path = tmp(name);
+        std::fs::write(&path, content).unwrap();
+        for cmd in ["check", "powers", "show"] {
+            let o = drum(&[cmd, path.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(1), "{cmd} {name}");
+            assert_eq!(
+                text(&o.stderr),
+                format!("{}:{msg}\n", path.display()),
+                "{cmd} {name}"
+            );
+            assert!(o.stdout.is_empty());
+        }
+    }
+    let o = drum(&["check", "machines/no-such-file.xml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("machines/no-such-file.xml: No such file"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn powers_json_schema_and_sums() {
+    let o = drum(&[
+        "powers",
+        "machines/bullpen.xml",
+        "--w-comm",
+        "0.25",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("{\n  \"w_comm\": 0.25,\n  \"nodes\": [\n    {\"nodenum\": 0, \"name\": \"bullpen-switch\", \"power\": 1.0}"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let obj = v.as_object().unwrap();
+    assert_eq!(
+        obj.keys().collect::<Vec<_>>(),
+        vec!["nodes", "parts", "w_comm"]
+    );
+    let parts = v["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 24);
+    let sum: f64 = parts.iter().map(|p| p["size"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-12);
+    for (r, p) in parts.iter().enumerate() {
+        assert_eq!(p.as_object().unwrap().len(), 3);
+        assert_eq!(p["rank"].as_u64(), Some(r as u64));
+    }
+    let nodes = v["nodes"].as_array().unwrap();
+    let children: f64 = nodes[1..]
+        .iter()
+        .map(|n| n["power"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (children - 1.0).abs() < 1e-12,
+        "children of the root share 1"
+    );
+    // Without communication weight, fast SMP processes get 1.5 times what 300 MHz nodes get.
+    let o = drum(&["powers", "machines/bullpen.xml", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let size = |r: usize| v["parts"][r]["size"].as_f64().unwrap();
+    assert!((size(3) / size(23) - 1.5).abs() < 1e-12);
+}
+
+#[test]
+fn model_flags_and_their_errors() {
+    for model in ["drum", "drum2004", "sinha"] {
+        let o = drum(&[
+            "powers",
+            "machines/bullpen.xml",
+            "--model",
+            model,
+            "--w-comm",
+            "0.1",
+        ]);
+        assert!(o.status.success(), "{model}: {}", text(&o.stderr));
+    }
+    let o = drum(&["powers", "machines/bullpen.xml", "--model", "measured"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        "--model measured needs --work WORK.jsonl (per-rank work and CPU seconds)\n"
+    );
+    let o = drum(&["powers", "machines/bullpen.xml", "--w-comm", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        "invalid parameter: w_comm must be in [0, 1], got 2\n"
+    );
+    let work = tmp("work.jsonl");
+    let lines: Vec<String> = (0..2)
+        .map(|r| {
+            format!(
+                "{{\"rank\": {r}, \"work\": {}, \"cpu_seconds\": 1}}",
+                100 * (r + 1)
+            )
+        })
+        .collect();
+    std::fs::write(&work, lines.join("\n")).unwrap();
+    let o = drum(&[
+        "powers",
+        "machines/local-2core-hetero.xml",
+        "--model",
+        "measured",
+        "--work",
+        work.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!((v["parts"][1]["size"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-12);
+}
+
+#[test]
+fn replay_through_the_cli() {
+    let samples = tmp("samples.jsonl");
+    let mut lines = Vec::new();
+    for (i, t) in [0.0, 1.0, 2.0].iter().enumerate() {
+        for (node, idle) in [(1, 0.2), (2, 1.0)] {
+            lines.push(format!(
+                "{{\"t\": {t}, \"node\": {node}, \"cpu_idle\": [{idle}], \"proc_util\": [0.0], \"mem_total\": 8e9, \"mem_avail\": 4e9, \"ifaces\": [{{\"name\": \"eth0\", \"capacity_mbps\": null, \"rx_bytes\": {}, \"tx_bytes\": 0, \"rx_packets\": 0, \"tx_packets\": 0}}]}}",
+                i * 1000
+            ));
+        }
+    }
+    std::fs::write(&samples, lines.join("\n")).unwrap();
+    let o = drum(&[
+        "powers",
+        "machines/local-2core-hetero.xml",
+        "--replay",
+        samples.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // p = 8000 · 0.2 = 1600 against 4000 · 1.0 = 4000.
+    let s0 = v["parts"][0]["size"].as_f64().unwrap();
+    assert!((s0 - 1600.0 / 5600.0).abs() < 1e-12, "{s0}");
+    // Communication power needs a capacity: the error names the node.
+    let o = drum(&[
+        "powers",
+        "machines/local-2core-hetero.xml",
+        "--replay",
+        samples.to_str().unwrap(),
+        "--w-comm",
+        "0.5",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr)
+            .starts_with("node 1 (\"core0-fast\"): interface eth0 has no known capacity"),
+        "{}",
+        text(&o.stderr)
+    );
+    std::fs::write(&samples, "{\"t\": 1}\n").unwrap();
+    let o = drum(&[
+        "powers",
+        "machines/local-2core-hetero.xml",
+        "--replay",
+        samples.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "{}:1:8: not a sample: missing field `node`\n",
+            samples.display()
+        )
+    );
+}
+
+#[test]
+fn show_writes_an_svg() {
+    let out = tmp("fig3.svg");
+    let o = drum(&[
+        "show",
+        "machines/fig3-cluster-of-clusters.xml",
+        "--svg",
+        out.to_str().unwrap(),
+        "--w-comm",
+        "0.2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.contains("router-a") && svg.contains("smp-c2") && svg.contains("% of all"));
+    assert!(svg.matches("<rect x=").count() >= 16);
+    let o = drum(&["show", "machines/fig3-cluster-of-clusters.xml"]);
+    assert!(text(&o.stdout).contains("└── [4] NETWORK \"router-d\""));
+}
+
+#[test]
+fn monitor_records_replayable_samples() {
+    let rec = tmp("mon.jsonl");
+    let o = drum(&[
+        "monitor",
+        "--seconds",
+        "0.5",
+        "--period-ms",
+        "50",
+        "--record",
+        rec.to_str().unwrap(),
+        "--pid",
+        &std::process::id().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("monitor overhead: "), "{out}");
+    assert!(text(&o.stderr).contains(" samples"), "progress line");
+    let content = std::fs::read_to_string(&rec).unwrap();
+    let first: serde_json::Value = serde_json::from_str(content.lines().next().unwrap()).unwrap();
+    for key in [
+        "t",
+        "node",
+        "cpu_idle",
+        "proc_util",
+        "mem_total",
+        "mem_avail",
+        "ifaces",
+    ] {
+        assert!(first.get(key).is_some(), "{key}");
+    }
+    assert_eq!(first["proc_util"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn discover_writes_a_machine_that_check_accepts() {
+    let out = tmp("host.xml");
+    let o = drum(&[
+        "discover",
+        "--n",
+        "120",
+        "--repeats",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = drum(&["check", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tree = text(&o.stdout);
+    assert!(tree.contains("MFLOPS") && tree.contains("cpus 0"), "{tree}");
+    let o = drum(&["powers", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = drum(&["bench", "--n", "80", "--repeats", "3"]);
+    assert!(o.status.success());
+    assert!(text(&o.stdout).contains("median: "));
+}
