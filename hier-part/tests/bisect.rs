@@ -2,6 +2,8 @@
 //! balance within the stated bound, the geometry of each cut, point_assign, determinism for
 //! every thread count, and a clear error for each kind of bad input.
 
+#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+
 use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Plane, Rcb, Rib};
 use proptest::prelude::*;
