@@ -6,7 +6,7 @@
 //!   returning a [`Bisection`] with per-part weights, imbalance and the cuts
 //!   ([`Bisection::point_assign`]);
 //! - [`quality`]: per-part weight against target, imbalance, edge cut and neighbour parts of a
-//!   partition on a graph ([`Csr`], [`Csr::knn`]), aggregated per level of a machine tree
+//!   partition on a graph ([`graph::Csr`], [`Csr::knn`]), aggregated per level of a machine tree
 //!   ([`Quality::grouped`]), with a table and an ASCII picture ([`picture`]);
 //! - [`rebalance`]: when to repartition — Watts et al.'s efficiency, Lan et al.'s gain against
 //!   cost, and drift of the monitored powers;
@@ -15,6 +15,7 @@
 
 mod bisect;
 mod error;
+pub mod graph;
 mod input;
 mod par;
 pub mod points;
@@ -23,4 +24,6 @@ pub mod rebalance;
 
 pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
 pub use error::Error;
+pub use graph::Csr;
 pub use par::Par;
+pub use quality::{Quality, picture};

@@ -214,3 +214,76 @@ pub(crate) fn imbalance(w: &[f64], t: &[f64]) -> (f64, f64, f64) {
     }
     (ratio, rel, abs)
 }
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+/// `(x_0, …)` with `dim` components.
+fn vector(v: &[f64; 3], dim: usize) -> String {
+    let parts: Vec<String> = v[..dim].iter().map(|x| format!("{x:.6}")).collect();
+    format!("({})", parts.join(", "))
+}
+
+impl Cut {
+    /// The cut as an inequality for the low side, e.g. `x <= 0.431250` or
+    /// `(x/s - o).d <= 0.012345 with d = (0.7071, 0.7071), centroid (…), s = 1`.
+    pub fn describe(&self, dim: usize) -> String {
+        let lhs = match self.plane {
+            Plane::Axis(a) => AXES[a].to_string(),
+            Plane::Inertial { .. } => "(x/s - o).d".to_string(),
+        };
+        let mut s = format!("{lhs} <= {:.6}", self.value);
+        if let Plane::Inertial {
+            origin,
+            direction,
+            scale,
+        } = self.plane
+        {
+            let centroid = origin.map(|o| o * scale);
+            s += &format!(
+                " with d = {}, centroid {}, s = {scale}",
+                vector(&direction, dim),
+                vector(&centroid, dim)
+            );
+        }
+        if let Some(t) = self.tie {
+            s += &format!(", ties on the cut split at {}", vector(&t, dim));
+        }
+        s
+    }
+}
+
+/// A summary line and the cut tree, one cut per line, indented by depth.
+impl fmt::Display for Bisection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} {}-D, k = {}, depth {}, W = {:.3}, max W/T = {:.4}, max |W-T|/T = {:.2e}, \
+             max |W-T| = {:.3} (bound {:.3})",
+            self.method,
+            self.dim,
+            self.k(),
+            self.depth,
+            self.total_weight,
+            self.max_ratio,
+            self.max_rel_dev,
+            self.max_abs_dev,
+            self.balance_bound()
+        )?;
+        for (i, c) in self.cuts.iter().enumerate() {
+            writeln!(
+                f,
+                "{:indent$}[{i}] parts {}..{} | {}..{}: {} ({} | {} objects)",
+                "",
+                c.low.start,
+                c.low.end,
+                c.high.start,
+                c.high.end,
+                c.describe(self.dim),
+                c.side_counts[0],
+                c.side_counts[1],
+                indent = 2 * c.depth as usize
+            )?;
+        }
+        Ok(())
+    }
+}

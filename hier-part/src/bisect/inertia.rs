@@ -5,7 +5,8 @@
 
 /// Unit eigenvector of the largest eigenvalue of the symmetric `D×D` matrix `c`, with its
 /// largest-magnitude component positive (the first such on a tie). For an isotropic `c` (all
-/// eigenvalues equal, e.g. zero) this is the first coordinate axis.
+/// eigenvalues equal, e.g. zero) this is the first coordinate axis. Uses no transcendental
+/// function, so the result does not depend on the platform's libm.
 pub(crate) fn principal_axis<const D: usize>(c: [[f64; D]; D]) -> [f64; D] {
     let mut v = [0.0; D];
     match D {
@@ -14,10 +15,13 @@ pub(crate) fn principal_axis<const D: usize>(c: [[f64; D]; D]) -> [f64; D] {
             v[usize::from(c[1][1] > c[0][0])] = 1.0;
         }
         2 => {
-            // λ_max eigenvector of [[a, b], [b, d]] is at angle θ = ½·atan2(2b, a − d).
-            let theta = 0.5 * (2.0 * c[0][1]).atan2(c[0][0] - c[1][1]);
-            v[0] = theta.cos();
-            v[1] = theta.sin();
+            // λ = (a + d)/2 + √(((a − d)/2)² + b²) for [[a, b], [b, d]]; (λ − d, b) and
+            // (b, λ − a) are eigenvectors, the first is the better conditioned when a ≥ d.
+            // Only + − × / √, which IEEE 754 rounds exactly: the same axis on every platform.
+            let (a, b, d) = (c[0][0], c[0][1], c[1][1]);
+            let h = 0.5 * (a - d);
+            let r = (h * h + b * b).sqrt();
+            (v[0], v[1]) = if a >= d { (h + r, b) } else { (b, r - h) };
         }
         _ => v = jacobi_max(c),
     }
