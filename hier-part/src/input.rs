@@ -128,20 +128,7 @@ pub(crate) fn validate(
         scale: (1.0, 1.0),
     };
     if let Some(w) = weights {
-        if w.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "weights",
-                got: w.len(),
-                expected: n,
-                per: "point",
-            });
-        }
-        if let Some(index) = first_bad(n, par, |i| !(w[i].is_finite() && w[i] >= 0.0)) {
-            return Err(Error::BadWeight {
-                index,
-                value: w[index],
-            });
-        }
+        check_weights(w, n, "point", par)?;
         let w_max = if par.is_parallel() && n >= 4 * CHUNK {
             w.par_iter()
                 .with_min_len(CHUNK)
@@ -158,6 +145,25 @@ pub(crate) fn validate(
         }
     }
     Ok(input)
+}
+
+/// Checks that `w` has one finite, non-negative weight per `per` (`n` of them).
+pub(crate) fn check_weights(w: &[f64], n: usize, per: &'static str, par: Par) -> Result<(), Error> {
+    if w.len() != n {
+        return Err(Error::LengthMismatch {
+            what: "weights",
+            got: w.len(),
+            expected: n,
+            per,
+        });
+    }
+    if let Some(index) = first_bad(n, par, |i| !(w[i].is_finite() && w[i] >= 0.0)) {
+        return Err(Error::BadWeight {
+            index,
+            value: w[index],
+        });
+    }
+    Ok(())
 }
 
 /// `floor(log2(x))` for finite `x > 0`, exactly (also for subnormals).

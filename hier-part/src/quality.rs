@@ -3,15 +3,15 @@
 //! of a machine tree: [`Quality::grouped`]). [`Quality`] prints as a table, [`picture`] draws
 //! the parts of a 2-D point set in ASCII.
 
-use crate::Error;
 use crate::bisect::imbalance;
 use crate::graph::Csr;
-use crate::input::fractions;
+use crate::input::{check_weights, fractions};
+use crate::{Error, Par};
 use std::collections::HashMap;
 use std::fmt;
 
 /// Figures of one part (or group of parts).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PartStats {
     /// Number of objects.
     pub count: usize,
@@ -60,21 +60,7 @@ impl Quality {
         let k = t.len();
         let n = parts.len();
         if let Some(w) = weights {
-            if w.len() != n {
-                return Err(Error::LengthMismatch {
-                    what: "weights",
-                    got: w.len(),
-                    expected: n,
-                    per: "object",
-                });
-            }
-            if let Some((index, &value)) = w
-                .iter()
-                .enumerate()
-                .find(|(_, w)| !(w.is_finite() && **w >= 0.0))
-            {
-                return Err(Error::BadWeight { index, value });
-            }
+            check_weights(w, n, "object", Par::Seq)?;
         }
         if let Some(g) = graph
             && g.n() != n
@@ -86,16 +72,7 @@ impl Quality {
                 per: "object (vertices)",
             });
         }
-        let mut stats = vec![
-            PartStats {
-                count: 0,
-                weight: 0.0,
-                target: 0.0,
-                cut_edges: 0,
-                neighbours: 0,
-            };
-            k
-        ];
+        let mut stats = vec![PartStats::default(); k];
         for (index, &p) in parts.iter().enumerate() {
             let s = stats
                 .get_mut(p as usize)
@@ -160,16 +137,7 @@ impl Quality {
             });
         }
         let g = group_of.iter().map(|&x| x as usize + 1).max().unwrap_or(0);
-        let mut parts = vec![
-            PartStats {
-                count: 0,
-                weight: 0.0,
-                target: 0.0,
-                cut_edges: 0,
-                neighbours: 0,
-            };
-            g
-        ];
+        let mut parts = vec![PartStats::default(); g];
         for (p, s) in self.parts.iter().enumerate() {
             let t = &mut parts[group_of[p] as usize];
             t.count += s.count;
