@@ -28,7 +28,8 @@ impl Input {
     /// The integer weight of `w`.
     #[inline]
     pub fn quantize(&self, w: f64) -> u32 {
-        ((w * self.scale.0) * self.scale.1).round() as u32
+        // Round half up without a libm call (w ≥ 0, and w · 2^e < 2^32).
+        ((w * self.scale.0) * self.scale.1 + 0.5) as u32
     }
 
     /// The real weight of an integer weight sum.

@@ -680,6 +680,7 @@ fn moments<const D: usize>(
         0
     };
     let lo = st.lo;
+    let (f1, f2) = (pow2((s / 2).clamp(-1022, 1023)), pow2((s - s / 2).clamp(-1022, 1023)));
     type Sums<const D: usize> = (u64, [u128; D], [[u128; D]; D]);
     let fold = |c: &[Dot<D>]| -> Sums<D> {
         let mut a: Sums<D> = (0, [0; D], [[0; D]; D]);
@@ -687,14 +688,16 @@ fn moments<const D: usize>(
             let w = if unit { 1 } else { d.w as u64 };
             let mut y = [0u64; D];
             for j in 0..D {
-                y[j] = times_pow2(d.x[j] - lo[j], s).round() as u64;
+                // Round half up (the value is ≥ 0 and < 2^20): no libm call.
+                y[j] = ((d.x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
             }
             a.0 += w;
             for i in 0..D {
-                let wy = w as u128 * y[i] as u128;
-                a.1[i] += wy;
+                // w < 2^32 and y < 2^20: w·y fits a u64, and u64 × u64 is one widening multiply.
+                let wy = w * y[i];
+                a.1[i] += wy as u128;
                 for j in i..D {
-                    a.2[i][j] += wy * y[j] as u128;
+                    a.2[i][j] += wy as u128 * y[j] as u128;
                 }
             }
         }
