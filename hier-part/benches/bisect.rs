@@ -7,9 +7,11 @@
 //! ```
 //! `--threads T` runs `Par::Rayon(T)` in a pool of T threads (default: sequential). `--json`
 //! prints one JSON object per case instead of the table (for `cargo xtask bench hier`).
+//! `--quality` also builds the 6-nearest-neighbour graph of each point set (timed) and reports
+//! each partition's edge cut on it.
 
 use hier_part::points::{Dist, Weights, fast_slow, points};
-use hier_part::{Bisection, Error, Par, Rcb, Rib};
+use hier_part::{Bisection, Csr, Error, Par, Quality, Rcb, Rib};
 use std::time::Instant;
 
 struct Args {
@@ -20,6 +22,7 @@ struct Args {
     json: bool,
     filter: Option<String>,
     profile: bool,
+    quality: bool,
 }
 
 fn parse() -> Args {
@@ -31,6 +34,7 @@ fn parse() -> Args {
         json: false,
         filter: None,
         profile: false,
+        quality: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -44,6 +48,7 @@ fn parse() -> Args {
             "--filter" => a.filter = Some(val("--filter")),
             "--json" => a.json = true,
             "--profile" => a.profile = true,
+            "--quality" => a.quality = true,
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -116,9 +121,9 @@ fn main() {
             args.n, args.dim, args.repeat, args.threads, par
         );
         println!(
-            "| method | dist | weights | sizes | k | median ms | min ms | cpu ms | us/pt | x sort | max W/T | max rel dev |"
+            "| method | dist | weights | sizes | k | median ms | min ms | cpu ms | us/pt | x sort | max W/T | max rel dev | cut % |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     }
     for (dname, dist) in dists {
         for (wname, wkind) in weights {
@@ -129,6 +134,20 @@ fn main() {
                 let mut v = xs.clone();
                 v.sort_unstable_by(f64::total_cmp);
                 v[0]
+            });
+            let graph = args.quality.then(|| {
+                let t = Instant::now();
+                let g = pool
+                    .install(|| Csr::knn(&coords, args.dim, 6, par))
+                    .expect("knn graph");
+                if !args.json {
+                    println!(
+                        "# {dname} {wname}: 6-NN graph of {} edges built in {:.2} s",
+                        g.edges(),
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+                g
             });
             for k in [8usize, 64] {
                 for (sname, sizes) in [("uniform", vec![1.0; k]), ("fastslow", fast_slow(k, 1.5))] {
@@ -169,21 +188,31 @@ fn main() {
                         let (med, min, cpu, r) =
                             pool.install(|| time(args.repeat, || run(&mut parts)));
                         let r = r.expect("partition");
+                        let cut = graph.as_ref().map_or(-1.0, |g| {
+                            let q = Quality::new(&parts, w.as_deref(), &sizes, Some(g))
+                                .expect("quality");
+                            100.0 * q.edge_cut.unwrap_or(0) as f64 / g.edges() as f64
+                        });
                         let us = med * 1e6 / args.n as f64;
                         if args.json {
                             println!(
-                                "{{\"method\":\"{method}\",\"dist\":\"{dname}\",\"weights\":\"{wname}\",\"sizes\":\"{sname}\",\"k\":{k},\"n\":{},\"dim\":{},\"threads\":{},\"median_s\":{med:.6},\"min_s\":{min:.6},\"cpu_s\":{cpu:.6},\"us_per_pt\":{us:.4},\"sort_median_s\":{sort_med:.6},\"max_ratio\":{:.6},\"max_rel_dev\":{:.3e}}}",
+                                "{{\"method\":\"{method}\",\"dist\":\"{dname}\",\"weights\":\"{wname}\",\"sizes\":\"{sname}\",\"k\":{k},\"n\":{},\"dim\":{},\"threads\":{},\"median_s\":{med:.6},\"min_s\":{min:.6},\"cpu_s\":{cpu:.6},\"us_per_pt\":{us:.4},\"sort_median_s\":{sort_med:.6},\"max_ratio\":{:.6},\"max_rel_dev\":{:.3e},\"edge_cut_pct\":{cut:.3}}}",
                                 args.n, args.dim, args.threads, r.max_ratio, r.max_rel_dev
                             );
                         } else {
                             println!(
-                                "| {method} | {dname} | {wname} | {sname} | {k} | {:.2} | {:.2} | {:.2} | {us:.4} | {:.2} | {:.6} | {:.2e} |",
+                                "| {method} | {dname} | {wname} | {sname} | {k} | {:.2} | {:.2} | {:.2} | {us:.4} | {:.2} | {:.6} | {:.2e} | {} |",
                                 med * 1e3,
                                 min * 1e3,
                                 cpu * 1e3,
                                 med / sort_med,
                                 r.max_ratio,
-                                r.max_rel_dev
+                                r.max_rel_dev,
+                                if cut < 0.0 {
+                                    "-".into()
+                                } else {
+                                    format!("{cut:.2}")
+                                }
                             );
                         }
                     }

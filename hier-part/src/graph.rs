@@ -171,6 +171,8 @@ struct KdTree<'a> {
     coords: &'a [f64],
     dim: usize,
     idx: Vec<u32>,
+    /// Coordinates in tree order (`dim` per entry of `idx`), so a leaf is contiguous.
+    sorted: Vec<f64>,
     nodes: Vec<Node>,
 }
 
@@ -194,11 +196,18 @@ impl<'a> KdTree<'a> {
             coords,
             dim,
             idx: (0..n as u32).collect(),
+            sorted: Vec::new(),
             nodes: Vec::new(),
         };
         if n > 0 {
             t.build(0, n);
         }
+        t.sorted = t
+            .idx
+            .iter()
+            .flat_map(|&i| &coords[i as usize * dim..(i as usize + 1) * dim])
+            .copied()
+            .collect();
         t
     }
 
@@ -243,6 +252,7 @@ impl<'a> KdTree<'a> {
         me
     }
 
+    #[cfg(test)]
     fn dist2(&self, a: u32, b: u32) -> f64 {
         (0..self.dim)
             .map(|j| {
@@ -267,11 +277,14 @@ impl<'a> KdTree<'a> {
             }
             match self.nodes[node] {
                 Node::Leaf { lo, hi } => {
-                    for &i in &self.idx[lo..hi] {
+                    let qx = &self.coords[q as usize * self.dim..(q as usize + 1) * self.dim];
+                    let pts = self.sorted[lo * self.dim..hi * self.dim].chunks_exact(self.dim);
+                    for (&i, p) in self.idx[lo..hi].iter().zip(pts) {
                         if i == q {
                             continue;
                         }
-                        let c = (Ord64(self.dist2(q, i)), i);
+                        let d2 = qx.iter().zip(p).map(|(a, b)| (a - b) * (a - b)).sum();
+                        let c = (Ord64(d2), i);
                         if heap.len() < k {
                             heap.push(c);
                         } else if c < *heap.peek().expect("k > 0") {

@@ -680,7 +680,10 @@ fn moments<const D: usize>(
         0
     };
     let lo = st.lo;
-    let (f1, f2) = (pow2((s / 2).clamp(-1022, 1023)), pow2((s - s / 2).clamp(-1022, 1023)));
+    let (f1, f2) = (
+        pow2((s / 2).clamp(-1022, 1023)),
+        pow2((s - s / 2).clamp(-1022, 1023)),
+    );
     type Sums<const D: usize> = (u64, [u128; D], [[u128; D]; D]);
     let fold = |c: &[Dot<D>]| -> Sums<D> {
         let mut a: Sums<D> = (0, [0; D], [[0; D]; D]);
