@@ -8,7 +8,8 @@
 //! `--threads T` runs `Par::Rayon(T)` in a pool of T threads (default: sequential). `--json`
 //! prints one JSON object per case instead of the table (for `cargo xtask bench hier`).
 //! `--quality` also builds the 6-nearest-neighbour graph of each point set (timed) and reports
-//! each partition's edge cut on it.
+//! each partition's edge cut on it. `--extra` adds two hard cases: a lattice (ties on every
+//! cut) and points already sorted along a line.
 
 use hier_part::points::{Dist, Weights, fast_slow, points};
 use hier_part::{Bisection, Csr, Error, Par, Quality, Rcb, Rib};
@@ -23,6 +24,7 @@ struct Args {
     filter: Option<String>,
     profile: bool,
     quality: bool,
+    extra: bool,
 }
 
 fn parse() -> Args {
@@ -35,6 +37,7 @@ fn parse() -> Args {
         filter: None,
         profile: false,
         quality: false,
+        extra: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -49,6 +52,7 @@ fn parse() -> Args {
             "--json" => a.json = true,
             "--profile" => a.profile = true,
             "--quality" => a.quality = true,
+            "--extra" => a.extra = true,
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -110,10 +114,16 @@ fn main() {
     } else {
         Par::Seq
     };
-    let dists = [
-        ("uniform", Dist::Uniform),
-        ("graded", Dist::Graded { rmin: 1e-6 }),
+    let mut dists = vec![
+        ("uniform", Some(Dist::Uniform)),
+        ("graded", Some(Dist::Graded { rmin: 1e-6 })),
     ];
+    if args.extra {
+        // Hard cases for a selection: a lattice (every cut splits ties) and points already
+        // sorted along a line.
+        dists.push(("lattice", None));
+        dists.push(("sorted", None));
+    }
     let weights = [("unit", Weights::Unit), ("random", Weights::Random)];
     if !args.json {
         println!(
@@ -127,7 +137,25 @@ fn main() {
     }
     for (dname, dist) in dists {
         for (wname, wkind) in weights {
-            let (coords, w) = points(dist, args.n, args.dim, wkind, 12345);
+            let (coords, w) = match dist {
+                Some(dist) => points(dist, args.n, args.dim, wkind, 12345),
+                None => {
+                    let (_, w) = points(Dist::Uniform, args.n, args.dim, wkind, 12345);
+                    let side = (args.n as f64).powf(1.0 / args.dim as f64).ceil() as usize;
+                    let c = (0..args.n)
+                        .flat_map(|i| {
+                            (0..args.dim).map(move |j| {
+                                if dname == "sorted" {
+                                    i as f64 / args.n as f64
+                                } else {
+                                    ((i / side.pow(j as u32)) % side) as f64
+                                }
+                            })
+                        })
+                        .collect();
+                    (c, w)
+                }
+            };
             // The yardstick: sorting the n x-coordinates once.
             let xs: Vec<f64> = coords.iter().step_by(args.dim).copied().collect();
             let (sort_med, _, _, _) = time(if args.profile { 1 } else { args.repeat }, || {

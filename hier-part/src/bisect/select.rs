@@ -230,7 +230,8 @@ fn pivots<const D: usize, const UNIT: bool, K: Key<D>>(
             })
             .unwrap_or(g - 1)
     };
-    let delta = (1.5 * (g as f64).sqrt()).ceil() as usize;
+    // About three standard deviations of the sample rank of the quantile, at most g/4.
+    let delta = ((1.5 * (g as f64).sqrt()).ceil() as usize).min(g / 4);
     (
         sample[i.saturating_sub(delta)],
         sample[(i + delta).min(g - 1)],
