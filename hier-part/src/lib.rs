@@ -1,2 +1,29 @@
 //! Hierarchical partitioning driven level by level along a DRUM machine tree.
+//!
+//! This crate holds the pieces the tree walk is built from:
+//! - [`Rcb`] and [`Rib`]: recursive coordinate and inertial bisection to arbitrary target part
+//!   sizes (any k ≥ 1, zero-size parts allowed), weighted, deterministic for every [`Par`],
+//!   returning a [`Bisection`] with per-part weights, imbalance and the cuts
+//!   ([`Bisection::point_assign`]);
+//! - [`quality`]: per-part weight against target, imbalance, edge cut and neighbour parts of a
+//!   partition on a graph ([`graph::Csr`], [`Csr::knn`]), aggregated per level of a machine tree
+//!   ([`Quality::grouped`]), with a table and an ASCII picture ([`picture`]);
+//! - [`rebalance`]: when to repartition — Watts et al.'s efficiency, Lan et al.'s gain against
+//!   cost, and drift of the monitored powers;
+//! - [`points`]: the uniform and corner-graded point sets of the benchmarks.
 #![deny(missing_docs)]
+
+mod bisect;
+mod error;
+pub mod graph;
+mod input;
+mod par;
+pub mod points;
+pub mod quality;
+pub mod rebalance;
+
+pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
+pub use error::Error;
+pub use graph::Csr;
+pub use par::Par;
+pub use quality::{Quality, picture};

@@ -1,0 +1,736 @@
+//! Recursive coordinate (RCB) and inertial (RIB) bisection to arbitrary target part sizes.
+//!
+//! See `README.md` next to this crate for the design: recursive bisection of the part range
+//! `p0..p1` at `mid = p0 + k/2`, each cut placed by weighted selection (no sort) so that the
+//! low side's weight is nearest to `W_S · T_low / (T_low + T_high)`, in exact integer weights.
+
+// Matrix and coordinate loops read better with indices.
+#![allow(clippy::needless_range_loop)]
+
+mod cut;
+mod inertia;
+#[cfg(test)]
+mod reference;
+pub(crate) mod select;
+
+pub use cut::{Bisection, Cut, Method, Plane};
+pub(crate) use cut::{imbalance, project};
+
+use crate::input::{CHUNK, Input, pow2, validate};
+use crate::{Error, Par};
+use rayon::prelude::*;
+use select::{before, select, wt};
+
+/// An object as the bisection moves it around: coordinates, integer weight, id.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dot<const D: usize> {
+    pub(crate) x: [f64; D],
+    pub(crate) w: u32,
+    pub(crate) id: u32,
+}
+
+/// The key a split orders objects by, computed from the coordinates when needed (never
+/// stored: a split then costs about one pass over its objects).
+pub(crate) trait Key<const D: usize>: Sync {
+    fn key(&self, x: &[f64; D]) -> f64;
+}
+
+/// RCB: a coordinate.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AxisKey(pub(crate) usize);
+
+impl<const D: usize> Key<D> for AxisKey {
+    #[inline(always)]
+    fn key(&self, x: &[f64; D]) -> f64 {
+        x[self.0]
+    }
+}
+
+/// RIB: the projection on the inertial axis, in units of the scale ([`project`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InertialKey<const D: usize> {
+    origin: [f64; D],
+    direction: [f64; D],
+    inv_scale: f64,
+}
+
+impl<const D: usize> Key<D> for InertialKey<D> {
+    #[inline(always)]
+    fn key(&self, x: &[f64; D]) -> f64 {
+        project(x, &self.origin, &self.direction, self.inv_scale)
+    }
+}
+
+/// Recursive coordinate bisection (Berger & Bokhari 1987; Zoltan's RCB) to arbitrary target
+/// part sizes.
+///
+/// Each cut is perpendicular to the longest side of the bounding box of the objects being cut
+/// and is placed by weighted selection so that the low side's share is as close as the objects
+/// allow to the share of its parts' targets.
+///
+/// ```
+/// use hier_part::{Par, Rcb};
+/// // Four points on a line, two parts of sizes 1:3.
+/// let coords = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0];
+/// let mut parts = [0u32; 4];
+/// let r = Rcb::default().partition(&coords, 2, None, &[1.0, 3.0], &mut parts)?;
+/// assert_eq!(parts, [0, 1, 1, 1]);
+/// assert_eq!(r.part_weights, vec![1.0, 3.0]);
+/// assert_eq!(r.point_assign(&[0.4, 7.0]), 0);
+/// # Ok::<(), hier_part::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rcb {
+    /// Keep objects with the same coordinate on the cut axis on one side (Zoltan's
+    /// `RCB_RECTILINEAR_BLOCKS`): every cut is then strict, at the price of balance when many
+    /// objects share a coordinate (a structured grid).
+    pub keep_ties: bool,
+    /// Parallelism.
+    pub par: Par,
+}
+
+/// Recursive inertial bisection (Simon 1991; Zoltan's RIB) to arbitrary target part sizes.
+///
+/// Each cut is perpendicular to the principal inertial axis of the objects being cut (the
+/// eigenvector of the largest eigenvalue of their weighted covariance about their weighted
+/// centroid) and is placed by weighted selection along that axis.
+///
+/// ```
+/// use hier_part::{Par, Rib};
+/// // Points along the diagonal: the inertial axis is (1, 1)/√2.
+/// let coords: Vec<f64> = (0..8).flat_map(|i| [i as f64, i as f64]).collect();
+/// let mut parts = [0u32; 8];
+/// let r = Rib::default().partition(&coords, 2, None, &[1.0, 1.0], &mut parts)?;
+/// assert_eq!(parts, [0, 0, 0, 0, 1, 1, 1, 1]);
+/// assert_eq!(r.point_assign(&[10.0, 9.0]), 1);
+/// # Ok::<(), hier_part::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rib {
+    /// Keep objects with the same projection on the inertial axis on one side.
+    pub keep_ties: bool,
+    /// Parallelism.
+    pub par: Par,
+}
+
+impl Rcb {
+    /// Partitions the points `coords` (interleaved, `dim` = 1, 2 or 3 values per point) with
+    /// optional non-negative `weights` (unit when `None`) into `targets.len()` parts of relative
+    /// sizes `targets`, writing each point's part into `parts`.
+    ///
+    /// Guarantees: every object gets exactly one part `< k`; a part with target 0 gets no
+    /// object; `|W_k − T_k| ≤ ⌈log2 k⌉ · w_max / 2` (see [`Bisection::balance_bound`]); the
+    /// result is the same for every [`Par`].
+    pub fn partition(
+        &self,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Bisection, Error> {
+        run(
+            Method::Rcb,
+            self.keep_ties,
+            self.par,
+            coords,
+            dim,
+            weights,
+            targets,
+            parts,
+        )
+    }
+}
+
+impl Rib {
+    /// As [`Rcb::partition`], cutting along inertial axes.
+    pub fn partition(
+        &self,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Bisection, Error> {
+        run(
+            Method::Rib,
+            self.keep_ties,
+            self.par,
+            coords,
+            dim,
+            weights,
+            targets,
+            parts,
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    method: Method,
+    keep_ties: bool,
+    par: Par,
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    targets: &[f64],
+    parts: &mut [u32],
+) -> Result<Bisection, Error> {
+    let input = validate(coords, dim, weights, targets, parts.len(), par)?;
+    let job = Job {
+        method,
+        keep_ties,
+        input: &input,
+    };
+    let (cuts, counts) = match dim {
+        1 => job.run::<1>(coords, weights, parts, par),
+        2 => job.run::<2>(coords, weights, parts, par),
+        _ => job.run::<3>(coords, weights, parts, par),
+    };
+    let k = targets.len();
+    let mut part_weights = vec![0.0; k];
+    match weights {
+        // Summed in index order: the same for every `par`.
+        Some(w) => {
+            for (p, &wi) in parts.iter().zip(w) {
+                part_weights[*p as usize] += wi;
+            }
+        }
+        None => {
+            for (pw, &c) in part_weights.iter_mut().zip(&counts) {
+                *pw = c as f64;
+            }
+        }
+    }
+    let total_weight: f64 = part_weights.iter().sum();
+    let targets_abs: Vec<f64> = input.fractions.iter().map(|f| f * total_weight).collect();
+    let (max_ratio, max_rel_dev, max_abs_dev) = imbalance(&part_weights, &targets_abs);
+    let depth = cuts.iter().map(|c| c.depth + 1).max().unwrap_or(0);
+    Ok(Bisection {
+        method,
+        dim,
+        cuts,
+        part_weights,
+        part_counts: counts,
+        targets: targets_abs,
+        total_weight,
+        max_object_weight: input.w_max,
+        depth,
+        max_ratio,
+        max_rel_dev,
+        max_abs_dev,
+    })
+}
+
+/// Bounding box and key range of a set of dots.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stats<const D: usize> {
+    pub(crate) lo: [f64; D],
+    pub(crate) hi: [f64; D],
+    pub(crate) kmin: f64,
+    pub(crate) kmax: f64,
+}
+
+impl<const D: usize> Stats<D> {
+    pub(crate) const EMPTY: Self = Stats {
+        lo: [f64::INFINITY; D],
+        hi: [f64::NEG_INFINITY; D],
+        kmin: f64::INFINITY,
+        kmax: f64::NEG_INFINITY,
+    };
+
+    #[inline(always)]
+    pub(crate) fn add(&mut self, d: &Dot<D>, k: f64) {
+        for j in 0..D {
+            let x = d.x[j];
+            self.lo[j] = if x < self.lo[j] { x } else { self.lo[j] };
+            self.hi[j] = if x > self.hi[j] { x } else { self.hi[j] };
+        }
+        self.kmin = if k < self.kmin { k } else { self.kmin };
+        self.kmax = if k > self.kmax { k } else { self.kmax };
+    }
+
+    fn of(v: &[Dot<D>], key: &impl Key<D>) -> Self {
+        let mut s = Self::EMPTY;
+        for d in v {
+            s.add(d, key.key(&d.x));
+        }
+        s
+    }
+
+    pub(crate) fn merge(mut self, o: Self) -> Self {
+        for j in 0..D {
+            self.lo[j] = self.lo[j].min(o.lo[j]);
+            self.hi[j] = self.hi[j].max(o.hi[j]);
+        }
+        self.kmin = self.kmin.min(o.kmin);
+        self.kmax = self.kmax.max(o.kmax);
+        self
+    }
+
+    /// The longest side (the lowest axis on a tie; 0 for an empty set).
+    fn longest_axis(&self) -> usize {
+        let mut best = 0;
+        for j in 1..D {
+            if self.hi[j] - self.lo[j] > self.hi[best] - self.lo[best] {
+                best = j;
+            }
+        }
+        best
+    }
+
+    /// The smallest power of two above every coordinate magnitude (1 for an empty or zero
+    /// set), at most 2^1023.
+    fn scale(&self) -> f64 {
+        let mut m = 0.0f64;
+        for j in 0..D {
+            if self.lo[j] <= self.hi[j] {
+                m = m.max(self.lo[j].abs()).max(self.hi[j].abs());
+            }
+        }
+        if m == 0.0 {
+            return 1.0;
+        }
+        pow2((crate::input::exponent(m) + 1).min(1023))
+    }
+}
+
+/// Reduces fixed chunks of `v` with `fold` and combines the chunk results in order: the same
+/// result for every `par`.
+fn reduce<const D: usize, T: Send>(
+    v: &[Dot<D>],
+    par: Par,
+    init: T,
+    fold: impl Fn(&[Dot<D>]) -> T + Sync,
+    combine: impl Fn(T, T) -> T,
+) -> T {
+    if par.is_parallel() && v.len() >= 2 * CHUNK {
+        let r: Vec<T> = v.par_chunks(CHUNK).map(&fold).collect();
+        r.into_iter().fold(init, combine)
+    } else {
+        v.chunks(CHUNK).map(fold).fold(init, combine)
+    }
+}
+
+fn stats<const D: usize>(v: &[Dot<D>], key: &impl Key<D>, par: Par) -> Stats<D> {
+    reduce(v, par, Stats::EMPTY, |c| Stats::of(c, key), Stats::merge)
+}
+
+/// Segments at least this long are split into two rayon tasks when the budget allows.
+const JOIN_MIN: usize = 4096;
+
+struct Job<'a> {
+    method: Method,
+    keep_ties: bool,
+    input: &'a Input,
+}
+
+/// A cut value strictly between the keys `a < b`: `a ≤ value < b`.
+fn between(a: f64, b: f64) -> f64 {
+    let m = a * 0.5 + b * 0.5;
+    if a <= m && m < b { m } else { a }
+}
+
+impl Job<'_> {
+    fn run<const D: usize>(
+        &self,
+        coords: &[f64],
+        weights: Option<&[f64]>,
+        parts: &mut [u32],
+        par: Par,
+    ) -> (Vec<Cut>, Vec<usize>) {
+        let n = self.input.n;
+        let make = |i: usize| {
+            let mut x = [0.0; D];
+            x.copy_from_slice(&coords[i * D..i * D + D]);
+            let w = match weights {
+                Some(w) if !self.input.unit => self.input.quantize(w[i]),
+                _ => 1,
+            };
+            Dot { x, w, id: i as u32 }
+        };
+        let mut dots: Vec<Dot<D>> = Vec::with_capacity(n);
+        if par.is_parallel() && n >= 2 * CHUNK {
+            dots.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(make));
+        } else {
+            dots.extend((0..n).map(make));
+        }
+        let (total, st) = reduce(
+            &dots,
+            par,
+            (0u64, Stats::EMPTY),
+            |c| {
+                let mut s = (0u64, Stats::EMPTY);
+                for d in c {
+                    s.0 += d.w as u64;
+                    s.1.add(d, 0.0);
+                }
+                s
+            },
+            |a, b| (a.0 + b.0, a.1.merge(b.1)),
+        );
+        let mut counts = vec![0usize; self.input.fractions.len()];
+        let cuts = self.split(&mut dots, &mut counts, 0, total, st, 0, par);
+        let mut off = 0;
+        for (p, &c) in counts.iter().enumerate() {
+            for d in &dots[off..off + c] {
+                parts[d.id as usize] = p as u32;
+            }
+            off += c;
+        }
+        (cuts, counts)
+    }
+
+    /// Splits the dots `v` (integer weight `total`, bounding box `st`) among the parts
+    /// `p0..p0 + counts.len()`, writing each part's object count into `counts`; returns the
+    /// cuts of this subtree in preorder.
+    #[allow(clippy::too_many_arguments)]
+    fn split<const D: usize>(
+        &self,
+        v: &mut [Dot<D>],
+        counts: &mut [usize],
+        p0: u32,
+        total: u64,
+        st: Stats<D>,
+        depth: u32,
+        par: Par,
+    ) -> Vec<Cut> {
+        if counts.len() == 1 {
+            counts[0] = v.len();
+            return Vec::new();
+        }
+        match self.method {
+            Method::Rcb => {
+                let axis = st.longest_axis();
+                self.cut(
+                    v,
+                    counts,
+                    p0,
+                    total,
+                    st,
+                    depth,
+                    par,
+                    Plane::Axis(axis),
+                    AxisKey(axis),
+                )
+            }
+            Method::Rib => {
+                let (plane, key) = inertial(v, &st, self.input.unit, par);
+                self.cut(v, counts, p0, total, st, depth, par, plane, key)
+            }
+        }
+    }
+
+    /// [`Job::split`] once the key is chosen.
+    #[allow(clippy::too_many_arguments)]
+    fn cut<const D: usize, K: Key<D>>(
+        &self,
+        v: &mut [Dot<D>],
+        counts: &mut [usize],
+        p0: u32,
+        total: u64,
+        st: Stats<D>,
+        depth: u32,
+        par: Par,
+        plane: Plane,
+        key: K,
+    ) -> Vec<Cut> {
+        let k = counts.len();
+        let half = k / 2;
+        let mid = p0 + half as u32;
+        let fr = &self.input.fractions[p0 as usize..p0 as usize + k];
+        let t_low: f64 = fr[..half].iter().sum();
+        let t_high: f64 = fr[half..].iter().sum();
+        // A set whose objects all weigh 0 is split by count.
+        let unit = self.input.unit || total == 0;
+        let sel_total = if unit { v.len() as u64 } else { total };
+        let len = v.len();
+        let mut tau = 0u64;
+        let mut s = if t_low == 0.0 || v.is_empty() {
+            select::Selected {
+                m: 0,
+                p: 0,
+                low: Stats::EMPTY,
+                high: st,
+            }
+        } else if t_high == 0.0 {
+            select::Selected {
+                m: len,
+                p: sel_total,
+                low: st,
+                high: Stats::EMPTY,
+            }
+        } else {
+            let f = t_low / (t_low + t_high);
+            tau = ((sel_total as f64 * f).round() as u64).min(sel_total);
+            match (tau, unit) {
+                (0, _) => select::Selected {
+                    m: 0,
+                    p: 0,
+                    low: Stats::EMPTY,
+                    high: st,
+                },
+                (_, true) => select::<D, true, K>(v, &key, tau, sel_total),
+                (_, false) => select::<D, false, K>(v, &key, tau, sel_total),
+            }
+        };
+        if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
+            let (m, p) = if unit {
+                untie::<D, true, K>(v, &key, s.m, s.p, s.low.kmax, tau, par)
+            } else {
+                untie::<D, false, K>(v, &key, s.m, s.p, s.low.kmax, tau, par)
+            };
+            s.m = m;
+            s.p = p;
+            s.low = stats(&v[..m], &key, par);
+            s.high = stats(&v[m..], &key, par);
+        }
+        let m = s.m;
+        let (vl, vh) = v.split_at_mut(m);
+        let (value, tie) = if vl.is_empty() {
+            (f64::NEG_INFINITY, None)
+        } else if vh.is_empty() {
+            (f64::INFINITY, None)
+        } else if s.low.kmax < s.high.kmin {
+            (between(s.low.kmax, s.high.kmin), None)
+        } else {
+            (s.low.kmax, Some(last_on_cut(vl, &key, s.low.kmax, par)))
+        };
+        let (w_low, w_high) = if self.input.unit {
+            (m as u64, (len - m) as u64)
+        } else if total == 0 {
+            (0, 0)
+        } else {
+            (s.p, total - s.p)
+        };
+        let side_weights = if self.input.unit {
+            [w_low as f64, w_high as f64]
+        } else {
+            [self.input.dequantize(w_low), self.input.dequantize(w_high)]
+        };
+        let (cl, ch) = counts.split_at_mut(half);
+        let (low, high) = match par.fork() {
+            Some((pa, pb)) if len >= JOIN_MIN => rayon::join(
+                || self.split(vl, cl, p0, w_low, s.low, depth + 1, pa),
+                || self.split(vh, ch, mid, w_high, s.high, depth + 1, pb),
+            ),
+            _ => (
+                self.split(vl, cl, p0, w_low, s.low, depth + 1, par),
+                self.split(vh, ch, mid, w_high, s.high, depth + 1, par),
+            ),
+        };
+        let nl = low.len();
+        let mut cuts = Vec::with_capacity(1 + nl + high.len());
+        cuts.push(Cut {
+            plane,
+            value,
+            tie,
+            low: p0..mid,
+            high: mid..p0 + k as u32,
+            children: [
+                (!low.is_empty()).then_some(1),
+                (!high.is_empty()).then_some(1 + nl),
+            ],
+            depth,
+            side_weights,
+            side_counts: [m, len - m],
+        });
+        for (off, sub) in [(1, low), (1 + nl, high)] {
+            cuts.extend(sub.into_iter().map(|mut c| {
+                for ch in c.children.iter_mut().flatten() {
+                    *ch += off;
+                }
+                c
+            }));
+        }
+        cuts
+    }
+}
+
+/// Coordinates of the last dot (in key order) of `v` whose key is `kmax`, padded to 3.
+fn last_on_cut<const D: usize>(v: &[Dot<D>], key: &impl Key<D>, kmax: f64, par: Par) -> [f64; 3] {
+    let later = |a: Option<Dot<D>>, b: Option<Dot<D>>| match (a, b) {
+        (Some(a), Some(b)) => Some(if before(kmax, &a, kmax, &b) { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    let last = reduce(
+        v,
+        par,
+        None,
+        |c| {
+            c.iter()
+                .filter(|d| key.key(&d.x) == kmax)
+                .fold(None, |a, d| later(a, Some(*d)))
+        },
+        later,
+    );
+    let mut t = [0.0; 3];
+    if let Some(d) = last {
+        t[..D].copy_from_slice(&d.x);
+    }
+    t
+}
+
+/// `keep_ties`: the dots with key `kv` lie on both sides of `m`; moves them all to the side
+/// that leaves the low weight nearer to `tau`. Returns the new `(m, P(m))`.
+#[allow(clippy::too_many_arguments)]
+fn untie<const D: usize, const UNIT: bool, K: Key<D>>(
+    v: &mut [Dot<D>],
+    key: &K,
+    m: usize,
+    p: u64,
+    kv: f64,
+    tau: u64,
+    par: Par,
+) -> (usize, u64) {
+    let ties = |v: &[Dot<D>]| {
+        reduce(
+            v,
+            par,
+            (0usize, 0u64),
+            |c| {
+                c.iter()
+                    .filter(|d| key.key(&d.x) == kv)
+                    .fold((0, 0), |(n, w), d| (n + 1, w + wt::<D, UNIT>(d)))
+            },
+            |a, b| (a.0 + b.0, a.1 + b.1),
+        )
+    };
+    let (na, wa) = ties(&v[..m]);
+    let (nb, wb) = ties(&v[m..]);
+    let (p_up, p_down) = (p + wb, p - wa);
+    let on = |d: &Dot<D>| {
+        let k = key.key(&d.x);
+        (k == kv, k)
+    };
+    if p_up.abs_diff(tau) < p_down.abs_diff(tau) {
+        select::partition::<D, true>(&mut v[m..], on, |_, _| {}, |_, _| {});
+        (m + nb, p_up)
+    } else {
+        let off = |d: &Dot<D>| {
+            let (t, k) = on(d);
+            (!t, k)
+        };
+        select::partition::<D, true>(&mut v[..m], off, |_, _| {}, |_, _| {});
+        (m - na, p_down)
+    }
+}
+
+/// The principal inertial axis of `v` and the key that projects on it.
+fn inertial<const D: usize>(
+    v: &[Dot<D>],
+    st: &Stats<D>,
+    unit: bool,
+    par: Par,
+) -> (Plane, InertialKey<D>) {
+    let scale = st.scale();
+    let inv = 1.0 / scale;
+    let (centroid, cov) = match moments(v, st, unit, par) {
+        Some(m) => m,
+        // Every object weighs 0: use the unweighted moments.
+        None => moments(v, st, true, par).unwrap_or(([0.0; D], [[0.0; D]; D])),
+    };
+    let origin = centroid.map(|c| c * inv);
+    let direction = inertia::principal_axis(cov);
+    let (mut o, mut dir) = ([0.0; 3], [0.0; 3]);
+    o[..D].copy_from_slice(&origin);
+    dir[..D].copy_from_slice(&direction);
+    (
+        Plane::Inertial {
+            origin: o,
+            direction: dir,
+            scale,
+        },
+        InertialKey {
+            origin,
+            direction,
+            inv_scale: inv,
+        },
+    )
+}
+
+/// Bits of the integer coordinates the inertia is computed from.
+const MOMENT_BITS: i32 = 20;
+
+/// `x · 2^e`, exact unless the result is subnormal.
+fn times_pow2(x: f64, e: i32) -> f64 {
+    let h = e / 2;
+    x * pow2(h.clamp(-1022, 1023)) * pow2((e - h).clamp(-1022, 1023))
+}
+
+/// Weighted centroid and covariance (up to a positive factor) of the dots, from exact integer
+/// sums: each coordinate becomes `y = round((x − lo) · 2^s) < 2^20` on the set's bounding box
+/// (`lo`, largest side), and `Σw`, `Σw·y`, `Σw·y·yᵀ` are summed in integers. The result
+/// therefore depends only on the set of objects — not on their order, on the thread count or,
+/// later, on how the objects are spread over ranks. `None` when the total weight is 0.
+#[allow(clippy::type_complexity)]
+fn moments<const D: usize>(
+    v: &[Dot<D>],
+    st: &Stats<D>,
+    unit: bool,
+    par: Par,
+) -> Option<([f64; D], [[f64; D]; D])> {
+    if v.is_empty() {
+        return None;
+    }
+    let ext = (0..D).map(|j| st.hi[j] - st.lo[j]).fold(0.0f64, f64::max);
+    let s = if ext > 0.0 && ext.is_finite() {
+        MOMENT_BITS - 1 - crate::input::exponent(ext)
+    } else {
+        0
+    };
+    let lo = st.lo;
+    let (f1, f2) = (
+        pow2((s / 2).clamp(-1022, 1023)),
+        pow2((s - s / 2).clamp(-1022, 1023)),
+    );
+    type Sums<const D: usize> = (u64, [u128; D], [[u128; D]; D]);
+    let fold = |c: &[Dot<D>]| -> Sums<D> {
+        let mut a: Sums<D> = (0, [0; D], [[0; D]; D]);
+        for d in c {
+            let w = if unit { 1 } else { d.w as u64 };
+            let mut y = [0u64; D];
+            for j in 0..D {
+                // Round half up (the value is ≥ 0 and < 2^20): no libm call.
+                y[j] = ((d.x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
+            }
+            a.0 += w;
+            for i in 0..D {
+                // w < 2^32 and y < 2^20: w·y fits a u64, and u64 × u64 is one widening multiply.
+                let wy = w * y[i];
+                a.1[i] += wy as u128;
+                for j in i..D {
+                    a.2[i][j] += wy as u128 * y[j] as u128;
+                }
+            }
+        }
+        a
+    };
+    let (w, s1, s2) = reduce(v, par, (0, [0; D], [[0; D]; D]), fold, |mut a, b| {
+        a.0 += b.0;
+        for i in 0..D {
+            a.1[i] += b.1[i];
+            for j in i..D {
+                a.2[i][j] += b.2[i][j];
+            }
+        }
+        a
+    });
+    if w == 0 {
+        return None;
+    }
+    let wf = w as f64;
+    let mean = s1.map(|x| x as f64 / wf);
+    let mut cov = [[0.0; D]; D];
+    for i in 0..D {
+        for j in i..D {
+            cov[i][j] = s2[i][j] as f64 / wf - mean[i] * mean[j];
+            cov[j][i] = cov[i][j];
+        }
+    }
+    let mut centroid = [0.0; D];
+    for j in 0..D {
+        centroid[j] = lo[j] + times_pow2(mean[j], -s);
+    }
+    Some((centroid, cov))
+}

@@ -1,0 +1,143 @@
+//! The crate's error type.
+
+/// Everything that can go wrong in `hier-part` with bad data (not programmer error).
+///
+/// Each message names the place: the point, the coordinate, the index of the weight or target,
+/// the graph vertex, the measurement.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `dim` is not 1, 2 or 3.
+    #[error("dim = {dim} is not supported: points must have 1, 2 or 3 coordinates")]
+    UnsupportedDim {
+        /// The dimension given.
+        dim: usize,
+    },
+    /// The coordinate array does not hold whole points.
+    #[error("coords has {len} values, which is not a multiple of dim = {dim}")]
+    CoordsLength {
+        /// Length of the coordinate slice.
+        len: usize,
+        /// The dimension given.
+        dim: usize,
+    },
+    /// A coordinate is NaN or infinite.
+    #[error("point {point}: coordinate {axis} is {value}, not a finite number")]
+    NonFiniteCoord {
+        /// Index of the point.
+        point: usize,
+        /// Axis (0 = x).
+        axis: usize,
+        /// The value found.
+        value: f64,
+    },
+    /// An array does not have one entry per point (or per part, or per group).
+    #[error("{what} has {got} entries, expected {expected} (one per {per})")]
+    LengthMismatch {
+        /// Which argument.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The length it should have.
+        expected: usize,
+        /// What it should have one entry for.
+        per: &'static str,
+    },
+    /// A weight is negative, NaN or infinite.
+    #[error("weight of object {index} is {value}; weights must be finite and non-negative")]
+    BadWeight {
+        /// Index of the object.
+        index: usize,
+        /// The value found.
+        value: f64,
+    },
+    /// No parts were asked for (k = 0).
+    #[error("targets is empty: at least one part (k >= 1) is needed")]
+    NoParts,
+    /// A target part size is negative, NaN or infinite.
+    #[error("targets[{index}] is {value}; part sizes must be finite and non-negative")]
+    BadTarget {
+        /// Index of the part.
+        index: usize,
+        /// The value found.
+        value: f64,
+    },
+    /// Every target part size is zero.
+    #[error("the {k} target part sizes are all zero: at least one part must have a positive size")]
+    ZeroTargets {
+        /// Number of parts.
+        k: usize,
+    },
+    /// More objects or parts than a `u32` id can address.
+    #[error("{count} {what}: at most {max} are supported (ids are u32)", max = u32::MAX)]
+    TooMany {
+        /// "objects" or "parts".
+        what: &'static str,
+        /// How many were given.
+        count: usize,
+    },
+    /// A part id in a partition is not below the number of parts.
+    #[error("object {index} is in part {part}, but there are only {k} parts")]
+    PartOutOfRange {
+        /// Index of the object (or of the part, for a group map).
+        index: usize,
+        /// The part (or group) id found.
+        part: u32,
+        /// Number of parts (or groups).
+        k: usize,
+    },
+    /// CSR offsets are malformed.
+    #[error("graph: {reason}")]
+    GraphOffsets {
+        /// What is wrong with `xadj`.
+        reason: String,
+    },
+    /// A graph vertex names a neighbour that does not exist, itself, or one twice.
+    #[error("graph: vertex {vertex} lists neighbour {neighbour}: {reason}")]
+    GraphEdge {
+        /// The vertex whose adjacency list is wrong.
+        vertex: usize,
+        /// The neighbour entry.
+        neighbour: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An edge has no reverse edge.
+    #[error("graph: edge {u} -> {v} has no reverse edge {v} -> {u} (the graph must be symmetric)")]
+    GraphAsymmetric {
+        /// Source vertex.
+        u: usize,
+        /// Target vertex.
+        v: usize,
+    },
+    /// A measurement or parameter of a rebalance decision is out of its domain.
+    #[error("{what} is {value}; expected {expected}")]
+    BadValue {
+        /// Which figure, with its index if it is one of many (`"powers[3]"`).
+        what: String,
+        /// The value found.
+        value: f64,
+        /// The domain it must lie in.
+        expected: &'static str,
+    },
+    /// A list of measurements is empty.
+    #[error("{what} is empty")]
+    Empty {
+        /// Which list.
+        what: &'static str,
+    },
+    /// Two message timings cannot give a latency and a transfer rate.
+    #[error("cannot fit T = alpha + beta*L to ({b1} B, {t1} s) and ({b2} B, {t2} s): {reason}")]
+    DegenerateTimings {
+        /// Size of the first message in bytes.
+        b1: f64,
+        /// Its time in seconds.
+        t1: f64,
+        /// Size of the second message in bytes.
+        b2: f64,
+        /// Its time in seconds.
+        t2: f64,
+        /// Why no fit exists.
+        reason: &'static str,
+    },
+}
