@@ -157,6 +157,11 @@ impl System {
             .zip(&self.val[a..b])
             .map(|(&c, &v)| (c as usize, v))
     }
+    /// The off-diagonal part in compressed sparse rows: (row pointers, columns, values).
+    /// Boundary rows are empty; interior rows hold interior columns only.
+    pub fn csr(&self) -> (&[u32], &[u32], &[f64]) {
+        (&self.row_ptr, &self.col, &self.val)
+    }
     /// Bytes held by the matrix and right-hand side.
     pub fn heap_bytes(&self) -> usize {
         4 * (self.row_ptr.capacity() + self.col.capacity())
