@@ -53,8 +53,10 @@ impl Multilevel {
                 .zip(system.diagonal())
                 .map(|(&b, &d)| if b { 0.0 } else { 1.0 / d }),
         );
-        self.level_res.clear();
-        self.level_res.resize(n, [0.0; 2]);
+        // Every entry is written by the reverse sweep before it is read.
+        if self.level_res.len() != n {
+            self.level_res = vec![[0.0; 2]; n];
+        }
     }
 
     /// z = B r on `mesh` (the mesh given to [`Multilevel::setup`]). Zero on Dirichlet vertices.
@@ -189,8 +191,9 @@ pub fn pcg(
     let n = sys.num_rows();
     assert_eq!(x.len(), n, "pcg: x must have one entry per row");
     for v in [&mut work.r, &mut work.z, &mut work.p, &mut work.q] {
-        v.clear();
-        v.resize(n, 0.0);
+        if v.len() != n {
+            *v = vec![0.0; n];
+        }
     }
     let CgWork { r, z, p, q } = work;
     sys.apply(x, q);
