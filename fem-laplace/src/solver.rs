@@ -362,7 +362,6 @@ pub fn prolongate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mesh::Marks;
 
     /// The meshes of PHAML's corner problem (adaptive, strongly graded: ~2 levels per step).
     fn graded_meshes(targets: &[usize]) -> Vec<Mesh> {
