@@ -196,8 +196,8 @@ fn level_colour(level: u8, max_level: u8) -> String {
     format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2))
 }
 
-/// Draws the mesh as SVG: three panels, the whole square and two zooms on the corner (0, 0)
-/// (×32 and ×1024), elements coloured by level. Elements at least `MIN_PX` pixels across
+/// Draws the mesh as SVG: four panels, the whole square and zooms on the corner (0, 0)
+/// (×32, ×1024, ×32768), elements coloured by level. Elements at least `MIN_PX` pixels across
 /// are drawn with their edges; smaller ones are merged into per-pixel squares coloured by
 /// the deepest level they hold, so the file stays small for any mesh size.
 pub fn write_svg(path: &Path, mesh: &Mesh, title: &str) -> Result<(), FemError> {
@@ -205,13 +205,13 @@ pub fn write_svg(path: &Path, mesh: &Mesh, title: &str) -> Result<(), FemError> 
     std::fs::write(path, s).map_err(io_err(path))
 }
 
-const PANEL: f64 = 420.0;
+const PANEL: f64 = 360.0;
 const MIN_PX: f64 = 3.0;
 
 fn svg_string(mesh: &Mesh, title: &str) -> String {
     use std::fmt::Write as _;
-    let zooms = [1.0f64, 32.0, 1024.0];
-    let (w, h) = (3.0 * PANEL + 4.0 * 20.0, PANEL + 110.0);
+    let zooms = [1.0f64, 32.0, 1024.0, 32768.0];
+    let (w, h) = (4.0 * PANEL + 5.0 * 20.0, PANEL + 110.0);
     let max_level = mesh.max_level();
     let mut out = String::new();
     let _ = writeln!(
@@ -275,27 +275,47 @@ fn svg_string(mesh: &Mesh, title: &str) -> String {
                     level_colour(level, max_level)
                 );
             } else {
-                let cx = ((xmin + xmax) / 2.0 * scale) as usize;
-                let cy = ((ymin + ymax) / 2.0 * scale) as usize;
-                if cx < npx && cy < npx {
-                    let px = &mut pixels[cy * npx + cx];
-                    if *px == u8::MAX || level > *px {
-                        *px = level;
+                // Every pixel the element's bounding box touches (at most 3×3).
+                let (x0, x1) = (
+                    (xmin * scale) as usize,
+                    ((xmax * scale) as usize).min(npx - 1),
+                );
+                let (y0, y1) = (
+                    (ymin * scale) as usize,
+                    ((ymax * scale) as usize).min(npx - 1),
+                );
+                for y in y0..=y1 {
+                    for x in x0..=x1 {
+                        let px = &mut pixels[y * npx + x];
+                        if *px == u8::MAX || level > *px {
+                            *px = level;
+                        }
                     }
                 }
             }
         }
         let _ = writeln!(out, "<g stroke=\"#222\" stroke-width=\"0.4\">\n{polys}</g>");
         let _ = writeln!(out, "<g stroke=\"none\">");
-        for (i, &l) in pixels.iter().enumerate() {
-            if l != u8::MAX {
-                let (x, y) = (i % npx, i / npx);
-                let _ = writeln!(
-                    out,
-                    "<rect x=\"{x}\" y=\"{}\" width=\"1\" height=\"1\" fill=\"{}\"/>",
-                    npx - 1 - y,
-                    level_colour(l, max_level)
-                );
+        // Runs of equal pixels along each row become one rectangle.
+        for y in 0..npx {
+            let row = &pixels[y * npx..(y + 1) * npx];
+            let mut x = 0;
+            while x < npx {
+                let l = row[x];
+                let mut e = x + 1;
+                while e < npx && row[e] == l {
+                    e += 1;
+                }
+                if l != u8::MAX {
+                    let _ = writeln!(
+                        out,
+                        "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"1\" fill=\"{}\"/>",
+                        npx - 1 - y,
+                        e - x,
+                        level_colour(l, max_level)
+                    );
+                }
+                x = e;
             }
         }
         let _ = writeln!(
@@ -392,7 +412,7 @@ mod tests {
         let m = small_mesh();
         let s = svg_string(&m, "test <mesh>");
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
-        assert_eq!(s.matches("zoom ×").count(), 3);
+        assert_eq!(s.matches("zoom ×").count(), 4);
         assert!(s.contains("test &lt;mesh&gt;"));
         assert!(s.matches("<polygon").count() >= m.num_elements() / 2);
         let bad = Path::new("/nonexistent-dir/x.svg");
