@@ -317,7 +317,7 @@ impl Mesh {
     /// rewritten in curve order with their children in place.
     ///
     /// The caller extends its vertex vectors over the returned range, e.g. a solution by
-    /// u[v] = ½(u[a] + u[b]) with `[a, b] = vertex_parents()[v]` (parents are always older
+    /// `u[v] = ½(u[a] + u[b])` with `[a, b] = vertex_parents()[v]` (parents are always older
     /// than the refinement) and the Dirichlet data on new boundary vertices.
     pub fn refine(&mut self, marks: &Marks) -> Result<Range<usize>, FemError> {
         let ne = self.tri.len();

@@ -330,7 +330,7 @@ fn lanczos_extremes(alphas: &[f64], betas: &[f64]) -> (f64, f64) {
 }
 
 /// Prolongates a solution to the vertices `new` created by the last refinement:
-/// u[v] = ½(u[a] + u[b]) (exact for the P1 function on the old mesh); `boundary` gives the
+/// `u[v] = ½(u[a] + u[b])` (exact for the P1 function on the old mesh); `boundary` gives the
 /// Dirichlet value of a new boundary vertex.
 pub fn prolongate(
     mesh: &Mesh,
