@@ -728,6 +728,29 @@ mod tests {
     }
 
     #[test]
+    fn refining_past_the_level_limit_is_an_error() {
+        let mut m = Mesh::unit_square();
+        let err = loop {
+            // Bisect whatever touches the corner (0, 0): one more level per round.
+            let mut marks = Marks::new(m.num_elements());
+            for t in 0..m.num_elements() {
+                if m.tri[t].contains(&0) {
+                    marks.mark_element(&m, t);
+                }
+            }
+            match m.refine(&marks) {
+                Ok(_) => assert!(m.max_level() < MAX_LEVEL),
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(
+            err.contains("cannot be bisected further") && err.contains("level limit 200"),
+            "{err}"
+        );
+        m.check().unwrap();
+    }
+
+    #[test]
     fn weights_and_centroids() {
         let mut m = Mesh::unit_square();
         uniform(&mut m);
