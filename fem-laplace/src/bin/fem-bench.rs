@@ -87,6 +87,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// User + system CPU seconds of this process so far (/proc/self/stat, clock ticks of 10 ms).
+fn cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
 /// Peak resident set (VmHWM) of this process in bytes.
 fn vm_hwm() -> Option<usize> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -112,16 +121,21 @@ fn main() -> Result<()> {
 
     let mut runs: Vec<Vec<StepReport>> = Vec::new();
     let mut totals = Vec::new();
+    let mut cpu_share = Vec::new();
     let mut peak_heap = 0usize;
     let mut last: Option<(fem_laplace::Mesh, Vec<f64>)> = None;
     for rep in 0..o.repeats {
         drop(last.take());
         let base = LIVE.load(Relaxed);
         PEAK.store(base, Relaxed);
+        let c0 = cpu_seconds();
         let t0 = Instant::now();
         let mut a = Adaptive::new(&exact, cfg)?;
         let rs = a.run(|_, _| {})?;
         let wall = t0.elapsed().as_secs_f64();
+        if let (Some(c0), Some(c1)) = (c0, cpu_seconds()) {
+            cpu_share.push((c1 - c0) / wall);
+        }
         peak_heap = peak_heap.max(PEAK.load(Relaxed) - base);
         let method: f64 = rs.iter().map(|r| r.times.method()).sum();
         eprintln!(
@@ -197,6 +211,12 @@ fn main() -> Result<()> {
         totals.iter().cloned().fold(0.0, f64::max)
     );
     type Phase<'a> = (&'a str, &'a dyn Fn(&StepReport) -> f64, f64);
+    if !cpu_share.is_empty() {
+        println!(
+            "  CPU time / wall time of the runs (median): {:.2}; below 1 the process was waiting for the CPU (machine busy)",
+            median(cpu_share.clone())
+        );
+    }
     let phases: [Phase<'_>; 5] = [
         ("final cycle", &|r| r.times.method(), 0.5),
         ("  refine", &|r| r.times.refine, 0.15),
@@ -290,6 +310,35 @@ fn main() -> Result<()> {
         1e9 * a / final_r.elements as f64,
         (1e9 * a / final_r.elements as f64) / 39.0
     );
+    // Uniform newest-vertex bisection: every element of a 2^19-element mesh once.
+    let mut uni = fem_laplace::Mesh::unit_square();
+    while uni.num_elements() < (1 << 19) {
+        let mut m = fem_laplace::Marks::new(uni.num_elements());
+        for t in 0..uni.num_elements() {
+            m.mark_element(&uni, t);
+        }
+        uni.refine(&m)?;
+    }
+    let mut ts = Vec::new();
+    for _ in 0..5 {
+        let mut mesh2 = uni.clone();
+        let t = Instant::now();
+        let mut m = fem_laplace::Marks::new(mesh2.num_elements());
+        for e in 0..mesh2.num_elements() {
+            m.mark_element(&mesh2, e);
+        }
+        mesh2.refine(&m)?;
+        ts.push(t.elapsed().as_secs_f64());
+    }
+    let ub = median(ts);
+    println!(
+        "  uniform bisection of {} elements (marking + refinement), median of 5: {:.1} ms = {:.1} ns per bisection (ratio to brief's 90 ns: {:.2})",
+        uni.num_elements(),
+        1e3 * ub,
+        1e9 * ub / uni.num_elements() as f64,
+        (1e9 * ub / uni.num_elements() as f64) / 90.0
+    );
+    drop(uni);
     direct::compare(&mesh, &sys, &u, solve, final_r)?;
     if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
         println!("load average at end: {}", l.trim());
@@ -376,6 +425,29 @@ mod direct {
             .max(0.0)
             .sqrt();
         let total = t_sym + t_num + t_solve;
+        // CG to a tight tolerance from zero (Dirichlet data only), as a direct solver would.
+        let mut ut: Vec<f64> = u
+            .iter()
+            .zip(bnd)
+            .map(|(&x, &b)| if b { x } else { 0.0 })
+            .collect();
+        let mut pre = fem_laplace::Multilevel::new(mesh, sys);
+        let tight = fem_laplace::CgConfig {
+            tol_factor: 0.0,
+            rel_residual: 1e-10,
+            max_iter: 1000,
+        };
+        let t = Instant::now();
+        let st = fem_laplace::solver::pcg(
+            mesh,
+            sys,
+            &mut pre,
+            &mut ut,
+            0.0,
+            &tight,
+            &mut Default::default(),
+        );
+        let t_tight = t.elapsed().as_secs_f64();
         println!();
         println!(
             "sparse direct solve of the final system with faer (simplicial/supernodal Cholesky, AMD), same process, one thread:"
@@ -393,6 +465,12 @@ mod direct {
             r.cg_iterations,
             1e3 * cg_solve,
             total / cg_solve
+        );
+        println!(
+            "  multilevel CG from zero to a 1e-10 relative residual: {} iterations, {:.1} ms ({:.1}× faster than faer)",
+            st.iterations,
+            1e3 * t_tight,
+            total / t_tight
         );
         println!(
             "  ‖u_cg − u_direct‖_A = {:.2e}, vs energy error ‖u − u_h‖ = {:.2e} and estimate η = {:.2e}",

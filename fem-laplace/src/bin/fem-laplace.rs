@@ -109,7 +109,11 @@ fn run() -> Result<()> {
                 Marking::Double => run.step_target(k),
                 Marking::Doerfler(_) => args.target_vertices,
             };
-            eprint!("\r  step {k}: refining towards {goal} vertices, solving…\x1b[K");
+            if k == 0 {
+                eprint!("\r  step 0: solving on the initial mesh…\x1b[K");
+            } else {
+                eprint!("\r  step {k}: refining towards {goal} vertices, solving…\x1b[K");
+            }
         }
         let Some(r) = run.step()? else { break };
         if progress {
