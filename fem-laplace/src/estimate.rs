@@ -102,40 +102,52 @@ pub fn errors(
     uh: &[f64],
     grad: &[[f64; 2]],
     exact: &dyn ExactSolution,
-    mut per_element: Option<&mut Vec<f64>>,
+    per_element: Option<&mut Vec<f64>>,
 ) -> Errors {
     let c = mesh.coords();
     let mut max_vertex: f64 = 0.0;
     for (v, p) in c.iter().enumerate() {
         max_vertex = max_vertex.max((exact.value(p[0], p[1]) - uh[v]).abs());
     }
-    if let Some(pe) = per_element.as_deref_mut() {
-        pe.clear();
-        pe.resize(mesh.num_elements(), 0.0);
-    }
-    let mut sum = 0.0;
+    // Each edge midpoint serves both elements that share the edge: one exact gradient per
+    // edge, added to both (the owner is the element first along the curve).
+    let ne = mesh.num_elements();
+    let mut e2 = vec![0.0; ne];
+    let tri = mesh.elements();
+    let nbr = mesh.neighbours();
     let mut have_gradient = true;
-    for (t, tv) in mesh.elements().iter().enumerate() {
-        let [p0, p1, p2] = tv.map(|v| c[v as usize]);
-        let area =
-            0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
-        let g = grad[t];
-        let mut e = 0.0;
-        for (a, b) in [(p0, p1), (p1, p2), (p2, p0)] {
+    'elements: for t in 0..ne {
+        let tv = tri[t];
+        for k in 0..3 {
+            let n = nbr[t][k];
+            if n != NONE && (n as usize) < t {
+                continue;
+            }
+            let (a, b) = (c[tv[(k + 1) % 3] as usize], c[tv[(k + 2) % 3] as usize]);
             let Some(gu) = exact.gradient(0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1])) else {
                 have_gradient = false;
-                break;
+                break 'elements;
             };
-            e += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
+            let g = grad[t];
+            e2[t] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
+            if n != NONE {
+                let g = grad[n as usize];
+                e2[n as usize] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
+            }
         }
-        if !have_gradient {
-            break;
+    }
+    let mut sum = 0.0;
+    if have_gradient {
+        for (t, tv) in tri.iter().enumerate() {
+            let [p0, p1, p2] = tv.map(|v| c[v as usize]);
+            let area =
+                0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
+            e2[t] *= area / 3.0;
+            sum += e2[t];
         }
-        let e = e * area / 3.0;
-        sum += e;
-        if let Some(pe) = per_element.as_deref_mut() {
-            pe[t] = e;
-        }
+    }
+    if let Some(pe) = per_element {
+        *pe = e2;
     }
     Errors {
         energy: have_gradient.then(|| sum.sqrt()),
