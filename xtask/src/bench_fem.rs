@@ -11,7 +11,12 @@ use std::process::Command;
 /// `--target-vertices N`).
 pub fn bench_fem(args: &[String]) -> Result<()> {
     for a in args {
-        if a.starts_with("--") && !matches!(a.as_str(), "--repeats" | "--target-vertices") {
+        if a.starts_with('-')
+            && !matches!(
+                a.as_str(),
+                "--repeats" | "--target-vertices" | "--help" | "-h"
+            )
+        {
             bail!("bench fem: unknown flag `{a}` (known: --repeats R, --target-vertices N)");
         }
     }
