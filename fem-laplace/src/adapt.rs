@@ -299,7 +299,7 @@ impl<'a> Adaptive<'a> {
             } else {
                 None
             };
-            let e: Errors = errors(&self.mesh, &self.u, &grad, self.exact, pe);
+            let e: Errors = errors(&self.mesh, &self.u, &grad, self.exact, pe)?;
             errs = Some(e);
             times.error = t0.elapsed().as_secs_f64();
         }

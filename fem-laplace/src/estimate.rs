@@ -1,5 +1,6 @@
 //! The a-posteriori error estimator and the errors against the exact solution.
 
+use crate::FemError;
 use crate::mesh::{Mesh, NONE};
 use crate::problem::ExactSolution;
 
@@ -92,7 +93,8 @@ pub struct Errors {
     pub max_vertex: f64,
 }
 
-/// Computes [`Errors`]. The energy error uses the three-point edge-midpoint rule on each
+/// Computes [`Errors`]; an exact solution (or gradient) that is not finite somewhere is an
+/// error naming the point, never a silently wrong maximum. The energy error uses the three-point edge-midpoint rule on each
 /// element (exact for quadratic integrands): ∫_T |∇u − ∇u_h|² ≈ |T|/3 Σ_mid |∇u(mid) − ∇u_T|².
 /// If `per_element` is given, the squared energy error of each element is written there
 /// (for the VTK output). `grad` must hold the element gradients of `u_h`
@@ -103,11 +105,21 @@ pub fn errors(
     grad: &[[f64; 2]],
     exact: &dyn ExactSolution,
     per_element: Option<&mut Vec<f64>>,
-) -> Errors {
+) -> Result<Errors, FemError> {
     let c = mesh.coords();
     let mut max_vertex: f64 = 0.0;
     for (v, p) in c.iter().enumerate() {
-        max_vertex = max_vertex.max((exact.value(p[0], p[1]) - uh[v]).abs());
+        let value = exact.value(p[0], p[1]);
+        if !value.is_finite() {
+            let (x, y) = (p[0], p[1]);
+            return Err(FemError::NonFiniteData {
+                name: exact.name(),
+                x,
+                y,
+                value,
+            });
+        }
+        max_vertex = max_vertex.max((value - uh[v]).abs());
     }
     // Each edge midpoint serves both elements that share the edge: one exact gradient per
     // edge, added to both (the owner is the element first along the curve).
@@ -124,10 +136,20 @@ pub fn errors(
                 continue;
             }
             let (a, b) = (c[tv[(k + 1) % 3] as usize], c[tv[(k + 2) % 3] as usize]);
-            let Some(gu) = exact.gradient(0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1])) else {
+            let (x, y) = (0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]));
+            let Some(gu) = exact.gradient(x, y) else {
                 have_gradient = false;
                 break 'elements;
             };
+            if !(gu[0].is_finite() && gu[1].is_finite()) {
+                let value = if gu[0].is_finite() { gu[1] } else { gu[0] };
+                return Err(FemError::NonFiniteData {
+                    name: exact.name(),
+                    x,
+                    y,
+                    value,
+                });
+            }
             let g = grad[t];
             e2[t] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
             if n != NONE {
@@ -149,10 +171,10 @@ pub fn errors(
     if let Some(pe) = per_element {
         *pe = e2;
     }
-    Errors {
+    Ok(Errors {
         energy: have_gradient.then(|| sum.sqrt()),
         max_vertex,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -189,7 +211,7 @@ mod tests {
         for gt in &g {
             assert!((gt[0] - 3.0).abs() < 1e-12 && (gt[1] + 2.0).abs() < 1e-12);
         }
-        let e = errors(&m, &u, &g, &exact, None);
+        let e = errors(&m, &u, &g, &exact, None).unwrap();
         assert!(e.energy.unwrap() < 1e-12 && e.max_vertex < 1e-14);
     }
 

@@ -14,8 +14,9 @@ pub enum Marking {
     /// Without second bisections a step could at most bisect every element once, which is
     /// uniform refinement.
     Double,
-    /// Dörfler's bulk criterion: the smallest set M with Σ_M η_T² ≥ θ Σ η_T² (up to the
-    /// indicator binning), also capped at the final target.
+    /// Dörfler's bulk criterion (W. Dörfler, SIAM J. Numer. Anal. 33, 1996): the smallest set
+    /// M with Σ_M η_T² ≥ θ Σ η_T² (up to the indicator binning: 8 bins per factor 2), each
+    /// marked element bisected once, also capped at the final target.
     Doerfler(f64),
 }
 

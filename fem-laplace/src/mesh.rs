@@ -319,6 +319,18 @@ impl Mesh {
     /// The caller extends its vertex vectors over the returned range, e.g. a solution by
     /// `u[v] = ½(u[a] + u[b])` with `[a, b] = vertex_parents()[v]` (parents are always older
     /// than the refinement) and the Dirichlet data on new boundary vertices.
+    ///
+    /// ```
+    /// use fem_laplace::{Marks, Mesh};
+    /// let mut mesh = Mesh::unit_square();
+    /// let mut marks = Marks::new(mesh.num_elements());
+    /// let added = marks.mark_element(&mesh, 0); // bisect the bottom edge's triangle
+    /// let new = mesh.refine(&marks)?;
+    /// assert_eq!(new, 5..5 + added);
+    /// assert_eq!(mesh.coords()[5], [0.5, 0.0]);
+    /// mesh.check()?; // conforming, no hanging node
+    /// # Ok::<(), fem_laplace::FemError>(())
+    /// ```
     pub fn refine(&mut self, marks: &Marks) -> Result<Range<usize>, FemError> {
         let ne = self.tri.len();
         assert_eq!(marks.bits.len(), ne, "marks belong to another mesh");

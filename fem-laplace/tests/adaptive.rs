@@ -122,6 +122,7 @@ fn early_stopping_keeps_the_discretisation_error() {
     let mut g = Vec::new();
     fem_laplace::estimate::gradients_into(&mesh, &u, &mut g);
     let exact_discrete = fem_laplace::estimate::errors(&mesh, &u, &g, &exact, None)
+        .unwrap()
         .energy
         .unwrap();
     let iterate = r.error_energy.unwrap();
@@ -257,4 +258,25 @@ fn bad_configuration_and_bad_data_are_reported() {
         }
     };
     assert!(err.contains("`pole`") && err.contains("(0.5, 0)"), "{err}");
+    // A reference solution that is not finite inside the square (only the errors read it).
+    let hole = FnSolution::new("hole", |x: f64, y: f64| {
+        if x > 0.0 && x < 1.0 && y > 0.0 && y < 1.0 {
+            f64::NAN
+        } else {
+            0.0
+        }
+    });
+    let mut a = Adaptive::new(
+        &hole,
+        AdaptConfig {
+            target_vertices: 100,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let err = a.step().unwrap_err().to_string();
+    assert!(
+        err.contains("`hole`") && err.contains("(0.5, 0.5)") && err.contains("NaN"),
+        "{err}"
+    );
 }
