@@ -280,3 +280,38 @@ fn bad_configuration_and_bad_data_are_reported() {
         "{err}"
     );
 }
+
+/// What a partitioner gets before a refinement: centroids in curve order, and predicted
+/// weights that add up to the element count the refinement will produce.
+#[test]
+fn partitioner_inputs_predict_the_next_mesh() {
+    let exact = CornerSingularity;
+    let cfg = AdaptConfig {
+        target_vertices: 6_000,
+        ..AdaptConfig::default()
+    };
+    let mut a = Adaptive::new(&exact, cfg).unwrap();
+    a.step().unwrap();
+    loop {
+        let mesh = a.mesh();
+        let ne = mesh.num_elements();
+        let marks = a.next_marks();
+        let mut w = vec![0.0; ne];
+        mesh.element_weights_into(
+            fem_laplace::WeightKind::PredictedElements,
+            Some(&marks),
+            &mut w,
+        );
+        let predicted = w.iter().sum::<f64>() as usize;
+        mesh.element_weights_into(fem_laplace::WeightKind::Vertices, None, &mut w);
+        assert_eq!(w.iter().sum::<f64>() as usize, mesh.num_vertices());
+        let mut xy = vec![0.0; 2 * ne];
+        mesh.centroids_into(&mut xy);
+        assert!(xy.iter().all(|c| (0.0..=1.0).contains(c)));
+        assert_eq!(mesh.owned_elements(), 0..ne);
+        match a.step().unwrap() {
+            Some(r) => assert_eq!(r.elements, predicted, "step {}", r.step),
+            None => break,
+        }
+    }
+}
