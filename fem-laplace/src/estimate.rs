@@ -1,0 +1,262 @@
+//! The a-posteriori error estimator and the errors against the exact solution.
+
+use crate::FemError;
+use crate::mesh::{Mesh, NONE};
+use crate::problem::ExactSolution;
+
+/// Gradient of the P1 function `u` on each element (constant per element).
+pub fn gradients_into(mesh: &Mesh, u: &[f64], out: &mut Vec<[f64; 2]>) {
+    assert_eq!(
+        u.len(),
+        mesh.num_vertices(),
+        "gradients: u must have one value per vertex"
+    );
+    out.clear();
+    out.reserve_exact(mesh.num_elements());
+    let c = mesh.coords();
+    out.extend(mesh.elements().iter().map(|t| {
+        let [p0, p1, p2] = t.map(|v| c[v as usize]);
+        let [u0, u1, u2] = t.map(|v| u[v as usize]);
+        let (ax, ay, bx, by) = (p1[0] - p0[0], p1[1] - p0[1], p2[0] - p0[0], p2[1] - p0[1]);
+        let (du1, du2) = (u1 - u0, u2 - u0);
+        let det = ax * by - bx * ay;
+        [(du1 * by - du2 * ay) / det, (ax * du2 - bx * du1) / det]
+    }));
+}
+
+/// The P1 residual indicator of every element, squared, written into `eta2`; returns the
+/// estimate η = (Σ_T η_T²)^{1/2}.
+///
+/// For −Δu = f with P1 elements (Verfürth, *A Posteriori Error Estimation Techniques for
+/// Finite Element Methods*, 2013, §1.4):
+///
+///   η_T² = h_T² ‖f‖²_{L²(T)} + ½ Σ_{E ⊂ ∂T ∩ Ω} h_E ‖[∂u_h/∂n]_E‖²_{L²(E)}
+///          + Σ_{E ⊂ ∂T ∩ ∂Ω} h_E ‖∂_s(g − I_h g)‖²_{L²(E)}.
+///
+/// Here f = 0 and Δu_h = 0 inside each element, so the element residual vanishes and the
+/// jumps of the normal flux across interior edges remain; the jump is constant on E, so
+/// h_E ‖[∂_n u_h]‖² = (|E| [∂_n u_h])² = ((∇u_T − ∇u_N) · rot E)² with rot E the edge vector
+/// turned by 90°. Each interior edge is visited once and gives half of its value to each of
+/// its two elements. The last term is the oscillation of the Dirichlet data g (interpolated
+/// at the boundary vertices), evaluated as if g were quadratic on E: with
+/// δ = g(mid E) − ½(g(a) + g(b)), h_E ‖∂_s(g − I_h g)‖² = 16 δ² / 3. Without it a problem
+/// whose data vanish at the four corners would look solved on the initial mesh.
+pub fn estimate_into(
+    mesh: &Mesh,
+    u: &[f64],
+    g: &dyn ExactSolution,
+    grad: &mut Vec<[f64; 2]>,
+    eta2: &mut Vec<f64>,
+) -> f64 {
+    gradients_into(mesh, u, grad);
+    let ne = mesh.num_elements();
+    eta2.clear();
+    eta2.resize(ne, 0.0);
+    let c = mesh.coords();
+    let tri = mesh.elements();
+    let nbr = mesh.neighbours();
+    let mut total = 0.0;
+    for t in 0..ne {
+        let tv = tri[t];
+        let gt = grad[t];
+        for k in 0..3 {
+            let n = nbr[t][k];
+            let (a, b) = (tv[(k + 1) % 3] as usize, tv[(k + 2) % 3] as usize);
+            let (p, q) = (c[a], c[b]);
+            if n == NONE {
+                let d = g.value(0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1])) - 0.5 * (u[a] + u[b]);
+                let e = 16.0 / 3.0 * d * d;
+                total += e;
+                eta2[t] += e;
+                continue;
+            }
+            if (n as usize) < t {
+                continue;
+            }
+            let gn = grad[n as usize];
+            let j = (gt[0] - gn[0]) * (q[1] - p[1]) - (gt[1] - gn[1]) * (q[0] - p[0]);
+            let e = j * j;
+            total += e;
+            eta2[t] += 0.5 * e;
+            eta2[n as usize] += 0.5 * e;
+        }
+    }
+    total.sqrt()
+}
+
+/// Errors of a discrete solution against the exact one.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Errors {
+    /// ‖∇(u − u_h)‖_{L²(Ω)}, if the exact gradient is known.
+    pub energy: Option<f64>,
+    /// max over vertices |u(x_v) − u_h(v)|.
+    pub max_vertex: f64,
+}
+
+/// Computes [`Errors`]; an exact solution (or gradient) that is not finite somewhere is an
+/// error naming the point, never a silently wrong maximum. The energy error uses the three-point edge-midpoint rule on each
+/// element (exact for quadratic integrands): ∫_T |∇u − ∇u_h|² ≈ |T|/3 Σ_mid |∇u(mid) − ∇u_T|².
+/// If `per_element` is given, the squared energy error of each element is written there
+/// (for the VTK output). `grad` must hold the element gradients of `u_h`
+/// ([`gradients_into`]).
+pub fn errors(
+    mesh: &Mesh,
+    uh: &[f64],
+    grad: &[[f64; 2]],
+    exact: &dyn ExactSolution,
+    per_element: Option<&mut Vec<f64>>,
+) -> Result<Errors, FemError> {
+    let c = mesh.coords();
+    let mut max_vertex: f64 = 0.0;
+    for (v, p) in c.iter().enumerate() {
+        let value = exact.value(p[0], p[1]);
+        if !value.is_finite() {
+            let (x, y) = (p[0], p[1]);
+            return Err(FemError::NonFiniteData {
+                name: exact.name(),
+                x,
+                y,
+                value,
+            });
+        }
+        max_vertex = max_vertex.max((value - uh[v]).abs());
+    }
+    // Each edge midpoint serves both elements that share the edge: one exact gradient per
+    // edge, added to both (the owner is the element first along the curve).
+    let ne = mesh.num_elements();
+    let mut e2 = vec![0.0; ne];
+    let tri = mesh.elements();
+    let nbr = mesh.neighbours();
+    let mut have_gradient = true;
+    'elements: for t in 0..ne {
+        let tv = tri[t];
+        for k in 0..3 {
+            let n = nbr[t][k];
+            if n != NONE && (n as usize) < t {
+                continue;
+            }
+            let (a, b) = (c[tv[(k + 1) % 3] as usize], c[tv[(k + 2) % 3] as usize]);
+            let (x, y) = (0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]));
+            let Some(gu) = exact.gradient(x, y) else {
+                have_gradient = false;
+                break 'elements;
+            };
+            if !(gu[0].is_finite() && gu[1].is_finite()) {
+                let value = if gu[0].is_finite() { gu[1] } else { gu[0] };
+                return Err(FemError::NonFiniteData {
+                    name: exact.name(),
+                    x,
+                    y,
+                    value,
+                });
+            }
+            let g = grad[t];
+            e2[t] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
+            if n != NONE {
+                let g = grad[n as usize];
+                e2[n as usize] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
+            }
+        }
+    }
+    let mut sum = 0.0;
+    if have_gradient {
+        for (t, tv) in tri.iter().enumerate() {
+            let [p0, p1, p2] = tv.map(|v| c[v as usize]);
+            let area =
+                0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
+            e2[t] *= area / 3.0;
+            sum += e2[t];
+        }
+    }
+    if let Some(pe) = per_element {
+        *pe = e2;
+    }
+    Ok(Errors {
+        energy: have_gradient.then(|| sum.sqrt()),
+        max_vertex,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::Marks;
+    use crate::problem::FnSolution;
+
+    fn refined(rounds: usize) -> Mesh {
+        let mut m = Mesh::unit_square();
+        for _ in 0..rounds {
+            let mut marks = Marks::new(m.num_elements());
+            for t in 0..m.num_elements() {
+                marks.mark_element(&m, t);
+            }
+            m.refine(&marks).unwrap();
+        }
+        m
+    }
+
+    #[test]
+    fn linear_functions_have_no_jumps_and_exact_gradients() {
+        let m = refined(5);
+        let u: Vec<f64> = m
+            .coords()
+            .iter()
+            .map(|p| 3.0 * p[0] - 2.0 * p[1] + 0.5)
+            .collect();
+        let exact = FnSolution::new("lin", |x, y| 3.0 * x - 2.0 * y + 0.5)
+            .with_gradient(|_, _| [3.0, -2.0]);
+        let (mut g, mut eta2) = (Vec::new(), Vec::new());
+        let eta = estimate_into(&m, &u, &exact, &mut g, &mut eta2);
+        assert!(eta < 1e-12, "{eta}");
+        for gt in &g {
+            assert!((gt[0] - 3.0).abs() < 1e-12 && (gt[1] + 2.0).abs() < 1e-12);
+        }
+        let e = errors(&m, &u, &g, &exact, None).unwrap();
+        assert!(e.energy.unwrap() < 1e-12 && e.max_vertex < 1e-14);
+    }
+
+    /// A single kink along the diagonal x = y: the jump of the normal derivative is known, so
+    /// η² = Σ_E (|E| [∂_n u])² is known in closed form.
+    #[test]
+    fn kink_gives_the_closed_form_estimate() {
+        let m = refined(4); // the diagonal x = y is made of 8 mesh edges
+        let kink = |x: f64, y: f64| (x - y).max(0.0);
+        let u: Vec<f64> = m.coords().iter().map(|p| kink(p[0], p[1])).collect();
+        let g = FnSolution::new("kink", kink);
+        let (mut grad, mut eta2) = (Vec::new(), Vec::new());
+        let eta = estimate_into(&m, &u, &g, &mut grad, &mut eta2);
+        // ∇u jumps from (1,−1) to (0,0) across the diagonal of length √2; normal (1,−1)/√2:
+        // [∂_n u] = √2 on every piece, Σ |E|² [∂_n u]² = Σ |E|² · 2 = 2 · Σ|E|² where the
+        // pieces have length √2/8 each (8 of them): 2 · 8 · 2/64 = 0.5.
+        assert!((eta * eta - 0.5).abs() < 1e-12, "{}", eta * eta);
+        let s: f64 = eta2.iter().sum();
+        assert!((s - 0.5).abs() < 1e-12);
+    }
+
+    /// Dirichlet data that vanish at the corners but not between them are seen by the
+    /// boundary term: g = x(1−x) on the bottom edge, one edge of length 1 … after one round
+    /// the bottom has two edges of length ½ with δ = g(¼) − ½(g(0) + g(½)) = 3/16 − 1/8.
+    #[test]
+    fn boundary_data_oscillation_is_estimated() {
+        let m = refined(1);
+        let g = FnSolution::new(
+            "bump",
+            |x: f64, y: f64| if y == 0.0 { x * (1.0 - x) } else { 0.0 },
+        );
+        let u: Vec<f64> = m.coords().iter().map(|p| g.value(p[0], p[1])).collect();
+        let (mut grad, mut eta2) = (Vec::new(), Vec::new());
+        let eta = estimate_into(&m, &u, &g, &mut grad, &mut eta2);
+        let boundary = 2.0 * 16.0 / 3.0 * (3.0f64 / 16.0 - 0.125).powi(2);
+        let jumps: f64 = eta * eta - boundary;
+        assert!(jumps > 0.0, "{eta}");
+        let u0 = vec![0.0; m.num_vertices()];
+        let eta0 = estimate_into(
+            &m,
+            &u0,
+            &FnSolution::new("zero", |_, _| 0.0),
+            &mut grad,
+            &mut eta2,
+        );
+        assert_eq!(eta0, 0.0);
+    }
+}

@@ -1,0 +1,49 @@
+//! `cargo xtask bench fem`: the whole 17-step PHAML-size adaptive run on one core, in
+//! release, repeated (medians per phase per step), with memory per vertex and a sparse direct
+//! solve of the final system by faer in the same process. All figures are printed by the
+//! `fem-bench` binary of `fem-laplace` (built with its `faer` feature); this only builds and
+//! runs it.
+
+use anyhow::{Result, bail};
+use std::process::Command;
+
+/// Runs the benchmark; `args` are passed to `fem-bench` (`--repeats R`,
+/// `--target-vertices N`).
+pub fn bench_fem(args: &[String]) -> Result<()> {
+    for a in args {
+        if a.starts_with('-')
+            && !matches!(
+                a.as_str(),
+                "--repeats" | "--target-vertices" | "--help" | "-h"
+            )
+        {
+            bail!("bench fem: unknown flag `{a}` (known: --repeats R, --target-vertices N)");
+        }
+    }
+    let mut build = crate::cargo();
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "fem-laplace",
+        "--features",
+        "faer",
+        "--bin",
+        "fem-bench",
+    ]);
+    crate::run(build)?;
+    if let Ok(out) = Command::new("uptime").output() {
+        eprintln!("xtask: {}", String::from_utf8_lossy(&out.stdout).trim());
+    }
+    let exe = crate::project_root().join("target/release/fem-bench");
+    let mut bench = Command::new(exe);
+    // One core, as the target says: pin to CPU 0 when taskset is available.
+    if Command::new("taskset").arg("--version").output().is_ok() {
+        let mut pinned = Command::new("taskset");
+        pinned.args(["-c", "0"]).arg(bench.get_program()).args(args);
+        bench = pinned;
+    } else {
+        bench.args(args);
+    }
+    crate::run(bench)
+}
