@@ -8,11 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod bench_fem;
+mod run_laplace;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
+  run-laplace [--machine FILE] [--w-comm W] [--target-vertices N] [--svg F] [--vtk DIR] [--json]
+          the main job: DRUM part sizes of the machine's ranks (default
+          machines/local-2core-hetero.xml), then the adaptive Laplace run to 524,500 vertices
   ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace,
           and the multi-rank MPI tests when Open MPI is installed (required when CI=true)
   bench fem [--repeats R] [--target-vertices N]
@@ -24,6 +28,7 @@ commands:
 #[derive(Debug)]
 enum Task {
     Ci,
+    RunLaplace(Vec<String>),
     BenchFem(Vec<String>),
     Help,
 }
@@ -32,6 +37,7 @@ fn parse(args: &[String]) -> Result<Task> {
     match args.first().map(String::as_str) {
         None | Some("help" | "-h" | "--help") => Ok(Task::Help),
         Some("ci") => Ok(Task::Ci),
+        Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
         Some("bench") if args.get(1).map(String::as_str) == Some("fem") => {
             Ok(Task::BenchFem(args[2..].to_vec()))
         }
@@ -47,6 +53,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Task::Ci => ci(),
+        Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
     }
 }
