@@ -56,7 +56,9 @@ fn cargo() -> Command {
 /// Runs `cmd`, echoing it first; fails with its exit status.
 fn run(mut cmd: Command) -> Result<()> {
     eprintln!("xtask: running {cmd:?}");
-    let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }
@@ -69,7 +71,14 @@ fn ci() -> Result<()> {
     run(fmt)?;
 
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run(clippy)?;
 
     let mut test = cargo();

@@ -1,0 +1,95 @@
+//! Running chunked passes on the calling thread or on a local rayon pool.
+
+use crate::{Error, Par};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Where passes run: the calling thread, or a pool built for this call (never the global one,
+/// so an embedding code keeps control of its cores).
+pub(crate) struct Exec {
+    pool: Option<rayon::ThreadPool>,
+    threads: usize,
+}
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Exec({} threads)", self.threads)
+    }
+}
+
+impl Exec {
+    pub(crate) fn new(par: Par) -> Result<Exec, Error> {
+        match par {
+            Par::Seq => Ok(Exec {
+                pool: None,
+                threads: 1,
+            }),
+            Par::Rayon(n) => {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(n.get())
+                    .thread_name(|i| format!("hsfc-{i}"))
+                    .build()
+                    .map_err(|e| Error::ThreadPool {
+                        threads: n.get(),
+                        message: e.to_string(),
+                    })?;
+                Ok(Exec {
+                    pool: Some(pool),
+                    threads: n.get(),
+                })
+            }
+        }
+    }
+
+    /// Chunk length for `n` items: one chunk when sequential, else about four per thread
+    /// (so a thread slowed by another process does not hold the others up), at least `min`.
+    fn chunk_len(&self, n: usize, min: usize) -> usize {
+        if self.pool.is_none() {
+            return n.max(1);
+        }
+        n.div_ceil(4 * self.threads).max(min).max(1)
+    }
+
+    /// Whether work of `n` items is worth spreading over threads.
+    pub(crate) fn parallel_for(&self, n: usize) -> bool {
+        self.pool.is_some() && n >= 1 << 14
+    }
+
+    /// `f` over consecutive ranges covering `0..n`; results in range order.
+    pub(crate) fn map_ranges<T, F>(&self, n: usize, f: F) -> Vec<T>
+    where
+        T: Send,
+        F: Fn(Range<usize>) -> T + Sync + Send,
+    {
+        let len = self.chunk_len(n, 4096);
+        match &self.pool {
+            Some(pool) if self.parallel_for(n) => pool.install(|| {
+                (0..n.div_ceil(len))
+                    .into_par_iter()
+                    .map(|c| f(c * len..((c + 1) * len).min(n)))
+                    .collect()
+            }),
+            _ => vec![f(0..n)],
+        }
+    }
+
+    /// `f(range, &mut out[range])` over consecutive ranges covering `out`; results in order.
+    pub(crate) fn map_chunks_mut<O, T, F>(&self, out: &mut [O], f: F) -> Vec<T>
+    where
+        O: Send,
+        T: Send,
+        F: Fn(Range<usize>, &mut [O]) -> T + Sync + Send,
+    {
+        let n = out.len();
+        let len = self.chunk_len(n, 4096);
+        match &self.pool {
+            Some(pool) if self.parallel_for(n) => pool.install(|| {
+                out.par_chunks_mut(len)
+                    .enumerate()
+                    .map(|(c, chunk)| f(c * len..c * len + chunk.len(), chunk))
+                    .collect()
+            }),
+            _ => vec![f(0..n, out)],
+        }
+    }
+}
