@@ -22,6 +22,12 @@ pub enum Error {
         /// The number of parts requested.
         k: usize,
     },
+    /// More points on one rank than a `u32` index can name (split them over ranks).
+    #[error("{n} points on one rank; at most {} are supported", u32::MAX)]
+    TooManyPoints {
+        /// The number of points given.
+        n: usize,
+    },
     /// A target size is negative, NaN or infinite.
     #[error("target size {index} is {value}; sizes must be finite and >= 0")]
     InvalidTarget {

@@ -198,7 +198,7 @@ pub fn write_points(
 ) -> Result<(), IoError> {
     let path = path.as_ref();
     assert!(
-        (1..=3).contains(&dim) && coords.len() % dim == 0,
+        (1..=3).contains(&dim) && coords.len().is_multiple_of(dim),
         "write_points: bad dim or coords"
     );
     let n = coords.len() / dim;

@@ -40,6 +40,7 @@ pub mod io;
 mod mapping;
 mod partition;
 mod refine;
+pub mod summary;
 #[cfg(test)]
 mod tests;
 

@@ -25,28 +25,22 @@ pub(crate) struct Axis {
     base: f64,
     inv: f64,
     off: f64,
-    /// Zero extent: every coordinate maps here.
-    constant: Option<u32>,
-    max_cell: u32,
+    max_cell: f64,
 }
 
 impl Axis {
     fn new(lo: f64, hi: f64, bits: u32) -> Axis {
-        let max_cell = if bits == 32 {
-            u32::MAX
-        } else {
-            (1u32 << bits) - 1
-        };
+        let max_cell = (bits as f64).exp2() - 1.0;
         let cells = (bits as f64).exp2();
         let ext1 = hi - lo;
-        if ext1 == 0.0 || !(hi > lo) {
-            let constant = Some(1 << (bits - 1));
+        if ext1 == 0.0 || hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+            // Zero extent: every (finite) coordinate maps to the middle cell.
+            let off = f64::from(1u32 << (bits - 1));
             return Axis {
-                pre: 1.0,
+                pre: 0.0,
                 base: 0.0,
                 inv: 0.0,
-                off: 0.0,
-                constant,
+                off,
                 max_cell,
             };
         }
@@ -61,7 +55,6 @@ impl Axis {
             base,
             inv,
             off: pad * inv,
-            constant: None,
             max_cell,
         }
     }
@@ -69,14 +62,12 @@ impl Axis {
     /// Cell of a finite coordinate (monotone non-decreasing in `x`).
     #[inline(always)]
     pub(crate) fn cell(&self, x: f64) -> u32 {
-        match self.constant {
-            Some(c) => c,
-            None => {
-                // `as` saturates: below 0 -> 0, above -> u32::MAX.
-                let c = ((x * self.pre - self.base) * self.inv + self.off) as u32;
-                c.min(self.max_cell)
-            }
-        }
+        // Clamped to the grid, then rounded to the nearest integer by the 2^52 trick (the low
+        // mantissa bits of v + 2^52 are round(v)): monotone, and it vectorises.
+        let v = (x * self.pre - self.base) * self.inv + self.off;
+        let v = if v > 0.0 { v } else { 0.0 };
+        let v = if v < self.max_cell { v } else { self.max_cell };
+        (v + 4_503_599_627_370_496.0).to_bits() as u32
     }
 }
 
@@ -130,7 +121,7 @@ mod tests {
                 };
                 let (cl, ch) = (a.cell(lo), a.cell(hi));
                 assert!(
-                    cl >= 1 && ch <= max - 1 && cl < ch,
+                    cl >= 1 && ch < max && cl < ch,
                     "{lo} {hi} {bits}: {cl} {ch}"
                 );
             }

@@ -79,11 +79,12 @@ impl Partition {
     pub fn max_weight(&self) -> f64 {
         self.max_weight
     }
-    /// The fixed-point unit in which weights were summed: every weight was rounded to a
-    /// multiple of it (half up), so sums are exact and independent of order. It is `2^-S` with
-    /// `S` chosen so that the total stays below `2^62`: the rounding of one weight is at most
-    /// `max_weight · n · 2^-63`. It is 1 for unit weights (exact), and 0 when all weights are 0
-    /// (the points are then split by count).
+    /// The fixed-point unit in which weights were summed: every weight was rounded to the
+    /// nearest multiple of it, so sums are exact and independent of order. It is `2^-S` with
+    /// `S` chosen so that the total stays below `2^62` and each weight below `2^51` units:
+    /// the rounding of one weight is at most half a unit, `≤ max(max_weight·n·2^-63,
+    /// max_weight·2^-52)`. It is 1 for unit weights (exact), and 0 when all weights are 0 (the
+    /// points are then split by count).
     pub fn weight_quantum(&self) -> f64 {
         self.quantum
     }
@@ -158,7 +159,7 @@ impl Partition {
     /// written into `parts`, sequentially.
     pub fn assign(&self, points: &[f64], parts: &mut [u32]) -> Result<(), Error> {
         let dim = self.dim();
-        if points.len() % dim != 0 {
+        if !points.len().is_multiple_of(dim) {
             return Err(Error::LengthMismatch {
                 what: "points",
                 expected: points.len().div_ceil(dim) * dim,
@@ -253,8 +254,8 @@ impl BoxWalk<'_> {
         let n = self.dim;
         let span = (1u64 << level) - 1; // cells per axis in the node, minus one
         let mut inside = true;
-        for a in 0..n {
-            let (o, e) = (u64::from(origin[a]), u64::from(origin[a]) + span);
+        for (a, &org) in origin.iter().enumerate().take(n) {
+            let (o, e) = (u64::from(org), u64::from(org) + span);
             if e < u64::from(self.clo[a]) || o > u64::from(self.chi[a]) {
                 return;
             }
@@ -357,7 +358,7 @@ fn check_global(
     {
         return Err(Error::InvalidTarget { index, value });
     }
-    if !(targets.iter().sum::<f64>() > 0.0) {
+    if targets.iter().sum::<f64>().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Err(Error::ZeroTargets { k: targets.len() });
     }
     if !(cfg.tolerance >= 0.0 && cfg.tolerance < 1.0) {
@@ -365,15 +366,15 @@ fn check_global(
             value: cfg.tolerance,
         });
     }
-    if let Some(p) = prev {
-        if p.dim() != dim || p.num_parts() != targets.len() {
-            return Err(Error::IncompatiblePrevious {
-                prev_dim: p.dim(),
-                prev_k: p.num_parts(),
-                dim,
-                k: targets.len(),
-            });
-        }
+    if let Some(p) = prev
+        && (p.dim() != dim || p.num_parts() != targets.len())
+    {
+        return Err(Error::IncompatiblePrevious {
+            prev_dim: p.dim(),
+            prev_k: p.num_parts(),
+            dim,
+            k: targets.len(),
+        });
     }
     Ok(())
 }
@@ -384,7 +385,7 @@ fn check_lengths(
     weights: Option<&[f64]>,
     parts: &[u32],
 ) -> Result<usize, Error> {
-    if points.len() % dim != 0 {
+    if !points.len().is_multiple_of(dim) {
         return Err(Error::LengthMismatch {
             what: "points (coordinates, a multiple of dim)",
             expected: points.len().div_ceil(dim) * dim,
@@ -392,14 +393,17 @@ fn check_lengths(
         });
     }
     let n = points.len() / dim;
-    if let Some(w) = weights {
-        if w.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "weights",
-                expected: n,
-                got: w.len(),
-            });
-        }
+    if n > u32::MAX as usize {
+        return Err(Error::TooManyPoints { n });
+    }
+    if let Some(w) = weights
+        && w.len() != n
+    {
+        return Err(Error::LengthMismatch {
+            what: "weights",
+            expected: n,
+            got: w.len(),
+        });
     }
     if parts.len() != n {
         return Err(Error::LengthMismatch {
@@ -424,25 +428,70 @@ fn scan_range<const D: usize>(
     weights: Option<&[f64]>,
     r: std::ops::Range<usize>,
 ) -> Scan {
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    let mut ok = true;
-    for p in points[r.start * D..r.end * D].chunks_exact(D) {
+    // Branch-free and lane-wise, so that it vectorises: `v·0` is 0 for finite v and NaN
+    // otherwise, and NaN survives the sum.
+    const L: usize = 4;
+    let mut lo = [[f64::INFINITY; L]; 3];
+    let mut hi = [[f64::NEG_INFINITY; L]; 3];
+    let mut bad = [0.0f64; L];
+    let pts = &points[r.start * D..r.end * D];
+    let mut quads = pts.chunks_exact(L * D);
+    for q in &mut quads {
+        for l in 0..L {
+            for a in 0..D {
+                let v = q[l * D + a];
+                bad[l] += v * 0.0;
+                lo[a][l] = if v < lo[a][l] { v } else { lo[a][l] };
+                hi[a][l] = if v > hi[a][l] { v } else { hi[a][l] };
+            }
+        }
+    }
+    for p in quads.remainder().chunks_exact(D) {
         for a in 0..D {
             let v = p[a];
-            ok &= (v - v) == 0.0;
-            lo[a] = lo[a].min(v);
-            hi[a] = hi[a].max(v);
+            bad[0] += v * 0.0;
+            lo[a][0] = if v < lo[a][0] { v } else { lo[a][0] };
+            hi[a][0] = if v > hi[a][0] { v } else { hi[a][0] };
+        }
+    }
+    let mut ok = bad.iter().all(|&b| b == 0.0);
+    let mut out_lo = [f64::INFINITY; 3];
+    let mut out_hi = [f64::NEG_INFINITY; 3];
+    for a in 0..D {
+        for l in 0..L {
+            out_lo[a] = out_lo[a].min(lo[a][l]);
+            out_hi[a] = out_hi[a].max(hi[a][l]);
         }
     }
     let mut wmax = 0.0f64;
     if let Some(w) = weights {
-        for &v in &w[r] {
-            ok &= v >= 0.0 && v < f64::INFINITY;
-            wmax = wmax.max(v);
+        let mut wbad = [0.0f64; L];
+        let mut wmin = [0.0f64; L];
+        let mut wm = [0.0f64; L];
+        let ws = &w[r];
+        let mut quads = ws.chunks_exact(L);
+        for q in &mut quads {
+            for l in 0..L {
+                let v = q[l];
+                wbad[l] += v * 0.0;
+                wmin[l] = if v < wmin[l] { v } else { wmin[l] };
+                wm[l] = if v > wm[l] { v } else { wm[l] };
+            }
         }
+        for &v in quads.remainder() {
+            wbad[0] += v * 0.0;
+            wmin[0] = if v < wmin[0] { v } else { wmin[0] };
+            wm[0] = if v > wm[0] { v } else { wm[0] };
+        }
+        ok &= wbad.iter().all(|&b| b == 0.0) && wmin.iter().all(|&m| m >= 0.0);
+        wmax = wm.iter().copied().fold(0.0, f64::max);
     }
-    Scan { lo, hi, wmax, ok }
+    Scan {
+        lo: out_lo,
+        hi: out_hi,
+        wmax,
+        ok,
+    }
 }
 
 fn first_bad(points: &[f64], dim: usize, weights: Option<&[f64]>) -> Error {
@@ -451,14 +500,13 @@ fn first_bad(points: &[f64], dim: usize, weights: Option<&[f64]>) -> Error {
             return Error::InvalidCoordinate { index, axis, value };
         }
     }
-    if let Some(w) = weights {
-        if let Some((index, &value)) = w
+    if let Some(w) = weights
+        && let Some((index, &value)) = w
             .iter()
             .enumerate()
             .find(|(_, v)| !(**v >= 0.0 && v.is_finite()))
-        {
-            return Error::InvalidWeight { index, value };
-        }
+    {
+        return Error::InvalidWeight { index, value };
     }
     unreachable!("first_bad called on valid input")
 }
@@ -491,23 +539,65 @@ fn keys_pass<const D: usize>(
     let shift0 = kb - B0;
     let axes = map.axes;
     let hists = exec.map_chunks_mut(keys, |r, out| {
-        let mut h = vec![0u64; 1 << B0];
+        let mut h = vec![0u64; 1 << B0].into_boxed_slice();
+        let h: &mut [u64; 1 << B0] = (&mut *h).try_into().expect("histogram size");
         let pts = &points[r.start * D..r.end * D];
-        for (j, (p, k)) in pts.chunks_exact(D).zip(out.iter_mut()).enumerate() {
-            let key = if D == 2 {
-                curve::key2(t, axes[0].cell(p[0]), axes[1].cell(p[1]))
+        // Keys first (independent per point, so the table walks of several points overlap),
+        // then the histogram over the keys just written, block by block.
+        const BLOCK: usize = 512;
+        for (bi, (pb, kb)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
+            if D == 2 {
+                // Cells first, then the keys: both loops are straight-line and vectorise.
+                let mut cx = [0u32; BLOCK];
+                let mut cy = [0u32; BLOCK];
+                for (j, p) in pb.chunks_exact(2).enumerate() {
+                    cx[j] = axes[0].cell(p[0]);
+                    cy[j] = axes[1].cell(p[1]);
+                }
+                let mut hi = [0u32; BLOCK];
+                let mut lo = [0u32; BLOCK];
+                for j in 0..BLOCK {
+                    (hi[j], lo[j]) = curve::key2_scan_halves(cx[j], cy[j]);
+                }
+                for (j, k) in kb.iter_mut().enumerate() {
+                    *k = (u64::from(hi[j]) << 32) | u64::from(lo[j]);
+                }
             } else {
-                curve::key3(
-                    t,
-                    axes[0].cell(p[0]),
-                    axes[1].cell(p[1]),
-                    axes[2].cell(p[2]),
-                )
-            };
-            *k = key;
-            h[(key >> shift0) as usize] += quant.q(r.start + j);
+                let mut quads = pb.chunks_exact(12);
+                let mut kq = kb.chunks_exact_mut(4);
+                for (p, k) in (&mut quads).zip(&mut kq) {
+                    let c = |j: usize, a: usize| axes[a].cell(p[j * 3 + a]);
+                    k.copy_from_slice(&curve::key3x4(
+                        t,
+                        [c(0, 0), c(1, 0), c(2, 0), c(3, 0)],
+                        [c(0, 1), c(1, 1), c(2, 1), c(3, 1)],
+                        [c(0, 2), c(1, 2), c(2, 2), c(3, 2)],
+                    ));
+                }
+                for (p, k) in quads.remainder().chunks_exact(3).zip(kq.into_remainder()) {
+                    *k = curve::key3(
+                        t,
+                        axes[0].cell(p[0]),
+                        axes[1].cell(p[1]),
+                        axes[2].cell(p[2]),
+                    );
+                }
+            }
+            let base = r.start + bi * BLOCK;
+            match quant {
+                Quant::Unit => {
+                    for &k in kb.iter() {
+                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += 1;
+                    }
+                }
+                Quant::Scaled { .. } => {
+                    for (j, &k) in kb.iter().enumerate() {
+                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += quant.q(base + j);
+                    }
+                }
+            }
         }
-        h
+        h.to_vec()
     });
     let mut it = hists.into_iter();
     let mut h = it.next().unwrap_or_else(|| vec![0u64; 1 << B0]);
@@ -528,6 +618,22 @@ struct Tally {
 }
 
 #[allow(clippy::too_many_arguments)]
+fn tmark(name: &str) {
+    use std::cell::Cell;
+    thread_local!(static T: Cell<Option<std::time::Instant>> = const { Cell::new(None) });
+    if std::env::var_os("HSFC_TRACE").is_none() {
+        return;
+    }
+    T.with(|t| {
+        let now = std::time::Instant::now();
+        if let Some(prev) = t.get() {
+            eprintln!("  {name}: {:.2} ms", (now - prev).as_secs_f64() * 1e3);
+        }
+        t.set(Some(now));
+    });
+}
+
+#[allow(clippy::too_many_arguments)] // the public entry points' arguments, plus `prev`
 pub(crate) fn run<R: Reduce>(
     cfg: &Hsfc,
     comm: &R,
@@ -542,6 +648,7 @@ pub(crate) fn run<R: Reduce>(
     let k = targets.len();
     let exec = Exec::new(cfg.par)?;
 
+    tmark("p0");
     // Pass 1: validate, bounding box, largest weight. Errors are agreed on collectively so
     // that no rank is left waiting in a reduction.
     let mut local_err = check_lengths(points, dim, weights, parts).err();
@@ -600,6 +707,7 @@ pub(crate) fn run<R: Reduce>(
         }
     }
 
+    tmark("scan");
     // The curve: the previous one if every point still lies in its box.
     let mut kept = false;
     if let Some(p) = prev {
@@ -620,7 +728,9 @@ pub(crate) fn run<R: Reduce>(
     let (quant, quantum) = match weights {
         Some(w) if wmax > 0.0 => {
             let e_n = 64 - n_total.saturating_sub(1).leading_zeros() as i32;
-            let s = 62 - exponent_above(wmax) - e_n;
+            // Total below 2^62, and each weight below 2^51 (see `Quant`).
+            let e_w = exponent_above(wmax);
+            let s = (62 - e_w - e_n).min(51 - e_w);
             let (a, b) = (f64::from(s / 2).exp2(), f64::from(s - s / 2).exp2());
             (Quant::Scaled { w, a, b }, (-f64::from(s)).exp2())
         }
@@ -629,6 +739,7 @@ pub(crate) fn run<R: Reduce>(
     };
     let max_weight = if weights.is_some() { wmax } else { 1.0 };
 
+    tmark("setup");
     // Pass 2: keys and the top-level weight histogram.
     let kb = key_bits(dim);
     let mut keys = vec![0u64; n_local];
@@ -640,6 +751,7 @@ pub(crate) fn run<R: Reduce>(
     comm.sum_u64(&mut hist0).map_err(comm_err)?;
     let total: u64 = hist0.iter().sum();
 
+    tmark("keys");
     // Targets on the positive parts only; parts of size 0 get empty key ranges.
     let tau = cumulative_targets(targets, total);
     let positive: Vec<usize> = (0..k).filter(|&p| targets[p] > 0.0).collect();
@@ -672,12 +784,43 @@ pub(crate) fn run<R: Reduce>(
             }
         }
     }
+    // Distinct targets, and how many cuts have each (used by the fresh path).
     queries.sort_unstable();
-    queries.dedup();
-    let found =
-        refine::locate(comm, &exec, &keys, quant, &hist0, kb, &queries).map_err(comm_err)?;
+    let mut mult: Vec<u32> = Vec::with_capacity(queries.len());
+    {
+        let mut dedup: Vec<u64> = Vec::with_capacity(queries.len());
+        for &q in &queries {
+            if dedup.last() == Some(&q) {
+                *mult.last_mut().expect("pushed with q") += 1;
+            } else {
+                dedup.push(q);
+                mult.push(1);
+            }
+        }
+        queries = dedup;
+    }
+    let positive_u32: Vec<u32> = positive.iter().map(|&p| p as u32).collect();
+    let fresh = prev.is_none();
+    let (found, fresh_tally) = refine::locate(
+        comm,
+        &exec,
+        &keys,
+        quant,
+        &hist0,
+        kb,
+        n_total,
+        &queries,
+        fresh.then(|| refine::Assign {
+            mult: &mult,
+            positive: &positive_u32,
+            parts: &mut *parts,
+            k,
+        }),
+    )
+    .map_err(comm_err)?;
     let lookup = |q: u64| -> Found { found[queries.binary_search(&q).expect("queried")] };
 
+    tmark("locate");
     // Compressed cuts C_i.
     let mut ccuts = Vec::with_capacity(m.saturating_sub(1));
     for i in 0..m.saturating_sub(1) {
@@ -685,12 +828,7 @@ pub(crate) fn run<R: Reduce>(
         let nearest = if t >= total {
             u64::MAX
         } else {
-            let f = lookup(t);
-            if t - f.before <= f.before + f.weight - t {
-                f.key
-            } else {
-                f.key.saturating_add(1)
-            }
+            lookup(t).nearest_cut(t)
         };
         let cut = match prev {
             Some(p) if kept => {
@@ -735,55 +873,62 @@ pub(crate) fn run<R: Reduce>(
         };
     }
 
-    // Pass 3: assign, tally weights and counts (and migration).
-    let shift0 = kb - B0;
-    let nb = 1usize << B0;
-    let mut first = vec![0u32; nb + 1];
-    {
-        let mut c = 0usize;
-        for (b, f) in first.iter_mut().enumerate().take(nb) {
-            let start = (b as u64) << shift0;
-            while c < cuts.len() && cuts[c] < start {
-                c += 1;
-            }
-            *f = c as u32;
-        }
-        first[nb] = cuts.len() as u32;
-    }
-    let track = prev.is_some();
-    let tallies = exec.map_chunks_mut(parts, |r, out| {
-        let mut t = Tally {
-            counts: vec![0; k],
-            weights: vec![0; k],
-            moved_w: 0,
-            moved_n: 0,
-        };
-        for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
-            let b = (key >> shift0) as usize;
-            let (lo, hi) = (first[b] as usize, first[b + 1] as usize);
-            let part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
-            let q = quant.q(r.start + j);
-            t.counts[part] += 1;
-            t.weights[part] += q;
-            if track && *p as usize != part {
-                t.moved_w += q;
-                t.moved_n += 1;
-            }
-            *p = part as u32;
-        }
-        t
-    });
+    tmark("cuts");
+    // Pass 3 (repartition only; a fresh partition assigned the points while locating):
+    // assign, tally weights and counts, and the migration.
     let mut sums = vec![0u64; 2 * k + 2];
-    for t in tallies {
-        for p in 0..k {
-            sums[p] += t.counts[p];
-            sums[k + p] += t.weights[p];
+    if let Some(t) = fresh_tally {
+        sums[..k].copy_from_slice(&t.counts);
+        sums[k..2 * k].copy_from_slice(&t.weights);
+    } else {
+        let shift0 = kb - B0;
+        let nb = 1usize << B0;
+        let mut first = vec![0u32; nb + 1];
+        {
+            let mut c = 0usize;
+            for (b, f) in first.iter_mut().enumerate().take(nb) {
+                let start = (b as u64) << shift0;
+                while c < cuts.len() && cuts[c] < start {
+                    c += 1;
+                }
+                *f = c as u32;
+            }
+            first[nb] = cuts.len() as u32;
         }
-        sums[2 * k] += t.moved_w;
-        sums[2 * k + 1] += t.moved_n;
+        let tallies = exec.map_chunks_mut(parts, |r, out| {
+            let mut t = Tally {
+                counts: vec![0; k],
+                weights: vec![0; k],
+                moved_w: 0,
+                moved_n: 0,
+            };
+            for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
+                let b = (key >> shift0) as usize;
+                let (lo, hi) = (first[b] as usize, first[b + 1] as usize);
+                let part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
+                let q = quant.q(r.start + j);
+                t.counts[part] += 1;
+                t.weights[part] += q;
+                if *p as usize != part {
+                    t.moved_w += q;
+                    t.moved_n += 1;
+                }
+                *p = part as u32;
+            }
+            t
+        });
+        for t in tallies {
+            for p in 0..k {
+                sums[p] += t.counts[p];
+                sums[k + p] += t.weights[p];
+            }
+            sums[2 * k] += t.moved_w;
+            sums[2 * k + 1] += t.moved_n;
+        }
     }
     comm.sum_u64(&mut sums).map_err(comm_err)?;
 
+    tmark("assign");
     let scale = if quantum == 0.0 { 0.0 } else { quantum };
     let part_weights: Vec<f64> = sums[k..2 * k].iter().map(|&w| w as f64 * scale).collect();
     let target_w: Vec<f64> = (0..k)

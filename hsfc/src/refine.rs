@@ -16,19 +16,24 @@ use crate::exec::Exec;
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
 
-/// Fixed-point weights: `q_i = ⌊w_i·2^S + ½⌋` (or 1 per object for unit weights).
+/// Fixed-point weights: `q_i = round(w_i·2^S)` (to nearest, ties to even), or 1 per object
+/// for unit weights. `2^S = a·b` (two factors, so that extreme weights do not overflow the
+/// scale), and `S` keeps every `q_i < 2^51`, so the rounding is done exactly and cheaply by
+/// adding 2^52 and reading the low mantissa bits.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Quant<'a> {
     Unit,
     Scaled { w: &'a [f64], a: f64, b: f64 },
 }
 
+const TWO52: f64 = 4_503_599_627_370_496.0;
+
 impl Quant<'_> {
     #[inline(always)]
     pub(crate) fn q(&self, i: usize) -> u64 {
         match *self {
             Quant::Unit => 1,
-            Quant::Scaled { w, a, b } => (w[i] * a * b + 0.5) as u64,
+            Quant::Scaled { w, a, b } => (w[i] * a * b + TWO52).to_bits() - TWO52.to_bits(),
         }
     }
 }
@@ -41,22 +46,108 @@ pub(crate) struct Found {
     pub weight: u64,
 }
 
+impl Found {
+    /// The cut for target `q` (which this atom straddles): before the atom if that is at least
+    /// as near `q` as after it, else just after it.
+    pub(crate) fn nearest_cut(&self, q: u64) -> u64 {
+        if q - self.before <= self.before + self.weight - q {
+            self.key
+        } else {
+            self.key.saturating_add(1)
+        }
+    }
+}
+
+/// Per-part tallies of the points this rank assigned: counts and fixed-point weights.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    pub counts: Vec<u64>,
+    pub weights: Vec<u64>,
+}
+
+impl Tally {
+    pub(crate) fn new(k: usize) -> Tally {
+        Tally {
+            counts: vec![0; k],
+            weights: vec![0; k],
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn add(&mut self, part: u32, q: u64) {
+        self.counts[part as usize] += 1;
+        self.weights[part as usize] += q;
+    }
+    pub(crate) fn merge(&mut self, o: &Tally) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        for (a, b) in self.weights.iter_mut().zip(&o.weights) {
+            *a += b;
+        }
+    }
+}
+
+/// For a fresh partition every query is a cut target, so the part of every point is known as
+/// soon as its bin holds no target: [`locate`] then writes the parts as it goes (no later pass
+/// and no search over the cuts).
+#[derive(Debug)]
+pub(crate) struct Assign<'a> {
+    /// How many cuts (on the parts of positive size) have each query as target.
+    pub mult: &'a [u32],
+    /// Part id of the c-th part of positive size.
+    pub positive: &'a [u32],
+    /// Output, one per local point.
+    pub parts: &'a mut [u32],
+    /// Number of parts K.
+    pub k: usize,
+}
+
+/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's.
+#[derive(Clone, Copy)]
+struct SlotGeom {
+    off: usize,
+    shift: u32,
+    mask: u64,
+}
+
+#[inline(always)]
+fn geom_cell(g: &[SlotGeom], slot: u32, key: u64) -> usize {
+    let s = g[slot as usize];
+    s.off + ((key >> s.shift) & s.mask) as usize
+}
+
 #[derive(Clone, Copy)]
 struct Cand {
     key: u64,
     w: u64,
+    idx: u32,
     slot: u32,
 }
 
 struct Active {
+    /// The cell's key bits (its first `depth` bits).
     prefix: u64,
+    /// Global weight before the cell.
     base: u64,
+    /// Key bits fixed so far.
+    depth: u32,
+    /// Global number of objects in the cell (estimated from the weight at level 0).
+    count: u64,
+}
+
+/// Sub-bin bits for a cell of `count` objects: about 8 objects per sub-bin, between 2^8 and
+/// 2^16 sub-bins, so that dense cells are split finely and need fewer rounds.
+fn sub_bits(count: u64) -> u32 {
+    let len = 64 - count.leading_zeros();
+    len.saturating_sub(3).clamp(8, 16)
 }
 
 /// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
 ///
 /// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
-/// Every rank calls this with the same `hist0` and `queries`.
+/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
+/// local point's part and returns the local tallies.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn locate<R: Reduce>(
     comm: &R,
     exec: &Exec,
@@ -64,15 +155,29 @@ pub(crate) fn locate<R: Reduce>(
     quant: Quant<'_>,
     hist0: &[u64],
     key_bits: u32,
+    n_total: u64,
     queries: &[u64],
-) -> Result<Vec<Found>, R::Error> {
+    mut assign: Option<Assign<'_>>,
+) -> Result<(Vec<Found>, Option<Tally>), R::Error> {
     let mut found: Vec<Option<Found>> = vec![None; queries.len()];
-    if queries.is_empty() {
-        return Ok(Vec::new());
-    }
+    // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
+    let cuts_below: Vec<u32> = match &assign {
+        Some(a) => std::iter::once(0)
+            .chain(a.mult.iter().scan(0u32, |acc, &m| {
+                *acc += m;
+                Some(*acc)
+            }))
+            .collect(),
+        None => vec![0; queries.len() + 1],
+    };
+    let part_after = |a: &Assign<'_>, cuts: u32| a.positive[cuts as usize];
+
     // Level 0: the key pass's histogram.
     let mut active: Vec<Active> = Vec::new();
     let mut slot_of_query: Vec<u32> = vec![0; queries.len()];
+    let nb = 1usize << B0;
+    let mut slot_of_bin = vec![u32::MAX; nb];
+    let mut part_of_bin = vec![0u32; nb];
     {
         let (mut b, mut cum) = (0usize, 0u64);
         for (qi, &q) in queries.iter().enumerate() {
@@ -81,64 +186,202 @@ pub(crate) fn locate<R: Reduce>(
                 b += 1;
             }
             if active.last().is_none_or(|a| a.prefix != b as u64) {
+                let total = hist0.iter().sum::<u64>().max(1);
+                let count = (n_total as f64 * (hist0[b] as f64 / total as f64)).ceil() as u64;
                 active.push(Active {
                     prefix: b as u64,
                     base: cum,
+                    depth: B0,
+                    count,
                 });
             }
             slot_of_query[qi] = (active.len() - 1) as u32;
         }
-    }
-    // Gather the local objects of the active bins.
-    let shift0 = key_bits - B0;
-    let mut slot_of_bin = vec![u32::MAX; 1 << B0];
-    for (s, a) in active.iter().enumerate() {
-        slot_of_bin[a.prefix as usize] = s as u32;
-    }
-    let parts = exec.map_ranges(keys.len(), |r| {
-        let mut out = Vec::new();
-        for i in r {
-            let key = keys[i];
-            let s = slot_of_bin[(key >> shift0) as usize];
-            if s != u32::MAX {
-                out.push(Cand {
-                    key,
-                    w: quant.q(i),
-                    slot: s,
-                });
+        for (s, a) in active.iter().enumerate() {
+            slot_of_bin[a.prefix as usize] = s as u32;
+        }
+        if let Some(a) = &assign {
+            // An inactive bin lies after exactly the cuts whose targets fall in earlier bins.
+            let mut qi = 0;
+            for (b, p) in part_of_bin.iter_mut().enumerate() {
+                while qi < queries.len() && (active[slot_of_query[qi] as usize].prefix as usize) < b
+                {
+                    qi += 1;
+                }
+                *p = part_after(a, cuts_below[qi]);
             }
         }
-        out
-    });
-    let mut cands: Vec<Cand> = if parts.len() == 1 {
-        parts.into_iter().next().unwrap_or_default()
-    } else {
-        parts.concat()
-    };
-
-    let mut depth = B0;
+    }
+    // Gather the local objects of the active bins (and assign the others).
+    let shift0 = key_bits - B0;
+    let active_weight: u64 = active.iter().map(|a| hist0[a.prefix as usize]).sum();
+    let frac = active_weight as f64 / hist0.iter().sum::<u64>().max(1) as f64;
+    let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
+    // When the targets' bins hold much of the weight (points concentrated where cuts fall),
+    // the first round histograms straight from the keys and only its survivors are gathered.
+    let mut from_keys = frac > 0.25;
+    let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
+    let mut cands: Vec<Cand> = Vec::new();
+    if !from_keys {
+        let gathered: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
+            Some(a) => {
+                let k = a.k;
+                exec.map_chunks_mut(a.parts, |r, out| {
+                    let mut cands = Vec::with_capacity(reserve(r.len()));
+                    let mut t = Tally::new(k);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        let i = r.start + j;
+                        let key = keys[i];
+                        let b = (key >> shift0) as usize & (nb - 1);
+                        let s = slot_of_bin[b];
+                        let w = quant.q(i);
+                        if s == u32::MAX {
+                            *p = part_of_bin[b];
+                            t.add(*p, w);
+                        } else {
+                            cands.push(Cand {
+                                key,
+                                w,
+                                idx: i as u32,
+                                slot: s,
+                            });
+                        }
+                    }
+                    (cands, Some(t))
+                })
+            }
+            None => exec.map_ranges(keys.len(), |r| {
+                let mut cands = Vec::with_capacity(reserve(r.len()));
+                for i in r {
+                    let key = keys[i];
+                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                    if s != u32::MAX {
+                        cands.push(Cand {
+                            key,
+                            w: quant.q(i),
+                            idx: i as u32,
+                            slot: s,
+                        });
+                    }
+                }
+                (cands, None)
+            }),
+        };
+        for (c, t) in gathered {
+            if cands.is_empty() {
+                cands = c;
+            } else {
+                cands.extend_from_slice(&c);
+            }
+            if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                all.merge(&t);
+            }
+        }
+    }
+    if std::env::var_os("HSFC_TRACE").is_some() {
+        eprintln!("    gathered {}", cands.len());
+    }
     let mut pending: Vec<usize> = (0..queries.len()).collect();
     while !pending.is_empty() {
         let nact = active.len();
-        let mut bits = (key_bits - depth).min(8);
-        while bits > 1 && (nact << bits) > (1 << 18) {
-            bits -= 1;
+        // Sub-bins per active cell, within a global budget.
+        let mut bits: Vec<u32> = active
+            .iter()
+            .map(|a| sub_bits(a.count).min(key_bits - a.depth))
+            .collect();
+        while bits.iter().map(|&b| 1usize << b).sum::<usize>() > (1 << 19) {
+            let i = (0..nact)
+                .max_by_key(|&i| (bits[i], std::cmp::Reverse(i)))
+                .expect("nact > 0");
+            if bits[i] == 1 {
+                break;
+            }
+            bits[i] -= 1;
         }
-        let sub = 1usize << bits;
-        let shift = key_bits - depth - bits;
-        let mask = (sub - 1) as u64;
-        // Weight, count and key sum per (active bin, sub-bin).
+        let mut off = Vec::with_capacity(nact + 1);
+        off.push(0usize);
+        for &b in &bits {
+            off.push(off.last().expect("pushed") + (1usize << b));
+        }
+        let cells = off[nact];
+        let shift: Vec<u32> = (0..nact)
+            .map(|s| key_bits - active[s].depth - bits[s])
+            .collect();
+        let mask: Vec<u64> = bits.iter().map(|&b| (1u64 << b) - 1).collect();
+        let geom: Vec<SlotGeom> = (0..nact)
+            .map(|s| SlotGeom {
+                off: off[s],
+                shift: shift[s],
+                mask: mask[s],
+            })
+            .collect();
+        let cell_of = |c: &Cand| geom_cell(&geom, c.slot, c.key);
+        // Weight, count and key sum per sub-bin.
         let accumulate = |cs: &[Cand]| {
-            let mut h = vec![0u64; nact * sub * 3];
+            let mut h = vec![0u64; cells * 3];
             for c in cs {
-                let idx = (c.slot as usize * sub + ((c.key >> shift) & mask) as usize) * 3;
+                let idx = cell_of(c) * 3;
                 h[idx] += c.w;
                 h[idx + 1] += 1;
                 h[idx + 2] = h[idx + 2].wrapping_add(c.key);
             }
             h
         };
-        let mut hist = if exec.parallel_for(cands.len()) {
+        let t_round = std::time::Instant::now();
+        let mut hist = if from_keys {
+            // Pass A: histogram the points of the active bins, assign the others.
+            let k = assign.as_ref().map_or(0, |a| a.k);
+            let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
+                Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
+                    let mut h = vec![0u64; cells * 3];
+                    let mut t = Tally::new(k);
+                    for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
+                        let b = (key >> shift0) as usize & (nb - 1);
+                        let s = slot_of_bin[b];
+                        let w = quant.q(r.start + j);
+                        if s == u32::MAX {
+                            let part = part_of_bin[b];
+                            *p = part;
+                            t.add(part, w);
+                        } else {
+                            let idx = geom_cell(&geom, s, key) * 3;
+                            h[idx] += w;
+                            h[idx + 1] += 1;
+                            h[idx + 2] = h[idx + 2].wrapping_add(key);
+                        }
+                    }
+                    (h, Some(t))
+                }),
+                None => exec.map_ranges(keys.len(), |r| {
+                    let mut h = vec![0u64; cells * 3];
+                    for i in r {
+                        let key = keys[i];
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s != u32::MAX {
+                            let idx = geom_cell(&geom, s, key) * 3;
+                            h[idx] += quant.q(i);
+                            h[idx + 1] += 1;
+                            h[idx + 2] = h[idx + 2].wrapping_add(key);
+                        }
+                    }
+                    (h, None)
+                }),
+            };
+            let mut it = per.into_iter();
+            let (mut h, t0) = it.next().unwrap_or_default();
+            if let (Some(all), Some(t)) = (tally.as_mut(), t0) {
+                all.merge(&t);
+            }
+            for (o, t) in it {
+                for (x, y) in h.iter_mut().zip(o) {
+                    *x = x.wrapping_add(y);
+                }
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+            h
+        } else if exec.parallel_for(cands.len()) {
             let per = exec.map_ranges(cands.len(), |r| accumulate(&cands[r]));
             let mut it = per.into_iter();
             let mut h = it.next().unwrap_or_default();
@@ -152,62 +395,203 @@ pub(crate) fn locate<R: Reduce>(
             accumulate(&cands)
         };
         comm.sum_u64(&mut hist)?;
+        let t_acc = t_round.elapsed().as_secs_f64() * 1e3;
 
         let mut next_active: Vec<Active> = Vec::new();
-        let mut remap = vec![u32::MAX; nact * sub];
+        let mut remap = vec![u32::MAX; cells];
         let mut still = Vec::new();
+        // Where each pending query went: (cell, resolved key or None).
+        let mut placed: Vec<(usize, Option<u64>)> = Vec::with_capacity(pending.len());
         // Walk state: (slot, sub-bin, weight before it).
         let mut walk: Option<(u32, usize, u64)> = None;
         for &qi in &pending {
             let q = queries[qi];
             let s = slot_of_query[qi];
+            let a = &active[s as usize];
             let (mut sb, mut cum) = match walk {
                 Some((ws, sb, cum)) if ws == s => (sb, cum),
-                _ => (0, active[s as usize].base),
+                _ => (0, a.base),
             };
-            let row = &hist[s as usize * sub * 3..(s as usize + 1) * sub * 3];
+            let row = &hist[off[s as usize] * 3..off[s as usize + 1] * 3];
             while cum + row[sb * 3] <= q {
                 cum += row[sb * 3];
                 sb += 1;
             }
             walk = Some((s, sb, cum));
             let (w, count, keysum) = (row[sb * 3], row[sb * 3 + 1], row[sb * 3 + 2]);
-            let prefix = (active[s as usize].prefix << bits) | sb as u64;
+            let b = bits[s as usize];
+            let prefix = (a.prefix << b) | sb as u64;
+            let cell = off[s as usize] + sb;
             if count == 1 {
                 found[qi] = Some(Found {
                     key: keysum,
                     before: cum,
                     weight: w,
                 });
-            } else if depth + bits == key_bits {
+                placed.push((cell, Some(keysum)));
+            } else if a.depth + b == key_bits {
                 found[qi] = Some(Found {
                     key: prefix,
                     before: cum,
                     weight: w,
                 });
+                placed.push((cell, Some(prefix)));
             } else {
-                let cell = s as usize * sub + sb;
                 if remap[cell] == u32::MAX {
                     remap[cell] = next_active.len() as u32;
-                    next_active.push(Active { prefix, base: cum });
+                    next_active.push(Active {
+                        prefix,
+                        base: cum,
+                        depth: a.depth + b,
+                        count,
+                    });
                 }
                 slot_of_query[qi] = remap[cell];
                 still.push(qi);
+                placed.push((cell, None));
             }
         }
+        // Parts of the sub-bins that are done: those with no target follow the cuts before
+        // them; a resolved atom also follows the cuts placed just before it.
+        let sub_part: Vec<u32> = match &assign {
+            Some(asg) => {
+                let mut sp = vec![u32::MAX; cells];
+                let mut pi = 0;
+                for (s, act) in active.iter().enumerate() {
+                    let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
+                    for cell in off[s]..off[s + 1] {
+                        let mut here = 0u32;
+                        let mut at_key = 0u32;
+                        let mut resolved = false;
+                        while pi < pending.len() && placed[pi].0 == cell {
+                            let qi = pending[pi];
+                            let m = cuts_below[qi + 1] - cuts_below[qi];
+                            here += m;
+                            if let (Some(key), Some(f)) = (placed[pi].1, found[qi]) {
+                                resolved = true;
+                                if f.nearest_cut(queries[qi]) <= key {
+                                    at_key += m;
+                                }
+                            }
+                            pi += 1;
+                        }
+                        if here == 0 && remap[cell] == u32::MAX {
+                            sp[cell] = part_after(asg, below);
+                        } else if resolved {
+                            sp[cell] = part_after(asg, below + at_key);
+                        }
+                        below += here;
+                    }
+                }
+                sp
+            }
+            None => Vec::new(),
+        };
         pending = still;
-        if !pending.is_empty() {
-            cands.retain_mut(|c| {
-                let cell = c.slot as usize * sub + ((c.key >> shift) & mask) as usize;
-                c.slot = remap[cell];
-                c.slot != u32::MAX
-            });
+        if from_keys {
+            // Pass B: assign the points of the finished sub-bins, gather the others.
+            from_keys = false;
+            let k = assign.as_ref().map_or(0, |a| a.k);
+            let survivors: u64 = next_active.iter().map(|a| a.count).sum();
+            let sfrac = survivors as f64 / n_total.max(1) as f64;
+            let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
+            let per: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
+                Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
+                    let mut cs = Vec::with_capacity(reserve(r.len()));
+                    let mut t = Tally::new(k);
+                    for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s == u32::MAX {
+                            continue;
+                        }
+                        let cell = geom_cell(&geom, s, key);
+                        let next = remap[cell];
+                        let w = quant.q(r.start + j);
+                        if next == u32::MAX {
+                            let part = sub_part[cell];
+                            *p = part;
+                            t.add(part, w);
+                        } else {
+                            cs.push(Cand {
+                                key,
+                                w,
+                                idx: (r.start + j) as u32,
+                                slot: next,
+                            });
+                        }
+                    }
+                    (cs, Some(t))
+                }),
+                None => exec.map_ranges(keys.len(), |r| {
+                    let mut cs = Vec::with_capacity(reserve(r.len()));
+                    for i in r {
+                        let key = keys[i];
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s == u32::MAX {
+                            continue;
+                        }
+                        let next = remap[geom_cell(&geom, s, key)];
+                        if next != u32::MAX {
+                            cs.push(Cand {
+                                key,
+                                w: quant.q(i),
+                                idx: i as u32,
+                                slot: next,
+                            });
+                        }
+                    }
+                    (cs, None)
+                }),
+            };
+            cands.reserve(per.iter().map(|p| p.0.len()).sum());
+            for (c, t) in per {
+                cands.extend_from_slice(&c);
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+        } else {
+            match (assign.as_mut(), tally.as_mut()) {
+                (Some(asg), Some(t)) => cands.retain_mut(|c| {
+                    let cell = cell_of(c);
+                    c.slot = remap[cell];
+                    if c.slot == u32::MAX {
+                        let p = sub_part[cell];
+                        asg.parts[c.idx as usize] = p;
+                        t.add(p, c.w);
+                        false
+                    } else {
+                        true
+                    }
+                }),
+                _ => {
+                    if !pending.is_empty() {
+                        cands.retain_mut(|c| {
+                            let cell = cell_of(c);
+                            c.slot = remap[cell];
+                            c.slot != u32::MAX
+                        });
+                    }
+                }
+            }
+        }
+        if std::env::var_os("HSFC_TRACE").is_some() {
+            eprintln!(
+                "    round nact {nact} cells {cells} cands {} pending {} acc {t_acc:.2} ms total {:.2} ms",
+                cands.len(),
+                pending.len(),
+                t_round.elapsed().as_secs_f64() * 1e3
+            );
         }
         active = next_active;
-        depth += bits;
     }
-    Ok(found
+    debug_assert!(
+        assign.is_none() || cands.is_empty(),
+        "every candidate assigned"
+    );
+    let found = found
         .into_iter()
         .map(|f| f.expect("every query resolved"))
-        .collect())
+        .collect();
+    Ok((found, tally))
 }

@@ -27,11 +27,11 @@ fn cloud(n: usize, dim: usize, seed: u64) -> Vec<f64> {
     let mut r = Rng::new(seed);
     let mut pts = Vec::with_capacity(n * dim);
     for i in 0..n {
-        if i > 0 && r.next() % 10 == 0 {
+        if i > 0 && r.next().is_multiple_of(10) {
             let j = (r.next() as usize) % i;
             let p: Vec<f64> = pts[j * dim..(j + 1) * dim].to_vec();
             pts.extend(p);
-        } else if r.next() % 5 == 0 {
+        } else if r.next().is_multiple_of(5) {
             for _ in 0..dim {
                 pts.push((r.next() % 8) as f64 / 8.0);
             }
@@ -59,7 +59,7 @@ fn reference_cuts(
         match weights {
             None => 1,
             Some(_) if p.weight_quantum() == 0.0 => 1,
-            Some(w) => (w[i] / p.weight_quantum() + 0.5).floor() as u64,
+            Some(w) => (w[i] / p.weight_quantum()).round_ties_even() as u64,
         }
     };
     let mut objs: Vec<(u64, u64)> = (0..n)
@@ -257,6 +257,7 @@ impl Reduce for ThreadRanks {
 
 /// Runs the distributed partition on `ranks` threads, points dealt round-robin in blocks,
 /// and returns the parts in the original order plus every rank's result.
+#[allow(clippy::type_complexity)]
 fn run_ranks(
     ranks: usize,
     points: &[f64],
@@ -738,7 +739,7 @@ fn arb_case() -> impl Strategy<Value = (usize, Vec<f64>, Option<Vec<f64>>, Vec<f
             let w = weighted.then(|| {
                 (0..n)
                     .map(|_| {
-                        if r.next() % 9 == 0 {
+                        if r.next().is_multiple_of(9) {
                             0.0
                         } else {
                             r.unit() * 10.0
@@ -747,7 +748,13 @@ fn arb_case() -> impl Strategy<Value = (usize, Vec<f64>, Option<Vec<f64>>, Vec<f
                     .collect()
             });
             let mut t: Vec<f64> = (0..k)
-                .map(|_| if r.next() % 4 == 0 { 0.0 } else { r.unit() })
+                .map(|_| {
+                    if r.next().is_multiple_of(4) {
+                        0.0
+                    } else {
+                        r.unit()
+                    }
+                })
                 .collect();
             if t.iter().all(|&x| x == 0.0) {
                 t[0] = 1.0;
