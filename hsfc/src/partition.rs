@@ -527,6 +527,48 @@ fn exponent_above(x: f64) -> i32 {
     e
 }
 
+/// Keys of a block of at most [`BLOCK`] 2-D points: cells first, then the keys; both loops
+/// are straight-line integer code that the compiler vectorises (with AVX2 when the processor
+/// has it: the same operations, so the same keys).
+fn keys_block_2d(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2 (checked just above).
+            unsafe { keys_block_2d_avx2(axes, pb, kb) };
+            return;
+        }
+    }
+    keys_block_2d_portable(axes, pb, kb);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn keys_block_2d_avx2(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    keys_block_2d_portable(axes, pb, kb);
+}
+
+#[inline(always)]
+fn keys_block_2d_portable(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    let mut cx = [0u32; BLOCK];
+    let mut cy = [0u32; BLOCK];
+    for (j, p) in pb.chunks_exact(2).enumerate().take(BLOCK) {
+        cx[j] = axes[0].cell(p[0]);
+        cy[j] = axes[1].cell(p[1]);
+    }
+    let mut hi = [0u32; BLOCK];
+    let mut lo = [0u32; BLOCK];
+    for j in 0..BLOCK {
+        (hi[j], lo[j]) = curve::key2_scan_halves(cx[j], cy[j]);
+    }
+    for (j, k) in kb.iter_mut().enumerate().take(BLOCK) {
+        *k = (u64::from(hi[j]) << 32) | u64::from(lo[j]);
+    }
+}
+
+/// Points per block in the key pass.
+const BLOCK: usize = 512;
+
 fn keys_pass<const D: usize>(
     exec: &Exec,
     map: &Mapping,
@@ -544,24 +586,9 @@ fn keys_pass<const D: usize>(
         let pts = &points[r.start * D..r.end * D];
         // Keys first (independent per point, so the table walks of several points overlap),
         // then the histogram over the keys just written, block by block.
-        const BLOCK: usize = 512;
         for (bi, (pb, kb)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
             if D == 2 {
-                // Cells first, then the keys: both loops are straight-line and vectorise.
-                let mut cx = [0u32; BLOCK];
-                let mut cy = [0u32; BLOCK];
-                for (j, p) in pb.chunks_exact(2).enumerate() {
-                    cx[j] = axes[0].cell(p[0]);
-                    cy[j] = axes[1].cell(p[1]);
-                }
-                let mut hi = [0u32; BLOCK];
-                let mut lo = [0u32; BLOCK];
-                for j in 0..BLOCK {
-                    (hi[j], lo[j]) = curve::key2_scan_halves(cx[j], cy[j]);
-                }
-                for (j, k) in kb.iter_mut().enumerate() {
-                    *k = (u64::from(hi[j]) << 32) | u64::from(lo[j]);
-                }
+                keys_block_2d(&axes, pb, kb);
             } else {
                 let mut quads = pb.chunks_exact(12);
                 let mut kq = kb.chunks_exact_mut(4);
@@ -877,9 +904,10 @@ pub(crate) fn run<R: Reduce>(
     // Pass 3 (repartition only; a fresh partition assigned the points while locating):
     // assign, tally weights and counts, and the migration.
     let mut sums = vec![0u64; 2 * k + 2];
-    if let Some(t) = fresh_tally {
+    let mut global_w: Option<Vec<u64>> = None;
+    if let Some((t, weights)) = fresh_tally {
         sums[..k].copy_from_slice(&t.counts);
-        sums[k..2 * k].copy_from_slice(&t.weights);
+        global_w = Some(weights);
     } else {
         let shift0 = kb - B0;
         let nb = 1usize << B0;
@@ -927,6 +955,11 @@ pub(crate) fn run<R: Reduce>(
         }
     }
     comm.sum_u64(&mut sums).map_err(comm_err)?;
+    if let Some(g) = global_w {
+        for (s, w) in sums[k..2 * k].iter_mut().zip(g) {
+            *s += w;
+        }
+    }
 
     tmark("assign");
     let scale = if quantum == 0.0 { 0.0 } else { quantum };

@@ -58,30 +58,18 @@ impl Found {
     }
 }
 
-/// Per-part tallies of the points this rank assigned: counts and fixed-point weights.
+/// Number of points this rank assigned to each part.
 #[derive(Debug, Clone)]
 pub(crate) struct Tally {
     pub counts: Vec<u64>,
-    pub weights: Vec<u64>,
 }
 
 impl Tally {
     pub(crate) fn new(k: usize) -> Tally {
-        Tally {
-            counts: vec![0; k],
-            weights: vec![0; k],
-        }
-    }
-    #[inline(always)]
-    pub(crate) fn add(&mut self, part: u32, q: u64) {
-        self.counts[part as usize] += 1;
-        self.weights[part as usize] += q;
+        Tally { counts: vec![0; k] }
     }
     pub(crate) fn merge(&mut self, o: &Tally) {
         for (a, b) in self.counts.iter_mut().zip(&o.counts) {
-            *a += b;
-        }
-        for (a, b) in self.weights.iter_mut().zip(&o.weights) {
             *a += b;
         }
     }
@@ -142,11 +130,16 @@ fn sub_bits(count: u64) -> u32 {
     len.saturating_sub(3).clamp(8, 16)
 }
 
+/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
+/// the global weights per part.
+pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
+
 /// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
 ///
 /// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
 /// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
-/// local point's part and returns the local tallies.
+/// local point's part and returns the local counts per part and the global weights per
+/// part (summed from the reduced histograms, so not to be reduced again).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn locate<R: Reduce>(
     comm: &R,
@@ -158,7 +151,7 @@ pub(crate) fn locate<R: Reduce>(
     n_total: u64,
     queries: &[u64],
     mut assign: Option<Assign<'_>>,
-) -> Result<(Vec<Found>, Option<Tally>), R::Error> {
+) -> Result<Located, R::Error> {
     let mut found: Vec<Option<Found>> = vec![None; queries.len()];
     // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
     let cuts_below: Vec<u32> = match &assign {
@@ -176,8 +169,15 @@ pub(crate) fn locate<R: Reduce>(
     let mut active: Vec<Active> = Vec::new();
     let mut slot_of_query: Vec<u32> = vec![0; queries.len()];
     let nb = 1usize << B0;
-    let mut slot_of_bin = vec![u32::MAX; nb];
-    let mut part_of_bin = vec![0u32; nb];
+    // Fixed-size, so that masked indexing needs no bounds check in the passes.
+    let mut slot_of_bin: Box<[u32; 1 << B0]> = vec![u32::MAX; nb]
+        .into_boxed_slice()
+        .try_into()
+        .expect("size 2^B0");
+    let mut part_of_bin: Box<[u32; 1 << B0]> = vec![0u32; nb]
+        .into_boxed_slice()
+        .try_into()
+        .expect("size 2^B0");
     {
         let (mut b, mut cum) = (0usize, 0u64);
         for (qi, &q) in queries.iter().enumerate() {
@@ -221,6 +221,17 @@ pub(crate) fn locate<R: Reduce>(
     // the first round histograms straight from the keys and only its survivors are gathered.
     let mut from_keys = frac > 0.25;
     let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
+    // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
+    // once the bin's part is known, so points are counted locally but never weighed twice.
+    let mut global_w: Option<Vec<u64>> = assign.as_ref().map(|a| {
+        let mut w = vec![0u64; a.k];
+        for (b, &hw) in hist0.iter().enumerate() {
+            if slot_of_bin[b] == u32::MAX {
+                w[part_of_bin[b] as usize] += hw;
+            }
+        }
+        w
+    });
     let mut cands: Vec<Cand> = Vec::new();
     if !from_keys {
         let gathered: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
@@ -229,19 +240,19 @@ pub(crate) fn locate<R: Reduce>(
                 exec.map_chunks_mut(a.parts, |r, out| {
                     let mut cands = Vec::with_capacity(reserve(r.len()));
                     let mut t = Tally::new(k);
-                    for (j, p) in out.iter_mut().enumerate() {
-                        let i = r.start + j;
-                        let key = keys[i];
+                    for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
                         let b = (key >> shift0) as usize & (nb - 1);
                         let s = slot_of_bin[b];
-                        let w = quant.q(i);
                         if s == u32::MAX {
-                            *p = part_of_bin[b];
-                            t.add(*p, w);
+                            // Its weight is counted from hist0 (see `global_w`).
+                            let part = part_of_bin[b];
+                            *p = part;
+                            t.counts[part as usize] += 1;
                         } else {
+                            let i = r.start + j;
                             cands.push(Cand {
                                 key,
-                                w,
+                                w: quant.q(i),
                                 idx: i as u32,
                                 slot: s,
                             });
@@ -333,35 +344,29 @@ pub(crate) fn locate<R: Reduce>(
             let k = assign.as_ref().map_or(0, |a| a.k);
             let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
                 Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut h = vec![0u64; cells * 3];
+                    let mut h = vec![0u64; cells];
                     let mut t = Tally::new(k);
                     for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
                         let b = (key >> shift0) as usize & (nb - 1);
                         let s = slot_of_bin[b];
-                        let w = quant.q(r.start + j);
                         if s == u32::MAX {
+                            // Its weight is counted from hist0 (see `inactive_w`).
                             let part = part_of_bin[b];
                             *p = part;
-                            t.add(part, w);
+                            t.counts[part as usize] += 1;
                         } else {
-                            let idx = geom_cell(&geom, s, key) * 3;
-                            h[idx] += w;
-                            h[idx + 1] += 1;
-                            h[idx + 2] = h[idx + 2].wrapping_add(key);
+                            h[geom_cell(&geom, s, key)] += quant.q(r.start + j);
                         }
                     }
                     (h, Some(t))
                 }),
                 None => exec.map_ranges(keys.len(), |r| {
-                    let mut h = vec![0u64; cells * 3];
+                    let mut h = vec![0u64; cells];
                     for i in r {
                         let key = keys[i];
                         let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
                         if s != u32::MAX {
-                            let idx = geom_cell(&geom, s, key) * 3;
-                            h[idx] += quant.q(i);
-                            h[idx + 1] += 1;
-                            h[idx + 2] = h[idx + 2].wrapping_add(key);
+                            h[geom_cell(&geom, s, key)] += quant.q(i);
                         }
                     }
                     (h, None)
@@ -396,6 +401,9 @@ pub(crate) fn locate<R: Reduce>(
         };
         comm.sum_u64(&mut hist)?;
         let t_acc = t_round.elapsed().as_secs_f64() * 1e3;
+        // The first round from the keys sums weights only (no count, no key sum).
+        let stride = hist.len() / cells.max(1);
+        let total_w: u64 = hist0.iter().sum::<u64>().max(1);
 
         let mut next_active: Vec<Active> = Vec::new();
         let mut remap = vec![u32::MAX; cells];
@@ -412,13 +420,20 @@ pub(crate) fn locate<R: Reduce>(
                 Some((ws, sb, cum)) if ws == s => (sb, cum),
                 _ => (0, a.base),
             };
-            let row = &hist[off[s as usize] * 3..off[s as usize + 1] * 3];
-            while cum + row[sb * 3] <= q {
-                cum += row[sb * 3];
+            let row = &hist[off[s as usize] * stride..off[s as usize + 1] * stride];
+            while cum + row[sb * stride] <= q {
+                cum += row[sb * stride];
                 sb += 1;
             }
             walk = Some((s, sb, cum));
-            let (w, count, keysum) = (row[sb * 3], row[sb * 3 + 1], row[sb * 3 + 2]);
+            let w = row[sb * stride];
+            let (count, keysum) = if stride == 3 {
+                (row[sb * 3 + 1], row[sb * 3 + 2])
+            } else {
+                // Unknown: estimated from the weight, never taken as a single object.
+                let est = (n_total as f64 * (w as f64 / total_w as f64)).ceil() as u64;
+                (est.max(2), 0)
+            };
             let b = bits[s as usize];
             let prefix = (a.prefix << b) | sb as u64;
             let cell = off[s as usize] + sb;
@@ -487,6 +502,13 @@ pub(crate) fn locate<R: Reduce>(
             }
             None => Vec::new(),
         };
+        if let Some(gw) = global_w.as_mut() {
+            for (cell, &p) in sub_part.iter().enumerate() {
+                if p != u32::MAX {
+                    gw[p as usize] += hist[cell * stride];
+                }
+            }
+        }
         pending = still;
         if from_keys {
             // Pass B: assign the points of the finished sub-bins, gather the others.
@@ -506,15 +528,15 @@ pub(crate) fn locate<R: Reduce>(
                         }
                         let cell = geom_cell(&geom, s, key);
                         let next = remap[cell];
-                        let w = quant.q(r.start + j);
                         if next == u32::MAX {
+                            // Weighed from the round's histogram (see `global_w`).
                             let part = sub_part[cell];
                             *p = part;
-                            t.add(part, w);
+                            t.counts[part as usize] += 1;
                         } else {
                             cs.push(Cand {
                                 key,
-                                w,
+                                w: quant.q(r.start + j),
                                 idx: (r.start + j) as u32,
                                 slot: next,
                             });
@@ -558,7 +580,7 @@ pub(crate) fn locate<R: Reduce>(
                     if c.slot == u32::MAX {
                         let p = sub_part[cell];
                         asg.parts[c.idx as usize] = p;
-                        t.add(p, c.w);
+                        t.counts[p as usize] += 1;
                         false
                     } else {
                         true
@@ -589,6 +611,10 @@ pub(crate) fn locate<R: Reduce>(
         assign.is_none() || cands.is_empty(),
         "every candidate assigned"
     );
+    let tally = match (tally, global_w) {
+        (Some(t), Some(w)) => Some((t, w)),
+        _ => None,
+    };
     let found = found
         .into_iter()
         .map(|f| f.expect("every query resolved"))

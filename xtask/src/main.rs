@@ -1,6 +1,8 @@
 //! `cargo xtask <command>`: repository automation. xtask only drives: it runs cargo and the
 //! workspace's binaries, and uses no workspace crate as a library.
 
+mod bench_hsfc;
+
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,12 +13,17 @@ usage: cargo xtask <command>
 commands:
   ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace,
           and the multi-rank MPI tests when Open MPI is installed (required when CI=true)
+  bench hsfc [--quick]
+          hsfc vs Zoltan HSFC (peer driver, built with make) and coupe 0.1.0 on 10^6 and
+          4*10^6 points: time medians, ratios, balance (data in target/bench-hsfc/)
 ";
 
 /// The subcommands, parsed once from the command line.
 #[derive(Debug)]
 enum Task {
     Ci,
+    /// `bench hsfc [args]`.
+    BenchHsfc(Vec<String>),
     Help,
 }
 
@@ -24,6 +31,10 @@ fn parse(args: &[String]) -> Result<Task> {
     match args.first().map(String::as_str) {
         None | Some("help" | "-h" | "--help") => Ok(Task::Help),
         Some("ci") => Ok(Task::Ci),
+        Some("bench") => match args.get(1).map(String::as_str) {
+            Some("hsfc") => Ok(Task::BenchHsfc(args[2..].to_vec())),
+            _ => bail!("usage: cargo xtask bench hsfc [--quick]\n\n{USAGE}"),
+        },
         Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
     }
 }
@@ -36,6 +47,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Task::Ci => ci(),
+        Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
     }
 }
 
