@@ -141,10 +141,9 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
             let (o2, lim2) = run_ours(&ours, &file, &sizes_file, 2, reps)?;
             at_limit &= lim1 && lim2;
             let z = run_zoltan(&zdriver, &file, &sizes_file, 3)?;
-            let c = if s.starts_with('u') {
-                Some(run_coupe(&coupe, &file, &s[1..], reps)?)
-            } else {
-                None
+            let c = match s.strip_prefix('u') {
+                Some(k) => Some(run_coupe(&coupe, &file, k, reps)?),
+                None => None,
             };
             let ratio = z.time / o1.time;
             let speedup = o1.time / o2.time;
