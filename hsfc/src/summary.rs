@@ -48,7 +48,8 @@ pub fn table(p: &Partition) -> String {
     }
     let _ = writeln!(
         s,
-        "total {} points, weight {:.6}; max |W/T-1| = {:.3e}; max |W-T| = {:.6} (limit: largest weight {:.6})",
+        "total {} points, weight {:.6}; max |W/T-1| = {:.3e}; max |W-T| = {:.6} \
+         (limit: the heaviest group of points sharing a key; heaviest point {:.6})",
         p.num_points(),
         p.total_weight(),
         p.max_rel_dev(),

@@ -160,10 +160,10 @@ fn partition(a: &PartitionArgs) -> Result<()> {
             "targets": p.targets(),
             "counts": p.part_counts(),
         });
-        println!("{j}");
+        emit(&format!("{j}\n"))
     } else {
-        println!(
-            "{}: {} points, dim {}, {} parts, {} thread(s): partition {:.3} ms (median of {})",
+        let head = format!(
+            "{}: {} points, dim {}, {} parts, {} thread(s): partition {:.3} ms (median of {})\n",
             a.points.display(),
             set.len(),
             set.dim,
@@ -172,9 +172,17 @@ fn partition(a: &PartitionArgs) -> Result<()> {
             time_s * 1e3,
             a.repeat
         );
-        print!("{}", hsfc::summary::table(&p));
+        emit(&(head + &hsfc::summary::table(&p)))
     }
-    Ok(())
+}
+
+/// Prints to stdout; a closed pipe (`hsfc ... | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
 }
 
 fn main() -> Result<()> {
