@@ -3,12 +3,34 @@
 use crate::{Error, Par};
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
-/// Where passes run: the calling thread, or a pool built for this call (never the global one,
-/// so an embedding code keeps control of its cores).
+/// Where passes run: the calling thread, or a local pool of exactly the requested size (never
+/// rayon's global pool, so an embedding code keeps control of its cores). Pools are built on
+/// first use for each size and kept (idle threads sleep), so repeated calls do not pay for
+/// thread creation.
 pub(crate) struct Exec {
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<Arc<rayon::ThreadPool>>,
     threads: usize,
+}
+
+fn pool_of(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = pools.iter().find(|(n, _)| *n == threads) {
+        return Ok(p.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("hsfc-{i}"))
+        .build()
+        .map_err(|e| Error::ThreadPool {
+            threads,
+            message: e.to_string(),
+        })?;
+    let pool = Arc::new(pool);
+    pools.push((threads, pool.clone()));
+    Ok(pool)
 }
 
 impl std::fmt::Debug for Exec {
@@ -24,20 +46,10 @@ impl Exec {
                 pool: None,
                 threads: 1,
             }),
-            Par::Rayon(n) => {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(n.get())
-                    .thread_name(|i| format!("hsfc-{i}"))
-                    .build()
-                    .map_err(|e| Error::ThreadPool {
-                        threads: n.get(),
-                        message: e.to_string(),
-                    })?;
-                Ok(Exec {
-                    pool: Some(pool),
-                    threads: n.get(),
-                })
-            }
+            Par::Rayon(n) => Ok(Exec {
+                pool: Some(pool_of(n.get())?),
+                threads: n.get(),
+            }),
         }
     }
 
@@ -70,6 +82,19 @@ impl Exec {
                     .collect()
             }),
             _ => vec![f(0..n)],
+        }
+    }
+
+    /// `f` over each item, in parallel on the pool (sequentially without one); results in order.
+    pub(crate) fn map_items<T, R, F>(&self, items: Vec<T>, f: F) -> Vec<R>
+    where
+        T: Send,
+        R: Send,
+        F: Fn(T) -> R + Sync + Send,
+    {
+        match &self.pool {
+            Some(pool) => pool.install(|| items.into_par_iter().map(f).collect()),
+            None => items.into_iter().map(f).collect(),
         }
     }
 

@@ -56,7 +56,8 @@ pub enum Par {
     /// Run on the calling thread.
     #[default]
     Seq,
-    /// Run on a local rayon pool of this many threads, built for the call.
+    /// Run on a local rayon pool of this many threads (built on first use of this size and
+    /// kept for later calls; rayon's global pool is never used).
     Rayon(NonZeroUsize),
 }
 

@@ -574,7 +574,7 @@ fn keys_pass<const D: usize>(
     map: &Mapping,
     points: &[f64],
     quant: Quant<'_>,
-    keys: &mut [u64],
+    keys: &mut [std::mem::MaybeUninit<u64>],
 ) -> Vec<u64> {
     let t = tables(D);
     let kb = key_bits(D);
@@ -586,7 +586,9 @@ fn keys_pass<const D: usize>(
         let pts = &points[r.start * D..r.end * D];
         // Keys first (independent per point, so the table walks of several points overlap),
         // then the histogram over the keys just written, block by block.
-        for (bi, (pb, kb)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
+        let mut kbuf = [0u64; BLOCK];
+        for (bi, (pb, dst)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
+            let kb = &mut kbuf[..dst.len()];
             if D == 2 {
                 keys_block_2d(&axes, pb, kb);
             } else {
@@ -609,6 +611,10 @@ fn keys_pass<const D: usize>(
                         axes[2].cell(p[2]),
                     );
                 }
+            }
+            // Every element of the output is written here (the caller relies on it).
+            for (d, &k) in dst.iter_mut().zip(kb.iter()) {
+                d.write(k);
             }
             let base = r.start + bi * BLOCK;
             match quant {
@@ -769,12 +775,17 @@ pub(crate) fn run<R: Reduce>(
     tmark("setup");
     // Pass 2: keys and the top-level weight histogram.
     let kb = key_bits(dim);
-    let mut keys = vec![0u64; n_local];
+    // Not zeroed: the key pass writes every element (in parallel, so the pages are also
+    // first touched in parallel).
+    let mut keys: Vec<u64> = Vec::with_capacity(n_local);
+    let spare = &mut keys.spare_capacity_mut()[..n_local];
     let mut hist0 = if dim == 2 {
-        keys_pass::<2>(&exec, &map, points, quant, &mut keys)
+        keys_pass::<2>(&exec, &map, points, quant, spare)
     } else {
-        keys_pass::<3>(&exec, &map, points, quant, &mut keys)
+        keys_pass::<3>(&exec, &map, points, quant, spare)
     };
+    // SAFETY: `keys_pass` initialised all `n_local` elements (each chunk writes its range).
+    unsafe { keys.set_len(n_local) };
     comm.sum_u64(&mut hist0).map_err(comm_err)?;
     let total: u64 = hist0.iter().sum();
 

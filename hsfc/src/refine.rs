@@ -90,6 +90,9 @@ pub(crate) struct Assign<'a> {
     pub k: usize,
 }
 
+/// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
+const CELL_FLAG: u32 = 1 << 31;
+
 /// Where an active cell's sub-bins start in a round's histogram, and how to find a key's.
 #[derive(Clone, Copy)]
 struct SlotGeom {
@@ -219,7 +222,7 @@ pub(crate) fn locate<R: Reduce>(
     let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
     // When the targets' bins hold much of the weight (points concentrated where cuts fall),
     // the first round histograms straight from the keys and only its survivors are gathered.
-    let mut from_keys = frac > 0.25;
+    let mut from_keys = frac > 0.25 && assign.as_ref().is_none_or(|a| a.k < CELL_FLAG as usize);
     let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
     // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
     // once the bin's part is known, so points are counted locally but never weighed twice.
@@ -232,7 +235,9 @@ pub(crate) fn locate<R: Reduce>(
         }
         w
     });
-    let mut cands: Vec<Cand> = Vec::new();
+    // Candidates in chunks, each in increasing point order and covering its own range of
+    // points, so that chunks can be processed in parallel (each writing its own parts).
+    let mut cands: Vec<Vec<Cand>> = Vec::new();
     if !from_keys {
         let gathered: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
             Some(a) => {
@@ -279,19 +284,13 @@ pub(crate) fn locate<R: Reduce>(
             }),
         };
         for (c, t) in gathered {
-            if cands.is_empty() {
-                cands = c;
-            } else {
-                cands.extend_from_slice(&c);
-            }
+            cands.push(c);
             if let (Some(all), Some(t)) = (tally.as_mut(), t) {
                 all.merge(&t);
             }
         }
     }
-    if std::env::var_os("HSFC_TRACE").is_some() {
-        eprintln!("    gathered {}", cands.len());
-    }
+    let count_of = |cs: &[Vec<Cand>]| cs.iter().map(Vec::len).sum::<usize>();
     let mut pending: Vec<usize> = (0..queries.len()).collect();
     while !pending.is_empty() {
         let nact = active.len();
@@ -355,7 +354,10 @@ pub(crate) fn locate<R: Reduce>(
                             *p = part;
                             t.counts[part as usize] += 1;
                         } else {
-                            h[geom_cell(&geom, s, key)] += quant.q(r.start + j);
+                            // Parked: the cell, flagged, until pass B knows its part.
+                            let cell = geom_cell(&geom, s, key);
+                            h[cell] += quant.q(r.start + j);
+                            *p = CELL_FLAG | cell as u32;
                         }
                     }
                     (h, Some(t))
@@ -386,18 +388,20 @@ pub(crate) fn locate<R: Reduce>(
                 }
             }
             h
-        } else if exec.parallel_for(cands.len()) {
-            let per = exec.map_ranges(cands.len(), |r| accumulate(&cands[r]));
+        } else {
+            let per = if exec.parallel_for(count_of(&cands)) {
+                exec.map_items(cands.iter().collect(), |c: &Vec<Cand>| accumulate(c))
+            } else {
+                cands.iter().map(|c| accumulate(c)).collect()
+            };
             let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_default();
+            let mut h = it.next().unwrap_or_else(|| vec![0u64; cells * 3]);
             for o in it {
                 for (x, y) in h.iter_mut().zip(o) {
                     *x = x.wrapping_add(y);
                 }
             }
             h
-        } else {
-            accumulate(&cands)
         };
         comm.sum_u64(&mut hist)?;
         let t_acc = t_round.elapsed().as_secs_f64() * 1e3;
@@ -509,6 +513,7 @@ pub(crate) fn locate<R: Reduce>(
                 }
             }
         }
+        let t_walk = t_round.elapsed().as_secs_f64() * 1e3;
         pending = still;
         if from_keys {
             // Pass B: assign the points of the finished sub-bins, gather the others.
@@ -521,12 +526,11 @@ pub(crate) fn locate<R: Reduce>(
                 Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
                     let mut cs = Vec::with_capacity(reserve(r.len()));
                     let mut t = Tally::new(k);
-                    for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
-                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                        if s == u32::MAX {
-                            continue;
+                    for (j, p) in out.iter_mut().enumerate() {
+                        if *p & CELL_FLAG == 0 {
+                            continue; // assigned in pass A
                         }
-                        let cell = geom_cell(&geom, s, key);
+                        let cell = (*p & !CELL_FLAG) as usize;
                         let next = remap[cell];
                         if next == u32::MAX {
                             // Weighed from the round's histogram (see `global_w`).
@@ -534,10 +538,11 @@ pub(crate) fn locate<R: Reduce>(
                             *p = part;
                             t.counts[part as usize] += 1;
                         } else {
+                            let i = r.start + j;
                             cs.push(Cand {
-                                key,
-                                w: quant.q(r.start + j),
-                                idx: (r.start + j) as u32,
+                                key: keys[i],
+                                w: quant.q(i),
+                                idx: i as u32,
                                 slot: next,
                             });
                         }
@@ -565,42 +570,89 @@ pub(crate) fn locate<R: Reduce>(
                     (cs, None)
                 }),
             };
-            cands.reserve(per.iter().map(|p| p.0.len()).sum());
+            cands.clear();
             for (c, t) in per {
-                cands.extend_from_slice(&c);
+                cands.push(c);
                 if let (Some(all), Some(t)) = (tally.as_mut(), t) {
                     all.merge(&t);
                 }
             }
         } else {
+            let par = exec.parallel_for(count_of(&cands));
             match (assign.as_mut(), tally.as_mut()) {
-                (Some(asg), Some(t)) => cands.retain_mut(|c| {
-                    let cell = cell_of(c);
-                    c.slot = remap[cell];
-                    if c.slot == u32::MAX {
-                        let p = sub_part[cell];
-                        asg.parts[c.idx as usize] = p;
-                        t.counts[p as usize] += 1;
-                        false
-                    } else {
-                        true
+                (Some(asg), Some(t)) => {
+                    // Each chunk with the slice of parts its points fall in.
+                    let mut work: Vec<(&mut Vec<Cand>, usize, &mut [u32])> = Vec::new();
+                    let mut rest: &mut [u32] = &mut *asg.parts;
+                    let mut base = 0usize;
+                    let starts: Vec<Option<usize>> = cands
+                        .iter()
+                        .map(|c| c.first().map(|x| x.idx as usize))
+                        .collect();
+                    let nonempty: Vec<usize> =
+                        (0..cands.len()).filter(|&c| starts[c].is_some()).collect();
+                    let mut chunks: Vec<Option<&mut Vec<Cand>>> =
+                        cands.iter_mut().map(Some).collect();
+                    for (n, &c) in nonempty.iter().enumerate() {
+                        let start = starts[c].expect("non-empty");
+                        let end = nonempty
+                            .get(n + 1)
+                            .map_or(base + rest.len(), |&d| starts[d].expect("non-empty"));
+                        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - base);
+                        let (mine, tail) = tail.split_at_mut(end - start);
+                        rest = tail;
+                        base = end;
+                        work.push((chunks[c].take().expect("each chunk once"), start, mine));
                     }
-                }),
-                _ => {
-                    if !pending.is_empty() {
-                        cands.retain_mut(|c| {
+                    let k = asg.k;
+                    let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
+                        let mut counts = vec![0u64; k];
+                        cs.retain_mut(|c| {
                             let cell = cell_of(c);
                             c.slot = remap[cell];
-                            c.slot != u32::MAX
+                            if c.slot == u32::MAX {
+                                let p = sub_part[cell];
+                                parts[c.idx as usize - off] = p;
+                                counts[p as usize] += 1;
+                                false
+                            } else {
+                                true
+                            }
                         });
+                        counts
+                    };
+                    let per = if par {
+                        exec.map_items(work, retain)
+                    } else {
+                        work.into_iter().map(retain).collect()
+                    };
+                    for counts in per {
+                        t.merge(&Tally { counts });
+                    }
+                }
+                _ => {
+                    if !pending.is_empty() {
+                        let retain = |cs: &mut Vec<Cand>| {
+                            cs.retain_mut(|c| {
+                                let cell = cell_of(c);
+                                c.slot = remap[cell];
+                                c.slot != u32::MAX
+                            })
+                        };
+                        if par {
+                            exec.map_items(cands.iter_mut().collect(), retain);
+                        } else {
+                            cands.iter_mut().for_each(retain);
+                        }
                     }
                 }
             }
+            cands.retain(|c| !c.is_empty());
         }
         if std::env::var_os("HSFC_TRACE").is_some() {
             eprintln!(
-                "    round nact {nact} cells {cells} cands {} pending {} acc {t_acc:.2} ms total {:.2} ms",
-                cands.len(),
+                "    round nact {nact} cells {cells} cands {} pending {} acc {t_acc:.2} ms walk {t_walk:.2} total {:.2} ms",
+                count_of(&cands),
                 pending.len(),
                 t_round.elapsed().as_secs_f64() * 1e3
             );
@@ -608,7 +660,7 @@ pub(crate) fn locate<R: Reduce>(
         active = next_active;
     }
     debug_assert!(
-        assign.is_none() || cands.is_empty(),
+        assign.is_none() || count_of(&cands) == 0,
         "every candidate assigned"
     );
     let tally = match (tally, global_w) {

@@ -802,3 +802,44 @@ fn serial_reduce_is_the_default() {
     assert_eq!(a, b);
     assert_eq!(Serial.size(), 1);
 }
+
+#[test]
+fn dense_data_takes_the_parallel_paths_and_agrees() {
+    // 150k points, most of them in a tiny corner (so the first round runs from the keys and
+    // many candidates survive it), random weights, sizes with a zero: every thread count gives
+    // the same partition, and it satisfies the invariants.
+    let n = 150_000;
+    let mut r = Rng::new(99);
+    let mut pts = Vec::with_capacity(2 * n);
+    for i in 0..n {
+        let s = if i % 10 == 0 {
+            1.0
+        } else {
+            1e-4 * r.unit().powi(3)
+        };
+        pts.extend([s * r.unit(), s * r.unit()]);
+    }
+    let w: Vec<f64> = (0..n).map(|_| 1.0 + 9.0 * r.unit()).collect();
+    let targets: Vec<f64> = (0..37)
+        .map(|k| if k == 5 { 0.0 } else { 1.0 + (k % 3) as f64 })
+        .collect();
+    let mut base = vec![0u32; n];
+    let p = Hsfc::default()
+        .partition(&pts, 2, Some(&w), &targets, &mut base)
+        .unwrap();
+    check_invariants(&p, &pts, Some(&w), &targets, &base);
+    for threads in [2usize, 3] {
+        let mut parts = vec![0u32; n];
+        let q = Hsfc {
+            par: Par::threads(threads),
+            ..Default::default()
+        }
+        .partition(&pts, 2, Some(&w), &targets, &mut parts)
+        .unwrap();
+        assert_eq!(q, p);
+        assert_eq!(parts, base, "{threads} threads");
+    }
+    let (rp, res) = run_ranks(3, &pts, 2, Some(&w), &targets);
+    assert_eq!(rp, base);
+    assert_eq!(res.into_iter().next().unwrap().unwrap(), p);
+}
