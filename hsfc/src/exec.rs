@@ -62,6 +62,11 @@ impl Exec {
         n.div_ceil(4 * self.threads).max(min).max(1)
     }
 
+    /// Threads of the pool (1 when sequential).
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// Whether work of `n` items is worth spreading over threads.
     pub(crate) fn parallel_for(&self, n: usize) -> bool {
         self.pool.is_some() && n >= 1 << 14
@@ -105,8 +110,29 @@ impl Exec {
         T: Send,
         F: Fn(Range<usize>, &mut [O]) -> T + Sync + Send,
     {
+        let len = self.chunk_len(out.len(), 4096);
+        self.map_chunks_mut_len(out, len, f)
+    }
+
+    /// [`Exec::map_chunks_mut`] with one chunk per thread: for passes whose chunks each build
+    /// a large histogram, so that there are few to zero and merge.
+    pub(crate) fn map_chunks_mut_few<O, T, F>(&self, out: &mut [O], f: F) -> Vec<T>
+    where
+        O: Send,
+        T: Send,
+        F: Fn(Range<usize>, &mut [O]) -> T + Sync + Send,
+    {
+        let len = out.len().div_ceil(self.threads).max(4096);
+        self.map_chunks_mut_len(out, len, f)
+    }
+
+    fn map_chunks_mut_len<O, T, F>(&self, out: &mut [O], len: usize, f: F) -> Vec<T>
+    where
+        O: Send,
+        T: Send,
+        F: Fn(Range<usize>, &mut [O]) -> T + Sync + Send,
+    {
         let n = out.len();
-        let len = self.chunk_len(n, 4096);
         match &self.pool {
             Some(pool) if self.parallel_for(n) => pool.install(|| {
                 out.par_chunks_mut(len)

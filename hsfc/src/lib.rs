@@ -46,7 +46,7 @@ mod tests;
 
 pub use error::Error;
 pub use mapping::BoundingBox;
-pub use partition::{Migration, Partition};
+pub use partition::{Migration, Partition, release_buffers};
 
 use std::num::NonZeroUsize;
 

@@ -642,28 +642,46 @@ fn keys_pass<const D: usize>(
     h
 }
 
+/// The key buffer kept between calls: 8 bytes per point of the largest call so far, so that
+/// repeated partitions (a repartition every step of a simulation) do not allocate and fault in
+/// their pages again. [`crate::release_buffers`] frees it.
+static KEY_BUFFER: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+/// A key buffer taken from [`KEY_BUFFER`] (or new when another call holds it), returned on drop.
+struct KeyBuffer(Vec<u64>);
+
+impl KeyBuffer {
+    fn take(n: usize) -> KeyBuffer {
+        let mut v = std::mem::take(&mut *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()));
+        v.clear();
+        v.reserve(n);
+        KeyBuffer(v)
+    }
+}
+
+impl Drop for KeyBuffer {
+    fn drop(&mut self) {
+        let mut kept = KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.capacity() < self.0.capacity() {
+            *kept = std::mem::take(&mut self.0);
+        }
+    }
+}
+
+/// Frees the buffers that `hsfc` keeps between calls to avoid allocating and faulting in
+/// memory again: the key buffer (8 bytes per point of the largest partition so far) and the
+/// histogram and candidate buffers of the refinement.
+pub fn release_buffers() {
+    *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()) = Vec::new();
+    refine::release_scratch();
+}
+
 /// Per-chunk accumulators of the assign pass.
 struct Tally {
     counts: Vec<u64>,
     weights: Vec<u64>,
     moved_w: u64,
     moved_n: u64,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn tmark(name: &str) {
-    use std::cell::Cell;
-    thread_local!(static T: Cell<Option<std::time::Instant>> = const { Cell::new(None) });
-    if std::env::var_os("HSFC_TRACE").is_none() {
-        return;
-    }
-    T.with(|t| {
-        let now = std::time::Instant::now();
-        if let Some(prev) = t.get() {
-            eprintln!("  {name}: {:.2} ms", (now - prev).as_secs_f64() * 1e3);
-        }
-        t.set(Some(now));
-    });
 }
 
 #[allow(clippy::too_many_arguments)] // the public entry points' arguments, plus `prev`
@@ -681,7 +699,6 @@ pub(crate) fn run<R: Reduce>(
     let k = targets.len();
     let exec = Exec::new(cfg.par)?;
 
-    tmark("p0");
     // Pass 1: validate, bounding box, largest weight. Errors are agreed on collectively so
     // that no rank is left waiting in a reduction.
     let mut local_err = check_lengths(points, dim, weights, parts).err();
@@ -740,7 +757,6 @@ pub(crate) fn run<R: Reduce>(
         }
     }
 
-    tmark("scan");
     // The curve: the previous one if every point still lies in its box.
     let mut kept = false;
     if let Some(p) = prev {
@@ -772,12 +788,11 @@ pub(crate) fn run<R: Reduce>(
     };
     let max_weight = if weights.is_some() { wmax } else { 1.0 };
 
-    tmark("setup");
     // Pass 2: keys and the top-level weight histogram.
     let kb = key_bits(dim);
-    // Not zeroed: the key pass writes every element (in parallel, so the pages are also
-    // first touched in parallel).
-    let mut keys: Vec<u64> = Vec::with_capacity(n_local);
+    // Not zeroed: the key pass writes every element. The buffer is kept between calls.
+    let mut key_buf = KeyBuffer::take(n_local);
+    let keys = &mut key_buf.0;
     let spare = &mut keys.spare_capacity_mut()[..n_local];
     let mut hist0 = if dim == 2 {
         keys_pass::<2>(&exec, &map, points, quant, spare)
@@ -789,7 +804,6 @@ pub(crate) fn run<R: Reduce>(
     comm.sum_u64(&mut hist0).map_err(comm_err)?;
     let total: u64 = hist0.iter().sum();
 
-    tmark("keys");
     // Targets on the positive parts only; parts of size 0 get empty key ranges.
     let tau = cumulative_targets(targets, total);
     let positive: Vec<usize> = (0..k).filter(|&p| targets[p] > 0.0).collect();
@@ -842,7 +856,7 @@ pub(crate) fn run<R: Reduce>(
     let (found, fresh_tally) = refine::locate(
         comm,
         &exec,
-        &keys,
+        keys,
         quant,
         &hist0,
         kb,
@@ -858,7 +872,6 @@ pub(crate) fn run<R: Reduce>(
     .map_err(comm_err)?;
     let lookup = |q: u64| -> Found { found[queries.binary_search(&q).expect("queried")] };
 
-    tmark("locate");
     // Compressed cuts C_i.
     let mut ccuts = Vec::with_capacity(m.saturating_sub(1));
     for i in 0..m.saturating_sub(1) {
@@ -911,7 +924,6 @@ pub(crate) fn run<R: Reduce>(
         };
     }
 
-    tmark("cuts");
     // Pass 3 (repartition only; a fresh partition assigned the points while locating):
     // assign, tally weights and counts, and the migration.
     let mut sums = vec![0u64; 2 * k + 2];
@@ -972,7 +984,6 @@ pub(crate) fn run<R: Reduce>(
         }
     }
 
-    tmark("assign");
     let scale = if quantum == 0.0 { 0.0 } else { quantum };
     let part_weights: Vec<f64> = sums[k..2 * k].iter().map(|&w| w as f64 * scale).collect();
     let target_w: Vec<f64> = (0..k)

@@ -13,6 +13,57 @@
 use crate::dist::Reduce;
 use crate::exec::Exec;
 
+/// Buffers kept between calls (histograms and candidate lists), so that repeated partitions
+/// do not fault fresh pages in (page faults also serialise threads on the address space).
+mod scratch {
+    use super::Cand;
+    use std::sync::Mutex;
+
+    static U64: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
+    static CANDS: Mutex<Vec<Vec<Cand>>> = Mutex::new(Vec::new());
+    const KEEP: usize = 64;
+
+    /// A zeroed buffer of `len` words.
+    pub(super) fn zeroed(len: usize) -> Vec<u64> {
+        let got = U64.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match got {
+            Some(mut v) => {
+                v.clear();
+                v.resize(len, 0);
+                v
+            }
+            None => vec![0; len],
+        }
+    }
+    pub(super) fn give_u64(v: Vec<u64>) {
+        let mut pool = U64.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < KEEP {
+            pool.push(v);
+        }
+    }
+    /// An empty candidate list with room for `cap`.
+    pub(super) fn cands(cap: usize) -> Vec<Cand> {
+        let got = CANDS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut v = got.unwrap_or_default();
+        v.clear();
+        v.reserve(cap);
+        v
+    }
+    pub(super) fn give_cands(v: Vec<Cand>) {
+        let mut pool = CANDS.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < KEEP {
+            pool.push(v);
+        }
+    }
+    /// Frees every kept buffer.
+    pub(crate) fn release() {
+        U64.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        CANDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+pub(crate) use scratch::release as release_scratch;
+
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
 
@@ -182,6 +233,7 @@ pub(crate) fn locate<R: Reduce>(
         .try_into()
         .expect("size 2^B0");
     {
+        let total = hist0.iter().sum::<u64>().max(1);
         let (mut b, mut cum) = (0usize, 0u64);
         for (qi, &q) in queries.iter().enumerate() {
             while cum + hist0[b] <= q {
@@ -189,7 +241,6 @@ pub(crate) fn locate<R: Reduce>(
                 b += 1;
             }
             if active.last().is_none_or(|a| a.prefix != b as u64) {
-                let total = hist0.iter().sum::<u64>().max(1);
                 let count = (n_total as f64 * (hist0[b] as f64 / total as f64)).ceil() as u64;
                 active.push(Active {
                     prefix: b as u64,
@@ -243,7 +294,7 @@ pub(crate) fn locate<R: Reduce>(
             Some(a) => {
                 let k = a.k;
                 exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cands = Vec::with_capacity(reserve(r.len()));
+                    let mut cands = scratch::cands(reserve(r.len()));
                     let mut t = Tally::new(k);
                     for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
                         let b = (key >> shift0) as usize & (nb - 1);
@@ -267,7 +318,7 @@ pub(crate) fn locate<R: Reduce>(
                 })
             }
             None => exec.map_ranges(keys.len(), |r| {
-                let mut cands = Vec::with_capacity(reserve(r.len()));
+                let mut cands = scratch::cands(reserve(r.len()));
                 for i in r {
                     let key = keys[i];
                     let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
@@ -299,7 +350,7 @@ pub(crate) fn locate<R: Reduce>(
             .iter()
             .map(|a| sub_bits(a.count).min(key_bits - a.depth))
             .collect();
-        while bits.iter().map(|&b| 1usize << b).sum::<usize>() > (1 << 19) {
+        while bits.iter().map(|&b| 1usize << b).sum::<usize>() > (1 << 17) {
             let i = (0..nact)
                 .max_by_key(|&i| (bits[i], std::cmp::Reverse(i)))
                 .expect("nact > 0");
@@ -327,23 +378,20 @@ pub(crate) fn locate<R: Reduce>(
             .collect();
         let cell_of = |c: &Cand| geom_cell(&geom, c.slot, c.key);
         // Weight, count and key sum per sub-bin.
-        let accumulate = |cs: &[Cand]| {
-            let mut h = vec![0u64; cells * 3];
+        let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
             for c in cs {
                 let idx = cell_of(c) * 3;
                 h[idx] += c.w;
                 h[idx + 1] += 1;
                 h[idx + 2] = h[idx + 2].wrapping_add(c.key);
             }
-            h
         };
-        let t_round = std::time::Instant::now();
         let mut hist = if from_keys {
             // Pass A: histogram the points of the active bins, assign the others.
             let k = assign.as_ref().map_or(0, |a| a.k);
             let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
-                Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut h = vec![0u64; cells];
+                Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
+                    let mut h = scratch::zeroed(cells);
                     let mut t = Tally::new(k);
                     for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
                         let b = (key >> shift0) as usize & (nb - 1);
@@ -363,7 +411,7 @@ pub(crate) fn locate<R: Reduce>(
                     (h, Some(t))
                 }),
                 None => exec.map_ranges(keys.len(), |r| {
-                    let mut h = vec![0u64; cells];
+                    let mut h = scratch::zeroed(cells);
                     for i in r {
                         let key = keys[i];
                         let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
@@ -380,31 +428,40 @@ pub(crate) fn locate<R: Reduce>(
                 all.merge(&t);
             }
             for (o, t) in it {
-                for (x, y) in h.iter_mut().zip(o) {
-                    *x = x.wrapping_add(y);
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
                 }
+                scratch::give_u64(o);
                 if let (Some(all), Some(t)) = (tally.as_mut(), t) {
                     all.merge(&t);
                 }
             }
             h
         } else {
+            let acc_group = |g: &[Vec<Cand>]| {
+                let mut h = scratch::zeroed(cells * 3);
+                for cs in g {
+                    accumulate_into(&mut h, cs);
+                }
+                h
+            };
             let per = if exec.parallel_for(count_of(&cands)) {
-                exec.map_items(cands.iter().collect(), |c: &Vec<Cand>| accumulate(c))
+                let per_group = cands.len().div_ceil(exec.threads()).max(1);
+                exec.map_items(cands.chunks(per_group).collect(), acc_group)
             } else {
-                cands.iter().map(|c| accumulate(c)).collect()
+                vec![acc_group(&cands)]
             };
             let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_else(|| vec![0u64; cells * 3]);
+            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(cells * 3));
             for o in it {
-                for (x, y) in h.iter_mut().zip(o) {
-                    *x = x.wrapping_add(y);
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
                 }
+                scratch::give_u64(o);
             }
             h
         };
         comm.sum_u64(&mut hist)?;
-        let t_acc = t_round.elapsed().as_secs_f64() * 1e3;
         // The first round from the keys sums weights only (no count, no key sum).
         let stride = hist.len() / cells.max(1);
         let total_w: u64 = hist0.iter().sum::<u64>().max(1);
@@ -513,7 +570,6 @@ pub(crate) fn locate<R: Reduce>(
                 }
             }
         }
-        let t_walk = t_round.elapsed().as_secs_f64() * 1e3;
         pending = still;
         if from_keys {
             // Pass B: assign the points of the finished sub-bins, gather the others.
@@ -524,7 +580,7 @@ pub(crate) fn locate<R: Reduce>(
             let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
             let per: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
                 Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cs = Vec::with_capacity(reserve(r.len()));
+                    let mut cs = scratch::cands(reserve(r.len()));
                     let mut t = Tally::new(k);
                     for (j, p) in out.iter_mut().enumerate() {
                         if *p & CELL_FLAG == 0 {
@@ -550,7 +606,7 @@ pub(crate) fn locate<R: Reduce>(
                     (cs, Some(t))
                 }),
                 None => exec.map_ranges(keys.len(), |r| {
-                    let mut cs = Vec::with_capacity(reserve(r.len()));
+                    let mut cs = scratch::cands(reserve(r.len()));
                     for i in r {
                         let key = keys[i];
                         let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
@@ -570,7 +626,9 @@ pub(crate) fn locate<R: Reduce>(
                     (cs, None)
                 }),
             };
-            cands.clear();
+            for c in cands.drain(..) {
+                scratch::give_cands(c);
+            }
             for (c, t) in per {
                 cands.push(c);
                 if let (Some(all), Some(t)) = (tally.as_mut(), t) {
@@ -647,17 +705,15 @@ pub(crate) fn locate<R: Reduce>(
                     }
                 }
             }
-            cands.retain(|c| !c.is_empty());
-        }
-        if std::env::var_os("HSFC_TRACE").is_some() {
-            eprintln!(
-                "    round nact {nact} cells {cells} cands {} pending {} acc {t_acc:.2} ms walk {t_walk:.2} total {:.2} ms",
-                count_of(&cands),
-                pending.len(),
-                t_round.elapsed().as_secs_f64() * 1e3
-            );
+            for c in cands.extract_if(.., |c| c.is_empty()) {
+                scratch::give_cands(c);
+            }
         }
         active = next_active;
+        scratch::give_u64(hist);
+    }
+    for c in cands.drain(..) {
+        scratch::give_cands(c);
     }
     debug_assert!(
         assign.is_none() || count_of(&cands) == 0,

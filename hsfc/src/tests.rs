@@ -843,3 +843,38 @@ fn dense_data_takes_the_parallel_paths_and_agrees() {
     assert_eq!(rp, base);
     assert_eq!(res.into_iter().next().unwrap().unwrap(), p);
 }
+
+#[test]
+fn kept_buffers_are_safe_across_concurrent_calls() {
+    // Calls from several threads at once share the kept buffers (one takes, the others
+    // allocate); every call gives the same result, also after the buffers are released.
+    let pts = cloud(60_000, 2, 5);
+    let targets = [1.0, 2.0, 3.0];
+    let mut base = vec![0u32; 60_000];
+    let p = Hsfc::default()
+        .partition(&pts, 2, None, &targets, &mut base)
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (pts, base, p) = (&pts, &base, &p);
+            s.spawn(move || {
+                for _ in 0..3 {
+                    let mut parts = vec![0u32; 60_000];
+                    let cfg = Hsfc {
+                        par: Par::threads(1 + t % 2),
+                        ..Default::default()
+                    };
+                    let q = cfg.partition(pts, 2, None, &targets, &mut parts).unwrap();
+                    assert_eq!(&q, p);
+                    assert_eq!(&parts, base);
+                }
+            });
+        }
+    });
+    crate::release_buffers();
+    let mut parts = vec![0u32; 60_000];
+    let q = Hsfc::default()
+        .partition(&pts, 2, None, &targets, &mut parts)
+        .unwrap();
+    assert_eq!((q, parts), (p, base));
+}
