@@ -842,6 +842,37 @@ fn dense_data_takes_the_parallel_paths_and_agrees() {
     let (rp, res) = run_ranks(3, &pts, 2, Some(&w), &targets);
     assert_eq!(rp, base);
     assert_eq!(res.into_iter().next().unwrap().unwrap(), p);
+    // The repartition path (window targets, no assignment while locating) on the same dense
+    // data: with tolerance 0 and unchanged weights nothing moves, with new weights the cuts
+    // are those of a fresh partition.
+    for threads in [1usize, 2] {
+        let cfg = Hsfc {
+            par: Par::threads(threads),
+            ..Default::default()
+        };
+        let mut parts = base.clone();
+        let q = cfg
+            .repartition(&p, &pts, 2, Some(&w), &targets, &mut parts)
+            .unwrap();
+        assert_eq!((q.cuts(), &parts), (p.cuts(), &base));
+        assert_eq!(q.migration().unwrap().count, 0);
+        let w2: Vec<f64> = w
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| if i % 3 == 0 { x * 1.5 } else { x })
+            .collect();
+        let mut fresh = vec![0u32; n];
+        let f = cfg
+            .partition(&pts, 2, Some(&w2), &targets, &mut fresh)
+            .unwrap();
+        let mut moved = base.clone();
+        let r = cfg
+            .repartition(&p, &pts, 2, Some(&w2), &targets, &mut moved)
+            .unwrap();
+        assert_eq!((r.cuts(), &moved), (f.cuts(), &fresh));
+        let expect: u64 = (0..n).filter(|&i| base[i] != fresh[i]).count() as u64;
+        assert_eq!(r.migration().unwrap().count, expect);
+    }
 }
 
 #[test]

@@ -82,7 +82,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     } else {
         SIZES.iter().map(|s| s.0).collect()
     };
-    let reps = if quick { 3 } else { 5 };
+    let reps = if quick { 3 } else { 9 };
     for (name, _) in SIZES {
         let path = work.join(format!("data/sizes_{name}.txt"));
         let text: String = sizes_of(name).iter().map(|v| format!("{v}\n")).collect();
