@@ -126,6 +126,41 @@ impl Exec {
         self.map_chunks_mut_len(out, len, f)
     }
 
+    /// [`Exec::map_chunks_mut`] over two outputs cut at the same places; `b` may be empty
+    /// (`with_b` false), and then each chunk gets an empty slice.
+    pub(crate) fn map_chunks_mut2<A, B, T, F>(
+        &self,
+        a: &mut [A],
+        b: &mut [B],
+        with_b: bool,
+        f: F,
+    ) -> Vec<T>
+    where
+        A: Send,
+        B: Send,
+        T: Send,
+        F: Fn(Range<usize>, &mut [A], &mut [B]) -> T + Sync + Send,
+    {
+        let n = a.len();
+        assert!(!with_b || b.len() == n, "map_chunks_mut2: lengths differ");
+        let len = self.chunk_len(n, 4096);
+        match &self.pool {
+            Some(pool) if self.parallel_for(n) => pool.install(|| {
+                let bs: Vec<&mut [B]> = if with_b {
+                    b.chunks_mut(len).collect()
+                } else {
+                    (0..n.div_ceil(len)).map(|_| &mut [][..]).collect()
+                };
+                a.par_chunks_mut(len)
+                    .zip(bs)
+                    .enumerate()
+                    .map(|(c, (ca, cb))| f(c * len..c * len + ca.len(), ca, cb))
+                    .collect()
+            }),
+            _ => vec![f(0..n, a, b)],
+        }
+    }
+
     fn map_chunks_mut_len<O, T, F>(&self, out: &mut [O], len: usize, f: F) -> Vec<T>
     where
         O: Send,

@@ -575,12 +575,20 @@ fn keys_pass<const D: usize>(
     points: &[f64],
     quant: Quant<'_>,
     keys: &mut [std::mem::MaybeUninit<u64>],
+    bins: Option<&mut [u32]>,
 ) -> Vec<u64> {
     let t = tables(D);
     let kb = key_bits(D);
     let shift0 = kb - B0;
     let axes = map.axes;
-    let hists = exec.map_chunks_mut(keys, |r, out| {
+    // With `bins`, each point's level-0 bin is also written there (the caller's parts buffer,
+    // used as scratch), so that later passes read 4 bytes per point instead of the key.
+    let mut no_bins: [u32; 0] = [];
+    let (bins, with_bins) = match bins {
+        Some(b) => (b, true),
+        None => (&mut no_bins[..], false),
+    };
+    let hists = exec.map_chunks_mut2(keys, bins, with_bins, |r, out, bins_out| {
         let mut h = vec![0u64; 1 << B0].into_boxed_slice();
         let h: &mut [u64; 1 << B0] = (&mut *h).try_into().expect("histogram size");
         let pts = &points[r.start * D..r.end * D];
@@ -615,6 +623,12 @@ fn keys_pass<const D: usize>(
             // Every element of the output is written here (the caller relies on it).
             for (d, &k) in dst.iter_mut().zip(kb.iter()) {
                 d.write(k);
+            }
+            if with_bins {
+                let start = bi * BLOCK;
+                for (o, &k) in bins_out[start..start + kb.len()].iter_mut().zip(kb.iter()) {
+                    *o = (k >> shift0) as u32;
+                }
             }
             let base = r.start + bi * BLOCK;
             match quant {
@@ -795,9 +809,23 @@ pub(crate) fn run<R: Reduce>(
     let keys = &mut key_buf.0;
     let spare = &mut keys.spare_capacity_mut()[..n_local];
     let mut hist0 = if dim == 2 {
-        keys_pass::<2>(&exec, &map, points, quant, spare)
+        keys_pass::<2>(
+            &exec,
+            &map,
+            points,
+            quant,
+            spare,
+            prev.is_none().then_some(&mut *parts),
+        )
     } else {
-        keys_pass::<3>(&exec, &map, points, quant, spare)
+        keys_pass::<3>(
+            &exec,
+            &map,
+            points,
+            quant,
+            spare,
+            prev.is_none().then_some(&mut *parts),
+        )
     };
     // SAFETY: `keys_pass` initialised all `n_local` elements (each chunk writes its range).
     unsafe { keys.set_len(n_local) };

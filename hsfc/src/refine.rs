@@ -135,7 +135,8 @@ pub(crate) struct Assign<'a> {
     pub mult: &'a [u32],
     /// Part id of the c-th part of positive size.
     pub positive: &'a [u32],
-    /// Output, one per local point.
+    /// Output, one per local point; on entry it holds each point's level-0 bin (the top
+    /// [`B0`] key bits), written there by the key pass.
     pub parts: &'a mut [u32],
     /// Number of parts K.
     pub k: usize,
@@ -296,8 +297,9 @@ pub(crate) fn locate<R: Reduce>(
                 exec.map_chunks_mut(a.parts, |r, out| {
                     let mut cands = scratch::cands(reserve(r.len()));
                     let mut t = Tally::new(k);
-                    for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
-                        let b = (key >> shift0) as usize & (nb - 1);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        // The key pass left the point's level-0 bin in its parts entry.
+                        let b = *p as usize & (nb - 1);
                         let s = slot_of_bin[b];
                         if s == u32::MAX {
                             // Its weight is counted from hist0 (see `global_w`).
@@ -307,7 +309,7 @@ pub(crate) fn locate<R: Reduce>(
                         } else {
                             let i = r.start + j;
                             cands.push(Cand {
-                                key,
+                                key: keys[i],
                                 w: quant.q(i),
                                 idx: i as u32,
                                 slot: s,
@@ -393,16 +395,18 @@ pub(crate) fn locate<R: Reduce>(
                 Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
                     let mut h = scratch::zeroed(cells);
                     let mut t = Tally::new(k);
-                    for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
-                        let b = (key >> shift0) as usize & (nb - 1);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        // The key pass left the point's level-0 bin in its parts entry.
+                        let b = *p as usize & (nb - 1);
                         let s = slot_of_bin[b];
                         if s == u32::MAX {
-                            // Its weight is counted from hist0 (see `inactive_w`).
+                            // Its weight is counted from hist0 (see `global_w`).
                             let part = part_of_bin[b];
                             *p = part;
                             t.counts[part as usize] += 1;
                         } else {
                             // Parked: the cell, flagged, until pass B knows its part.
+                            let key = keys[r.start + j];
                             let cell = geom_cell(&geom, s, key);
                             h[cell] += quant.q(r.start + j);
                             *p = CELL_FLAG | cell as u32;
