@@ -1,6 +1,201 @@
 //! Hilbert space-filling-curve partitioning with weighted cuts to arbitrary part sizes.
 //!
-//! `hsfc` knows nothing of machines, XML, MPI or meshes (see `ARCHITECTURE.md`).
+//! `hsfc` knows nothing of machines, XML, MPI or meshes (see `ARCHITECTURE.md`): it takes
+//! points as interleaved coordinates (`dim` = 2 or 3), optional weights, and relative target
+//! sizes, and writes one part id per point into a buffer the caller owns.
+//!
+//! ```
+//! use hsfc::{Hsfc, Par};
+//! // Four points on a line, weights 1, 1, 1, 3; two parts, the second twice the first.
+//! let points = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0];
+//! let weights = [1.0, 1.0, 1.0, 3.0];
+//! let mut parts = [0u32; 4];
+//! let p = Hsfc { par: Par::Seq, ..Default::default() }
+//!     .partition(&points, 2, Some(&weights), &[1.0, 2.0], &mut parts)
+//!     .unwrap();
+//! assert_eq!(p.part_weights(), &[2.0, 4.0]);
+//! // Any point, in the box or not, is assigned as the partition would assign it.
+//! assert_eq!(p.point_assign(&[3.0, 0.0]).unwrap(), parts[3]);
+//! ```
+//!
+//! How it works (see `hsfc/README.md` for the design note):
+//! 1. one pass finds the bounding box, the largest weight and checks the input;
+//! 2. one pass computes a 64-bit Hilbert key per point ([`Partition::key`]) with a
+//!    table-driven encoder and a weight histogram over the top key bits;
+//! 3. the histogram is refined only in the bins where a cut falls, a few key bits at a time,
+//!    over the points of those bins only, until each cut is exact to one object;
+//! 4. one pass writes the parts and sums the weight of each part.
+//!
+//! Weights are summed as fixed-point integers (see [`Partition::weight_quantum`]), so every
+//! sum is exact and independent of the order of summation: the result is bit-identical for
+//! every thread count ([`Par`]) and, through [`Hsfc::partition_dist`], every rank count.
+
 #![deny(missing_docs)]
 
+mod curve;
 pub mod dist;
+mod error;
+mod exec;
+pub mod io;
+mod mapping;
+mod partition;
+mod refine;
+pub mod summary;
+#[cfg(test)]
+mod tests;
+
+pub use error::Error;
+pub use mapping::BoundingBox;
+pub use partition::{Migration, Partition, release_buffers};
+
+use std::num::NonZeroUsize;
+
+/// How much parallelism a call may use. The library never sizes a pool on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Par {
+    /// Run on the calling thread.
+    #[default]
+    Seq,
+    /// Run on a local rayon pool of this many threads (built on first use of this size and
+    /// kept for later calls; rayon's global pool is never used).
+    Rayon(NonZeroUsize),
+}
+
+impl Par {
+    /// `Seq` for 0 or 1 threads, `Rayon(n)` otherwise.
+    pub fn threads(n: usize) -> Par {
+        match NonZeroUsize::new(n) {
+            Some(n) if n.get() > 1 => Par::Rayon(n),
+            _ => Par::Seq,
+        }
+    }
+
+    /// Number of threads this setting uses.
+    pub fn degree(self) -> usize {
+        match self {
+            Par::Seq => 1,
+            Par::Rayon(n) => n.get(),
+        }
+    }
+}
+
+/// The partitioner's settings (public fields; build with `..Default::default()`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hsfc {
+    /// Threads to use.
+    pub par: Par,
+    /// Relative imbalance a repartition may accept per part to keep a previous cut
+    /// ([`Hsfc::repartition`]): a cut stays where it was when every part next to it stays
+    /// within `tolerance · T_k` of its target. 0 (the default) keeps a previous cut only where
+    /// it is still optimal. Must lie in `[0, 1)`. A fresh partition is always at the balance
+    /// limit and ignores it.
+    pub tolerance: f64,
+}
+
+impl Default for Hsfc {
+    fn default() -> Self {
+        Hsfc {
+            par: Par::Seq,
+            tolerance: 0.0,
+        }
+    }
+}
+
+impl Hsfc {
+    /// Partitions `points` (interleaved, `dim` = 2 or 3 coordinates per point) into
+    /// `targets.len()` parts with relative sizes `targets` (normalised; zeros allowed), writing
+    /// the part of point `i` into `parts[i]`.
+    ///
+    /// `weights`: `None` for unit weights, or one non-negative finite weight per point.
+    /// Parts follow the curve: part `k` owns the keys in `[cuts[k-1], cuts[k])`.
+    /// Every part `k` with weight `W_k` and target `T_k` satisfies `|W_k − T_k| ≤` the largest
+    /// weight of the points that share one key (points with identical keys, e.g. duplicates,
+    /// always go to one part). Parts with target 0 get no point.
+    pub fn partition(
+        &self,
+        points: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Partition, Error> {
+        partition::run(
+            self,
+            &dist::Serial,
+            points,
+            dim,
+            weights,
+            targets,
+            parts,
+            None,
+        )
+    }
+
+    /// The distributed form of [`Hsfc::partition`]: each rank passes its own points, weights
+    /// and parts buffer, and the same `dim`, `targets` and settings. Every rank returns the
+    /// same [`Partition`], and the parts are those the serial call would give on the union of
+    /// the points, for any number of ranks. Bad input on one rank makes every rank return an
+    /// error (the others get [`Error::InvalidOnOtherRank`]).
+    pub fn partition_dist<R: dist::Reduce>(
+        &self,
+        comm: &R,
+        points: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Partition, Error> {
+        partition::run(self, comm, points, dim, weights, targets, parts, None)
+    }
+
+    /// Repartitions from `previous` (Zoltan's KEEP_CUTS): the same bounding box and curve are
+    /// kept when the points still fit in it, and each new cut stays as close to the previous
+    /// one as the balance allows (see [`Hsfc::tolerance`]), so a slowly changing load moves
+    /// little. `parts` holds each point's current part on entry (for instance from
+    /// [`Partition::assign`]) and its new part on return; the moved weight is reported in
+    /// [`Partition::migration`]. `targets.len()` and `dim` must match `previous`.
+    pub fn repartition(
+        &self,
+        previous: &Partition,
+        points: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Partition, Error> {
+        partition::run(
+            self,
+            &dist::Serial,
+            points,
+            dim,
+            weights,
+            targets,
+            parts,
+            Some(previous),
+        )
+    }
+
+    /// The distributed form of [`Hsfc::repartition`] (see [`Hsfc::partition_dist`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn repartition_dist<R: dist::Reduce>(
+        &self,
+        comm: &R,
+        previous: &Partition,
+        points: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Partition, Error> {
+        partition::run(
+            self,
+            comm,
+            points,
+            dim,
+            weights,
+            targets,
+            parts,
+            Some(previous),
+        )
+    }
+}

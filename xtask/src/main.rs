@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: repository automation. xtask only drives: it runs cargo and the
 //! workspace's binaries, and uses no workspace crate as a library.
 
+mod bench_hsfc;
 mod mpi;
 
 use anyhow::{Context, Result, bail};
@@ -22,6 +23,9 @@ commands:
   bench fem [--repeats R] [--target-vertices N]
           the 17-step adaptive Laplace run to 524,500 vertices on one core (release):
           medians per phase per step, bytes per vertex, faer direct solve comparison
+  bench hsfc [--quick]
+          hsfc vs Zoltan HSFC (peer driver, built with make) and coupe 0.1.0 on 10^6 and
+          4*10^6 points: time medians, ratios, balance (data in target/bench-hsfc/)
 ";
 
 /// The subcommands, parsed once from the command line.
@@ -30,6 +34,8 @@ enum Task {
     Ci,
     RunLaplace(Vec<String>),
     BenchFem(Vec<String>),
+    /// `bench hsfc [args]`.
+    BenchHsfc(Vec<String>),
     Help,
 }
 
@@ -38,9 +44,11 @@ fn parse(args: &[String]) -> Result<Task> {
         None | Some("help" | "-h" | "--help") => Ok(Task::Help),
         Some("ci") => Ok(Task::Ci),
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
-        Some("bench") if args.get(1).map(String::as_str) == Some("fem") => {
-            Ok(Task::BenchFem(args[2..].to_vec()))
-        }
+        Some("bench") => match args.get(1).map(String::as_str) {
+            Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
+            Some("hsfc") => Ok(Task::BenchHsfc(args[2..].to_vec())),
+            _ => bail!("usage: cargo xtask bench (fem|hsfc) [options]\n\n{USAGE}"),
+        },
         Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
     }
 }
@@ -55,6 +63,7 @@ fn main() -> Result<()> {
         Task::Ci => ci(),
         Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
+        Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
     }
 }
 

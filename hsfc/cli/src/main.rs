@@ -1,0 +1,199 @@
+//! `hsfc`: partition ZPT1 point files with the Hilbert-curve partitioner, or generate them.
+
+mod generate;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use hsfc::{Hsfc, Par};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hsfc",
+    version,
+    about = "Hilbert space-filling-curve partitioning to arbitrary part sizes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Partition a ZPT1 point file into K parts (equal, or sized by a sizes file).
+    Partition(PartitionArgs),
+    /// Write a ZPT1 point file: uniform or corner-graded points, unit or random weights.
+    Gen(GenArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct PartitionArgs {
+    /// ZPT1 point file (see DESIGN.md §3).
+    points: PathBuf,
+    /// Number of equal parts.
+    #[arg(long, conflicts_with = "sizes", required_unless_present = "sizes")]
+    parts: Option<usize>,
+    /// Text file of relative part sizes, one per line.
+    #[arg(long)]
+    sizes: Option<PathBuf>,
+    /// Write the part of every point here (u32 little endian).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Threads (1 = on the calling thread).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Repeat the partition call this many times; the time printed is the median.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Dist {
+    /// Uniform in the unit square or cube.
+    Uniform,
+    /// Graded towards the corner 0: uniform direction, radial fraction t = 1e-6^(1-u).
+    Graded,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Weights {
+    /// No weights in the file (unit weights).
+    Unit,
+    /// Weights uniform in [1, 10).
+    Random,
+}
+
+#[derive(clap::Args, Debug)]
+struct GenArgs {
+    /// Number of points (accepts 1e6 style).
+    #[arg(long, value_parser = parse_count)]
+    n: usize,
+    /// Dimension, 2 or 3.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
+    dim: u8,
+    /// Point distribution.
+    #[arg(long, value_enum, default_value_t = Dist::Uniform)]
+    dist: Dist,
+    /// Weights.
+    #[arg(long, value_enum, default_value_t = Weights::Unit)]
+    weights: Weights,
+    /// Seed of the generator (the output depends on it only).
+    #[arg(long, default_value_t = 12345)]
+    seed: u64,
+    /// Output file.
+    #[arg(short, long)]
+    out: PathBuf,
+}
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if !(v >= 0.0 && v.fract() == 0.0 && v < 1e15) {
+        return Err(format!("`{s}` is not a point count"));
+    }
+    Ok(v as usize)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
+}
+
+fn partition(a: &PartitionArgs) -> Result<()> {
+    let set = hsfc::io::read_points(&a.points).context("reading the points")?;
+    let targets = match (&a.sizes, a.parts) {
+        (Some(path), _) => hsfc::io::read_sizes(path).context("reading the part sizes")?,
+        (None, Some(k)) => vec![1.0; k],
+        (None, None) => bail!("give --parts K or --sizes FILE"),
+    };
+    if a.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let cfg = Hsfc {
+        par: Par::threads(a.threads),
+        ..Default::default()
+    };
+    let mut parts = vec![0u32; set.len()];
+    let mut times = Vec::with_capacity(a.repeat);
+    let mut result = None;
+    for _ in 0..a.repeat {
+        let t0 = Instant::now();
+        let p = cfg
+            .partition(
+                &set.coords,
+                set.dim,
+                set.weights.as_deref(),
+                &targets,
+                &mut parts,
+            )
+            .with_context(|| format!("partitioning {}", a.points.display()))?;
+        times.push(t0.elapsed().as_secs_f64());
+        result = Some(p);
+    }
+    let p = result.expect("repeat >= 1");
+    let time_s = median(&mut times.clone());
+    if let Some(out) = &a.out {
+        hsfc::io::write_parts(out, &parts).context("writing the parts")?;
+    }
+    if a.json {
+        let j = serde_json::json!({
+            "n": set.len(),
+            "k": targets.len(),
+            "dim": set.dim,
+            "threads": a.threads,
+            "repeat": a.repeat,
+            "time_s": time_s,
+            "times_s": times,
+            "max_rel_dev": p.max_rel_dev(),
+            "max_abs_dev": p.max_abs_dev(),
+            "max_weight": p.max_weight(),
+            "imbalance": p.imbalance(),
+            "weights": p.part_weights(),
+            "targets": p.targets(),
+            "counts": p.part_counts(),
+        });
+        emit(&format!("{j}\n"))
+    } else {
+        let head = format!(
+            "{}: {} points, dim {}, {} parts, {} thread(s): partition {:.3} ms (median of {})\n",
+            a.points.display(),
+            set.len(),
+            set.dim,
+            targets.len(),
+            a.threads,
+            time_s * 1e3,
+            a.repeat
+        );
+        emit(&(head + &hsfc::summary::table(&p)))
+    }
+}
+
+/// Prints to stdout; a closed pipe (`hsfc ... | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Partition(a) => partition(&a),
+        Cmd::Gen(g) => {
+            let (coords, w) = generate::points(g.n, usize::from(g.dim), g.dist, g.weights, g.seed);
+            hsfc::io::write_points(&g.out, usize::from(g.dim), &coords, w.as_deref())
+                .context("writing the points")?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,1036 @@
+//! The partition pipeline and its result.
+
+use crate::curve::{self, key_bits, tables};
+use crate::dist::Reduce;
+use crate::exec::Exec;
+use crate::mapping::{BoundingBox, Mapping};
+use crate::refine::{self, B0, Found, Quant};
+use crate::{Error, Hsfc};
+
+/// Weight moved by a repartition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Migration {
+    /// Total weight of the points whose part changed (unit weights: their number).
+    pub weight: f64,
+    /// Number of points whose part changed.
+    pub count: u64,
+    /// Whether the previous bounding box and cuts were used. They are not when a point lies
+    /// outside the previous box: the curve is then laid over a new box and the cuts start
+    /// afresh (the migration is still measured against the parts given on entry).
+    pub kept_cuts: bool,
+}
+
+/// The result of a partition: the curve (bounding box), the cuts, and per-part figures.
+///
+/// Part `k` owns the keys in `[cuts[k-1], cuts[k])` (with `cuts[-1] = 0` and `cuts[K-1] = ∞`);
+/// [`Partition::point_assign`] and [`Partition::box_assign`] answer from these alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    pub(crate) map: Mapping,
+    cuts: Vec<u64>,
+    part_weights: Vec<f64>,
+    part_counts: Vec<u64>,
+    targets: Vec<f64>,
+    total_weight: f64,
+    n: u64,
+    max_weight: f64,
+    quantum: f64,
+    migration: Option<Migration>,
+}
+
+impl Partition {
+    /// Number of parts K.
+    pub fn num_parts(&self) -> usize {
+        self.cuts.len() + 1
+    }
+    /// Dimension (2 or 3).
+    pub fn dim(&self) -> usize {
+        self.map.dim
+    }
+    /// The bounding box of the points (the curve is laid over it, padded).
+    pub fn bbox(&self) -> BoundingBox {
+        self.map.bbox
+    }
+    /// The K−1 cut keys, non-decreasing.
+    pub fn cuts(&self) -> &[u64] {
+        &self.cuts
+    }
+    /// Weight of each part (unit weights: the number of points).
+    pub fn part_weights(&self) -> &[f64] {
+        &self.part_weights
+    }
+    /// Number of points in each part.
+    pub fn part_counts(&self) -> &[u64] {
+        &self.part_counts
+    }
+    /// Target weight T_k of each part (the normalised size times the total weight).
+    pub fn targets(&self) -> &[f64] {
+        &self.targets
+    }
+    /// Total weight of all points (all ranks).
+    pub fn total_weight(&self) -> f64 {
+        self.total_weight
+    }
+    /// Number of points (all ranks).
+    pub fn num_points(&self) -> u64 {
+        self.n
+    }
+    /// Largest weight of a single point (1 for unit weights).
+    pub fn max_weight(&self) -> f64 {
+        self.max_weight
+    }
+    /// The fixed-point unit in which weights were summed: every weight was rounded to the
+    /// nearest multiple of it, so sums are exact and independent of order. It is `2^-S` with
+    /// `S` chosen so that the total stays below `2^62` and each weight below `2^51` units:
+    /// the rounding of one weight is at most half a unit, `≤ max(max_weight·n·2^-63,
+    /// max_weight·2^-52)`. It is 1 for unit weights (exact), and 0 when all weights are 0 (the
+    /// points are then split by count).
+    pub fn weight_quantum(&self) -> f64 {
+        self.quantum
+    }
+    /// For a repartition, the weight that moved.
+    pub fn migration(&self) -> Option<Migration> {
+        self.migration
+    }
+    /// `max_k |W_k/T_k − 1|` over the parts with `T_k > 0`.
+    pub fn max_rel_dev(&self) -> f64 {
+        self.part_weights
+            .iter()
+            .zip(&self.targets)
+            .filter(|&(_, &t)| t > 0.0)
+            .map(|(&w, &t)| (w / t - 1.0).abs())
+            .fold(0.0, f64::max)
+    }
+    /// `max_k W_k/T_k` over the parts with `T_k > 0` (1 is perfect; Zoltan's imbalance).
+    pub fn imbalance(&self) -> f64 {
+        self.part_weights
+            .iter()
+            .zip(&self.targets)
+            .filter(|&(_, &t)| t > 0.0)
+            .map(|(&w, &t)| w / t)
+            .fold(0.0, f64::max)
+    }
+    /// `max_k |W_k − T_k|`, in weight units (the balance limit is [`Partition::max_weight`]).
+    pub fn max_abs_dev(&self) -> f64 {
+        self.part_weights
+            .iter()
+            .zip(&self.targets)
+            .map(|(&w, &t)| (w - t).abs())
+            .fold(0.0, f64::max)
+    }
+
+    fn check_point(&self, x: &[f64]) -> Result<(), Error> {
+        if x.len() != self.dim() {
+            return Err(Error::LengthMismatch {
+                what: "point",
+                expected: self.dim(),
+                got: x.len(),
+            });
+        }
+        if let Some((axis, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(Error::InvalidCoordinate {
+                index: 0,
+                axis,
+                value,
+            });
+        }
+        Ok(())
+    }
+
+    /// The Hilbert key of a point (projected onto the box if outside).
+    pub fn key(&self, x: &[f64]) -> Result<u64, Error> {
+        self.check_point(x)?;
+        Ok(curve::key_of_cell(&self.map.clamped_cell(x)[..self.dim()]))
+    }
+
+    /// Part owning `key`: the number of cuts `<= key`.
+    pub fn part_of_key(&self, key: u64) -> u32 {
+        self.cuts.partition_point(|&c| c <= key) as u32
+    }
+
+    /// The part the partition gives a point at `x` (Zoltan's `Point_PP_Assign`); a point
+    /// outside the bounding box is projected onto it. For every input point this is the part
+    /// the partition wrote.
+    pub fn point_assign(&self, x: &[f64]) -> Result<u32, Error> {
+        Ok(self.part_of_key(self.key(x)?))
+    }
+
+    /// [`Partition::point_assign`] for many points (interleaved, this partition's `dim`),
+    /// written into `parts`, sequentially.
+    pub fn assign(&self, points: &[f64], parts: &mut [u32]) -> Result<(), Error> {
+        let dim = self.dim();
+        if !points.len().is_multiple_of(dim) {
+            return Err(Error::LengthMismatch {
+                what: "points",
+                expected: points.len().div_ceil(dim) * dim,
+                got: points.len(),
+            });
+        }
+        if parts.len() != points.len() / dim {
+            return Err(Error::LengthMismatch {
+                what: "parts",
+                expected: points.len() / dim,
+                got: parts.len(),
+            });
+        }
+        for (i, (x, p)) in points.chunks_exact(dim).zip(parts.iter_mut()).enumerate() {
+            *p = self.point_assign(x).map_err(|e| match e {
+                Error::InvalidCoordinate { axis, value, .. } => Error::InvalidCoordinate {
+                    index: i,
+                    axis,
+                    value,
+                },
+                e => e,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every part owning a point of the box `[lo, hi]` (Zoltan's `Box_PP_Assign`), sorted, into
+    /// `out` (cleared first). The box is first projected onto the bounding box, as points are.
+    /// Exact at the curve's resolution (2^32 cells per axis in 2-D, 2^21 in 3-D): a part is
+    /// reported if and only if it owns a grid cell meeting the box; parts with no cell (empty
+    /// parts) are never reported.
+    pub fn box_assign(&self, lo: &[f64], hi: &[f64], out: &mut Vec<u32>) -> Result<(), Error> {
+        let dim = self.dim();
+        for (what, v) in [("box lo", lo), ("box hi", hi)] {
+            if v.len() != dim {
+                return Err(Error::LengthMismatch {
+                    what,
+                    expected: dim,
+                    got: v.len(),
+                });
+            }
+        }
+        for a in 0..dim {
+            if !(lo[a].is_finite() && hi[a].is_finite() && lo[a] <= hi[a]) {
+                return Err(Error::InvalidBox {
+                    axis: a,
+                    lo: lo[a],
+                    hi: hi[a],
+                });
+            }
+        }
+        let (clo, chi) = (self.map.clamped_cell(lo), self.map.clamped_cell(hi));
+        out.clear();
+        let mut seen = vec![false; self.num_parts()];
+        let bits = curve::bits_per_axis(dim);
+        let walker = BoxWalk {
+            t: tables(dim),
+            dim,
+            clo,
+            chi,
+            part: self,
+            seen: &mut seen,
+        };
+        walker.run(bits);
+        out.extend(
+            seen.iter()
+                .enumerate()
+                .filter(|(_, s)| **s)
+                .map(|(p, _)| p as u32),
+        );
+        Ok(())
+    }
+}
+
+/// Depth-first walk of the curve's cell tree, pruned by the box and by the cuts.
+struct BoxWalk<'a> {
+    t: &'static curve::Tables,
+    dim: usize,
+    clo: [u32; 3],
+    chi: [u32; 3],
+    part: &'a Partition,
+    seen: &'a mut [bool],
+}
+
+impl BoxWalk<'_> {
+    fn run(mut self, bits: u32) {
+        self.visit(0, bits, [0; 3], 0);
+    }
+
+    /// Node: `state`, `level` bits left per axis, cell `origin`, key `prefix` of its digits.
+    fn visit(&mut self, state: usize, level: u32, origin: [u32; 3], prefix: u64) {
+        let n = self.dim;
+        let span = (1u64 << level) - 1; // cells per axis in the node, minus one
+        let mut inside = true;
+        for (a, &org) in origin.iter().enumerate().take(n) {
+            let (o, e) = (u64::from(org), u64::from(org) + span);
+            if e < u64::from(self.clo[a]) || o > u64::from(self.chi[a]) {
+                return;
+            }
+            inside &= o >= u64::from(self.clo[a]) && e <= u64::from(self.chi[a]);
+        }
+        let low_bits = n as u32 * level;
+        let first = if low_bits >= 64 {
+            0
+        } else {
+            prefix << low_bits
+        };
+        let last = if low_bits >= 64 {
+            u64::MAX
+        } else {
+            first | ((1u64 << low_bits) - 1)
+        };
+        let (p_first, p_last) = (self.part.part_of_key(first), self.part.part_of_key(last));
+        if p_first == p_last {
+            self.seen[p_first as usize] = true;
+            return;
+        }
+        if inside {
+            // Every non-empty part between them owns a key of this node.
+            let cuts = &self.part.cuts;
+            for p in p_first..=p_last {
+                let p = p as usize;
+                let start = if p == 0 { 0 } else { cuts[p - 1] };
+                let end = if p == cuts.len() { None } else { Some(cuts[p]) };
+                if end.is_none_or(|e| e > start) {
+                    self.seen[p] = true;
+                }
+            }
+            return;
+        }
+        let half = 1u32 << (level - 1);
+        for digit in 0..(1usize << n) {
+            let e = self.t.inv[(state << n) | digit];
+            let raw = e >> 8;
+            let mut child = origin;
+            for (a, c) in child.iter_mut().enumerate().take(n) {
+                if (raw >> (n - 1 - a)) & 1 == 1 {
+                    *c += half;
+                }
+            }
+            self.visit(
+                (e & 255) as usize,
+                level - 1,
+                child,
+                (prefix << n) | digit as u64,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn cumulative_targets_for_tests(targets: &[f64], total: u64) -> Vec<u64> {
+    cumulative_targets(targets, total)
+}
+
+/// Normalised cumulative targets: `tau[k]` = weight units before the end of part `k`.
+fn cumulative_targets(targets: &[f64], total: u64) -> Vec<u64> {
+    let sum: f64 = targets.iter().sum();
+    let mut acc = 0.0;
+    let mut tau = Vec::with_capacity(targets.len());
+    for (k, &t) in targets.iter().enumerate() {
+        acc += t;
+        let v = if k + 1 == targets.len() {
+            total
+        } else {
+            ((acc / sum) * total as f64).round().min(total as f64) as u64
+        };
+        tau.push(v.min(total));
+    }
+    // Monotone by construction; make sure against rounding.
+    for k in 1..tau.len() {
+        tau[k] = tau[k].max(tau[k - 1]);
+    }
+    tau
+}
+
+fn check_global(
+    cfg: &Hsfc,
+    dim: usize,
+    targets: &[f64],
+    prev: Option<&Partition>,
+) -> Result<(), Error> {
+    if dim != 2 && dim != 3 {
+        return Err(Error::Dimension { dim });
+    }
+    if targets.is_empty() {
+        return Err(Error::NoParts);
+    }
+    if targets.len() > u32::MAX as usize {
+        return Err(Error::TooManyParts { k: targets.len() });
+    }
+    if let Some((index, &value)) = targets
+        .iter()
+        .enumerate()
+        .find(|(_, t)| !(t.is_finite() && **t >= 0.0))
+    {
+        return Err(Error::InvalidTarget { index, value });
+    }
+    if targets.iter().sum::<f64>().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return Err(Error::ZeroTargets { k: targets.len() });
+    }
+    if !(cfg.tolerance >= 0.0 && cfg.tolerance < 1.0) {
+        return Err(Error::InvalidTolerance {
+            value: cfg.tolerance,
+        });
+    }
+    if let Some(p) = prev
+        && (p.dim() != dim || p.num_parts() != targets.len())
+    {
+        return Err(Error::IncompatiblePrevious {
+            prev_dim: p.dim(),
+            prev_k: p.num_parts(),
+            dim,
+            k: targets.len(),
+        });
+    }
+    Ok(())
+}
+
+fn check_lengths(
+    points: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    parts: &[u32],
+) -> Result<usize, Error> {
+    if !points.len().is_multiple_of(dim) {
+        return Err(Error::LengthMismatch {
+            what: "points (coordinates, a multiple of dim)",
+            expected: points.len().div_ceil(dim) * dim,
+            got: points.len(),
+        });
+    }
+    let n = points.len() / dim;
+    if n > u32::MAX as usize {
+        return Err(Error::TooManyPoints { n });
+    }
+    if let Some(w) = weights
+        && w.len() != n
+    {
+        return Err(Error::LengthMismatch {
+            what: "weights",
+            expected: n,
+            got: w.len(),
+        });
+    }
+    if parts.len() != n {
+        return Err(Error::LengthMismatch {
+            what: "parts",
+            expected: n,
+            got: parts.len(),
+        });
+    }
+    Ok(n)
+}
+
+/// Local scan: bounding box, largest weight, and whether all values are valid.
+struct Scan {
+    lo: [f64; 3],
+    hi: [f64; 3],
+    wmax: f64,
+    ok: bool,
+}
+
+fn scan_range<const D: usize>(
+    points: &[f64],
+    weights: Option<&[f64]>,
+    r: std::ops::Range<usize>,
+) -> Scan {
+    // Branch-free and lane-wise, so that it vectorises: `v·0` is 0 for finite v and NaN
+    // otherwise, and NaN survives the sum.
+    const L: usize = 4;
+    let mut lo = [[f64::INFINITY; L]; 3];
+    let mut hi = [[f64::NEG_INFINITY; L]; 3];
+    let mut bad = [0.0f64; L];
+    let pts = &points[r.start * D..r.end * D];
+    let mut quads = pts.chunks_exact(L * D);
+    for q in &mut quads {
+        for l in 0..L {
+            for a in 0..D {
+                let v = q[l * D + a];
+                bad[l] += v * 0.0;
+                lo[a][l] = if v < lo[a][l] { v } else { lo[a][l] };
+                hi[a][l] = if v > hi[a][l] { v } else { hi[a][l] };
+            }
+        }
+    }
+    for p in quads.remainder().chunks_exact(D) {
+        for a in 0..D {
+            let v = p[a];
+            bad[0] += v * 0.0;
+            lo[a][0] = if v < lo[a][0] { v } else { lo[a][0] };
+            hi[a][0] = if v > hi[a][0] { v } else { hi[a][0] };
+        }
+    }
+    let mut ok = bad.iter().all(|&b| b == 0.0);
+    let mut out_lo = [f64::INFINITY; 3];
+    let mut out_hi = [f64::NEG_INFINITY; 3];
+    for a in 0..D {
+        for l in 0..L {
+            out_lo[a] = out_lo[a].min(lo[a][l]);
+            out_hi[a] = out_hi[a].max(hi[a][l]);
+        }
+    }
+    let mut wmax = 0.0f64;
+    if let Some(w) = weights {
+        let mut wbad = [0.0f64; L];
+        let mut wmin = [0.0f64; L];
+        let mut wm = [0.0f64; L];
+        let ws = &w[r];
+        let mut quads = ws.chunks_exact(L);
+        for q in &mut quads {
+            for l in 0..L {
+                let v = q[l];
+                wbad[l] += v * 0.0;
+                wmin[l] = if v < wmin[l] { v } else { wmin[l] };
+                wm[l] = if v > wm[l] { v } else { wm[l] };
+            }
+        }
+        for &v in quads.remainder() {
+            wbad[0] += v * 0.0;
+            wmin[0] = if v < wmin[0] { v } else { wmin[0] };
+            wm[0] = if v > wm[0] { v } else { wm[0] };
+        }
+        ok &= wbad.iter().all(|&b| b == 0.0) && wmin.iter().all(|&m| m >= 0.0);
+        wmax = wm.iter().copied().fold(0.0, f64::max);
+    }
+    Scan {
+        lo: out_lo,
+        hi: out_hi,
+        wmax,
+        ok,
+    }
+}
+
+fn first_bad(points: &[f64], dim: usize, weights: Option<&[f64]>) -> Error {
+    for (index, p) in points.chunks_exact(dim).enumerate() {
+        if let Some((axis, &value)) = p.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Error::InvalidCoordinate { index, axis, value };
+        }
+    }
+    if let Some(w) = weights
+        && let Some((index, &value)) = w
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !(**v >= 0.0 && v.is_finite()))
+    {
+        return Error::InvalidWeight { index, value };
+    }
+    unreachable!("first_bad called on valid input")
+}
+
+fn comm_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> Error {
+    Error::Comm(Box::new(e))
+}
+
+/// Exponent `e` with `2^(e-1) <= x < 2^e` for finite `x > 0`.
+fn exponent_above(x: f64) -> i32 {
+    let mut e = x.log2().floor() as i32 + 1;
+    while (e as f64).exp2() <= x {
+        e += 1;
+    }
+    while ((e - 1) as f64).exp2() > x {
+        e -= 1;
+    }
+    e
+}
+
+/// Keys of a block of at most [`BLOCK`] 2-D points: cells first, then the keys; both loops
+/// are straight-line integer code that the compiler vectorises (with AVX2 when the processor
+/// has it: the same operations, so the same keys).
+fn keys_block_2d(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2 (checked just above).
+            unsafe { keys_block_2d_avx2(axes, pb, kb) };
+            return;
+        }
+    }
+    keys_block_2d_portable(axes, pb, kb);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn keys_block_2d_avx2(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    keys_block_2d_portable(axes, pb, kb);
+}
+
+#[inline(always)]
+fn keys_block_2d_portable(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    let mut cx = [0u32; BLOCK];
+    let mut cy = [0u32; BLOCK];
+    for (j, p) in pb.chunks_exact(2).enumerate().take(BLOCK) {
+        cx[j] = axes[0].cell(p[0]);
+        cy[j] = axes[1].cell(p[1]);
+    }
+    let mut hi = [0u32; BLOCK];
+    let mut lo = [0u32; BLOCK];
+    for j in 0..BLOCK {
+        (hi[j], lo[j]) = curve::key2_scan_halves(cx[j], cy[j]);
+    }
+    for (j, k) in kb.iter_mut().enumerate().take(BLOCK) {
+        *k = (u64::from(hi[j]) << 32) | u64::from(lo[j]);
+    }
+}
+
+/// Points per block in the key pass.
+const BLOCK: usize = 512;
+
+fn keys_pass<const D: usize>(
+    exec: &Exec,
+    map: &Mapping,
+    points: &[f64],
+    quant: Quant<'_>,
+    keys: &mut [std::mem::MaybeUninit<u64>],
+    bins: Option<&mut [u32]>,
+) -> Vec<u64> {
+    let t = tables(D);
+    let kb = key_bits(D);
+    let shift0 = kb - B0;
+    let axes = map.axes;
+    // With `bins`, each point's level-0 bin is also written there (the caller's parts buffer,
+    // used as scratch), so that later passes read 4 bytes per point instead of the key.
+    let mut no_bins: [u32; 0] = [];
+    let (bins, with_bins) = match bins {
+        Some(b) => (b, true),
+        None => (&mut no_bins[..], false),
+    };
+    let hists = exec.map_chunks_mut2(keys, bins, with_bins, |r, out, bins_out| {
+        let mut h = vec![0u64; 1 << B0].into_boxed_slice();
+        let h: &mut [u64; 1 << B0] = (&mut *h).try_into().expect("histogram size");
+        let pts = &points[r.start * D..r.end * D];
+        // Keys first (independent per point, so the table walks of several points overlap),
+        // then the histogram over the keys just written, block by block.
+        let mut kbuf = [0u64; BLOCK];
+        for (bi, (pb, dst)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
+            let kb = &mut kbuf[..dst.len()];
+            if D == 2 {
+                keys_block_2d(&axes, pb, kb);
+            } else {
+                let mut quads = pb.chunks_exact(12);
+                let mut kq = kb.chunks_exact_mut(4);
+                for (p, k) in (&mut quads).zip(&mut kq) {
+                    let c = |j: usize, a: usize| axes[a].cell(p[j * 3 + a]);
+                    k.copy_from_slice(&curve::key3x4(
+                        t,
+                        [c(0, 0), c(1, 0), c(2, 0), c(3, 0)],
+                        [c(0, 1), c(1, 1), c(2, 1), c(3, 1)],
+                        [c(0, 2), c(1, 2), c(2, 2), c(3, 2)],
+                    ));
+                }
+                for (p, k) in quads.remainder().chunks_exact(3).zip(kq.into_remainder()) {
+                    *k = curve::key3(
+                        t,
+                        axes[0].cell(p[0]),
+                        axes[1].cell(p[1]),
+                        axes[2].cell(p[2]),
+                    );
+                }
+            }
+            // Every element of the output is written here (the caller relies on it).
+            for (d, &k) in dst.iter_mut().zip(kb.iter()) {
+                d.write(k);
+            }
+            if with_bins {
+                let start = bi * BLOCK;
+                for (o, &k) in bins_out[start..start + kb.len()].iter_mut().zip(kb.iter()) {
+                    *o = (k >> shift0) as u32;
+                }
+            }
+            let base = r.start + bi * BLOCK;
+            match quant {
+                Quant::Unit => {
+                    for &k in kb.iter() {
+                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += 1;
+                    }
+                }
+                Quant::Scaled { .. } => {
+                    for (j, &k) in kb.iter().enumerate() {
+                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += quant.q(base + j);
+                    }
+                }
+            }
+        }
+        h.to_vec()
+    });
+    let mut it = hists.into_iter();
+    let mut h = it.next().unwrap_or_else(|| vec![0u64; 1 << B0]);
+    for o in it {
+        for (x, y) in h.iter_mut().zip(o) {
+            *x += y;
+        }
+    }
+    h
+}
+
+/// The key buffer kept between calls: 8 bytes per point of the largest call so far, so that
+/// repeated partitions (a repartition every step of a simulation) do not allocate and fault in
+/// their pages again. [`crate::release_buffers`] frees it.
+static KEY_BUFFER: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+/// A key buffer taken from [`KEY_BUFFER`] (or new when another call holds it), returned on drop.
+struct KeyBuffer(Vec<u64>);
+
+impl KeyBuffer {
+    fn take(n: usize) -> KeyBuffer {
+        let mut v = std::mem::take(&mut *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()));
+        v.clear();
+        v.reserve(n);
+        KeyBuffer(v)
+    }
+}
+
+impl Drop for KeyBuffer {
+    fn drop(&mut self) {
+        let mut kept = KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.capacity() < self.0.capacity() {
+            *kept = std::mem::take(&mut self.0);
+        }
+    }
+}
+
+/// Frees the buffers that `hsfc` keeps between calls to avoid allocating and faulting in
+/// memory again: the key buffer (8 bytes per point of the largest partition so far) and the
+/// histogram and candidate buffers of the refinement.
+pub fn release_buffers() {
+    *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()) = Vec::new();
+    refine::release_scratch();
+}
+
+/// Per-chunk accumulators of the assign pass.
+struct Tally {
+    counts: Vec<u64>,
+    weights: Vec<u64>,
+    moved_w: u64,
+    moved_n: u64,
+}
+
+#[allow(clippy::too_many_arguments)] // the public entry points' arguments, plus `prev`
+pub(crate) fn run<R: Reduce>(
+    cfg: &Hsfc,
+    comm: &R,
+    points: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    targets: &[f64],
+    parts: &mut [u32],
+    prev: Option<&Partition>,
+) -> Result<Partition, Error> {
+    check_global(cfg, dim, targets, prev)?;
+    let k = targets.len();
+    let exec = Exec::new(cfg.par)?;
+
+    // Pass 1: validate, bounding box, largest weight. Errors are agreed on collectively so
+    // that no rank is left waiting in a reduction.
+    let mut local_err = check_lengths(points, dim, weights, parts).err();
+    let n_local = points.len() / dim;
+    let mut scan = Scan {
+        lo: [f64::INFINITY; 3],
+        hi: [f64::NEG_INFINITY; 3],
+        wmax: 0.0,
+        ok: true,
+    };
+    if local_err.is_none() {
+        let scans = exec.map_ranges(n_local, |r| {
+            if dim == 2 {
+                scan_range::<2>(points, weights, r)
+            } else {
+                scan_range::<3>(points, weights, r)
+            }
+        });
+        for s in scans {
+            for a in 0..3 {
+                scan.lo[a] = scan.lo[a].min(s.lo[a]);
+                scan.hi[a] = scan.hi[a].max(s.hi[a]);
+            }
+            scan.wmax = scan.wmax.max(s.wmax);
+            scan.ok &= s.ok;
+        }
+        if !scan.ok {
+            local_err = Some(first_bad(points, dim, weights));
+        }
+    }
+    let mut head = [u64::from(local_err.is_some()), n_local as u64];
+    comm.sum_u64(&mut head).map_err(comm_err)?;
+    if let Some(e) = local_err {
+        return Err(e);
+    }
+    if head[0] > 0 {
+        return Err(Error::InvalidOnOtherRank { ranks: head[0] });
+    }
+    let n_total = head[1];
+    let mut ext = [0.0f64; 7];
+    for a in 0..dim {
+        ext[a] = scan.lo[a];
+        ext[3 + a] = -scan.hi[a];
+    }
+    ext[6] = -scan.wmax;
+    comm.min_f64(&mut ext).map_err(comm_err)?;
+    let wmax = -ext[6];
+    let mut bbox = BoundingBox {
+        lo: [0.0; 3],
+        hi: [0.0; 3],
+    };
+    if n_total > 0 {
+        for a in 0..dim {
+            bbox.lo[a] = ext[a];
+            bbox.hi[a] = -ext[3 + a];
+        }
+    }
+
+    // The curve: the previous one if every point still lies in its box.
+    let mut kept = false;
+    if let Some(p) = prev {
+        let pb = p.bbox();
+        kept = (0..dim).all(|a| pb.lo[a] <= bbox.lo[a] && bbox.hi[a] <= pb.hi[a]) || n_total == 0;
+        if kept {
+            bbox = pb;
+        } else {
+            for a in 0..dim {
+                bbox.lo[a] = bbox.lo[a].min(pb.lo[a]);
+                bbox.hi[a] = bbox.hi[a].max(pb.hi[a]);
+            }
+        }
+    }
+    let map = Mapping::new(dim, bbox);
+
+    // Fixed-point weights.
+    let (quant, quantum) = match weights {
+        Some(w) if wmax > 0.0 => {
+            let e_n = 64 - n_total.saturating_sub(1).leading_zeros() as i32;
+            // Total below 2^62, and each weight below 2^51 (see `Quant`).
+            let e_w = exponent_above(wmax);
+            let s = (62 - e_w - e_n).min(51 - e_w);
+            let (a, b) = (f64::from(s / 2).exp2(), f64::from(s - s / 2).exp2());
+            (Quant::Scaled { w, a, b }, (-f64::from(s)).exp2())
+        }
+        Some(_) => (Quant::Unit, 0.0),
+        None => (Quant::Unit, 1.0),
+    };
+    let max_weight = if weights.is_some() { wmax } else { 1.0 };
+
+    // Pass 2: keys and the top-level weight histogram.
+    let kb = key_bits(dim);
+    // Not zeroed: the key pass writes every element. The buffer is kept between calls.
+    let mut key_buf = KeyBuffer::take(n_local);
+    let keys = &mut key_buf.0;
+    let spare = &mut keys.spare_capacity_mut()[..n_local];
+    let mut hist0 = if dim == 2 {
+        keys_pass::<2>(
+            &exec,
+            &map,
+            points,
+            quant,
+            spare,
+            prev.is_none().then_some(&mut *parts),
+        )
+    } else {
+        keys_pass::<3>(
+            &exec,
+            &map,
+            points,
+            quant,
+            spare,
+            prev.is_none().then_some(&mut *parts),
+        )
+    };
+    // SAFETY: `keys_pass` initialised all `n_local` elements (each chunk writes its range).
+    unsafe { keys.set_len(n_local) };
+    comm.sum_u64(&mut hist0).map_err(comm_err)?;
+    let total: u64 = hist0.iter().sum();
+
+    // Targets on the positive parts only; parts of size 0 get empty key ranges.
+    let tau = cumulative_targets(targets, total);
+    let positive: Vec<usize> = (0..k).filter(|&p| targets[p] > 0.0).collect();
+    let m = positive.len();
+    let tol_e = |i: usize| -> u64 {
+        // Allowed error of compressed cut i (between positive parts i and i+1).
+        let t_of = |j: usize| {
+            tau[positive[j]]
+                - if positive[j] == 0 {
+                    0
+                } else {
+                    tau[positive[j] - 1]
+                }
+        };
+        ((cfg.tolerance / 2.0) * t_of(i).min(t_of(i + 1)) as f64).floor() as u64
+    };
+    let mut queries: Vec<u64> = Vec::new();
+    for i in 0..m.saturating_sub(1) {
+        let t = tau[positive[i]];
+        if t < total {
+            queries.push(t);
+        }
+        if kept {
+            let e = tol_e(i);
+            if t > e && t - e - 1 < total {
+                queries.push(t - e - 1);
+            }
+            if t + e < total {
+                queries.push(t + e);
+            }
+        }
+    }
+    // Distinct targets, and how many cuts have each (used by the fresh path).
+    queries.sort_unstable();
+    let mut mult: Vec<u32> = Vec::with_capacity(queries.len());
+    {
+        let mut dedup: Vec<u64> = Vec::with_capacity(queries.len());
+        for &q in &queries {
+            if dedup.last() == Some(&q) {
+                *mult.last_mut().expect("pushed with q") += 1;
+            } else {
+                dedup.push(q);
+                mult.push(1);
+            }
+        }
+        queries = dedup;
+    }
+    let positive_u32: Vec<u32> = positive.iter().map(|&p| p as u32).collect();
+    let fresh = prev.is_none();
+    let (found, fresh_tally) = refine::locate(
+        comm,
+        &exec,
+        keys,
+        quant,
+        &hist0,
+        kb,
+        n_total,
+        &queries,
+        fresh.then(|| refine::Assign {
+            mult: &mult,
+            positive: &positive_u32,
+            parts: &mut *parts,
+            k,
+        }),
+    )
+    .map_err(comm_err)?;
+    let lookup = |q: u64| -> Found { found[queries.binary_search(&q).expect("queried")] };
+
+    // Compressed cuts C_i.
+    let mut ccuts = Vec::with_capacity(m.saturating_sub(1));
+    for i in 0..m.saturating_sub(1) {
+        let t = tau[positive[i]];
+        let nearest = if t >= total {
+            u64::MAX
+        } else {
+            lookup(t).nearest_cut(t)
+        };
+        let cut = match prev {
+            Some(p) if kept => {
+                let e = tol_e(i);
+                let cl = if t <= e {
+                    0
+                } else {
+                    lookup(t - e - 1).key.saturating_add(1)
+                };
+                let ch = if t + e >= total {
+                    u64::MAX
+                } else {
+                    lookup(t + e).key
+                };
+                let (cl, ch) = if cl > ch {
+                    (nearest, nearest)
+                } else {
+                    (cl, ch)
+                };
+                // The previous cut of the same boundary (the first of a run of cuts when the
+                // previous partition had parts of size 0 in between).
+                let reference = p.cuts[positive[i]];
+                reference.clamp(cl, ch)
+            }
+            _ => nearest,
+        };
+        let cut = ccuts.last().map_or(cut, |&last: &u64| cut.max(last));
+        ccuts.push(cut);
+    }
+    // Expand to the K−1 cuts.
+    let mut cuts = vec![0u64; k - 1];
+    for (j, c) in cuts.iter_mut().enumerate() {
+        // Cut j separates part j from part j+1: it is the compressed cut after the last
+        // positive part <= j, or 0 before the first one, or ∞ after the last one.
+        let done = positive.partition_point(|&p| p <= j);
+        *c = if done == 0 {
+            0
+        } else if done == m {
+            u64::MAX
+        } else {
+            ccuts[done - 1]
+        };
+    }
+
+    // Pass 3 (repartition only; a fresh partition assigned the points while locating):
+    // assign, tally weights and counts, and the migration.
+    let mut sums = vec![0u64; 2 * k + 2];
+    let mut global_w: Option<Vec<u64>> = None;
+    if let Some((t, weights)) = fresh_tally {
+        sums[..k].copy_from_slice(&t.counts);
+        global_w = Some(weights);
+    } else {
+        let shift0 = kb - B0;
+        let nb = 1usize << B0;
+        let mut first = vec![0u32; nb + 1];
+        {
+            let mut c = 0usize;
+            for (b, f) in first.iter_mut().enumerate().take(nb) {
+                let start = (b as u64) << shift0;
+                while c < cuts.len() && cuts[c] < start {
+                    c += 1;
+                }
+                *f = c as u32;
+            }
+            first[nb] = cuts.len() as u32;
+        }
+        let tallies = exec.map_chunks_mut(parts, |r, out| {
+            let mut t = Tally {
+                counts: vec![0; k],
+                weights: vec![0; k],
+                moved_w: 0,
+                moved_n: 0,
+            };
+            for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
+                let b = (key >> shift0) as usize;
+                let (lo, hi) = (first[b] as usize, first[b + 1] as usize);
+                let part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
+                let q = quant.q(r.start + j);
+                t.counts[part] += 1;
+                t.weights[part] += q;
+                if *p as usize != part {
+                    t.moved_w += q;
+                    t.moved_n += 1;
+                }
+                *p = part as u32;
+            }
+            t
+        });
+        for t in tallies {
+            for p in 0..k {
+                sums[p] += t.counts[p];
+                sums[k + p] += t.weights[p];
+            }
+            sums[2 * k] += t.moved_w;
+            sums[2 * k + 1] += t.moved_n;
+        }
+    }
+    comm.sum_u64(&mut sums).map_err(comm_err)?;
+    if let Some(g) = global_w {
+        for (s, w) in sums[k..2 * k].iter_mut().zip(g) {
+            *s += w;
+        }
+    }
+
+    let scale = if quantum == 0.0 { 0.0 } else { quantum };
+    let part_weights: Vec<f64> = sums[k..2 * k].iter().map(|&w| w as f64 * scale).collect();
+    let target_w: Vec<f64> = (0..k)
+        .map(|p| (tau[p] - if p == 0 { 0 } else { tau[p - 1] }) as f64 * scale)
+        .collect();
+    Ok(Partition {
+        map,
+        cuts,
+        part_weights,
+        part_counts: sums[..k].to_vec(),
+        targets: target_w,
+        total_weight: total as f64 * scale,
+        n: n_total,
+        max_weight,
+        quantum,
+        migration: prev.map(|_| Migration {
+            weight: sums[2 * k] as f64 * scale,
+            count: sums[2 * k + 1],
+            kept_cuts: kept,
+        }),
+    })
+}

@@ -1,0 +1,735 @@
+//! Locating weight targets on the curve: adaptive binning refined only where a target falls.
+//!
+//! The objects, sorted by key, have prefix weights `P`. For a target `q` (in fixed-point
+//! weight units, `q < W`) we look for the *atom* `a` (the set of objects sharing one key) that
+//! straddles it: `P(before a) <= q < P(before a) + w_a`. We never sort: a histogram of the
+//! weight over the top `B0` key bits (made in the key pass) puts each target in one bin; the
+//! points of those bins only are gathered, and each round histograms them over the next few
+//! key bits, per active bin, keeping only the sub-bins that hold a target. A sub-bin holding
+//! a single object (count 1) is resolved at once: its key is the sum of the keys in the bin.
+//! All histograms are integer sums, reduced with `sum_u64`, so every rank and every thread
+//! count takes the same decisions.
+
+use crate::dist::Reduce;
+use crate::exec::Exec;
+
+/// Buffers kept between calls (histograms and candidate lists), so that repeated partitions
+/// do not fault fresh pages in (page faults also serialise threads on the address space).
+mod scratch {
+    use super::Cand;
+    use std::sync::Mutex;
+
+    static U64: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
+    static CANDS: Mutex<Vec<Vec<Cand>>> = Mutex::new(Vec::new());
+    const KEEP: usize = 64;
+
+    /// A zeroed buffer of `len` words.
+    pub(super) fn zeroed(len: usize) -> Vec<u64> {
+        let got = U64.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match got {
+            Some(mut v) => {
+                v.clear();
+                v.resize(len, 0);
+                v
+            }
+            None => vec![0; len],
+        }
+    }
+    pub(super) fn give_u64(v: Vec<u64>) {
+        let mut pool = U64.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < KEEP {
+            pool.push(v);
+        }
+    }
+    /// An empty candidate list with room for `cap`.
+    pub(super) fn cands(cap: usize) -> Vec<Cand> {
+        let got = CANDS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut v = got.unwrap_or_default();
+        v.clear();
+        v.reserve(cap);
+        v
+    }
+    pub(super) fn give_cands(v: Vec<Cand>) {
+        let mut pool = CANDS.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < KEEP {
+            pool.push(v);
+        }
+    }
+    /// Frees every kept buffer.
+    pub(crate) fn release() {
+        U64.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        CANDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+pub(crate) use scratch::release as release_scratch;
+
+/// Key bits in the histogram made by the key pass.
+pub(crate) const B0: u32 = 14;
+
+/// Fixed-point weights: `q_i = round(w_i·2^S)` (to nearest, ties to even), or 1 per object
+/// for unit weights. `2^S = a·b` (two factors, so that extreme weights do not overflow the
+/// scale), and `S` keeps every `q_i < 2^51`, so the rounding is done exactly and cheaply by
+/// adding 2^52 and reading the low mantissa bits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Quant<'a> {
+    Unit,
+    Scaled { w: &'a [f64], a: f64, b: f64 },
+}
+
+const TWO52: f64 = 4_503_599_627_370_496.0;
+
+impl Quant<'_> {
+    #[inline(always)]
+    pub(crate) fn q(&self, i: usize) -> u64 {
+        match *self {
+            Quant::Unit => 1,
+            Quant::Scaled { w, a, b } => (w[i] * a * b + TWO52).to_bits() - TWO52.to_bits(),
+        }
+    }
+}
+
+/// What a target found: the straddling atom's key, the weight before it and its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub key: u64,
+    pub before: u64,
+    pub weight: u64,
+}
+
+impl Found {
+    /// The cut for target `q` (which this atom straddles): before the atom if that is at least
+    /// as near `q` as after it, else just after it.
+    pub(crate) fn nearest_cut(&self, q: u64) -> u64 {
+        if q - self.before <= self.before + self.weight - q {
+            self.key
+        } else {
+            self.key.saturating_add(1)
+        }
+    }
+}
+
+/// Number of points this rank assigned to each part.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    pub counts: Vec<u64>,
+}
+
+impl Tally {
+    pub(crate) fn new(k: usize) -> Tally {
+        Tally { counts: vec![0; k] }
+    }
+    pub(crate) fn merge(&mut self, o: &Tally) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+    }
+}
+
+/// For a fresh partition every query is a cut target, so the part of every point is known as
+/// soon as its bin holds no target: [`locate`] then writes the parts as it goes (no later pass
+/// and no search over the cuts).
+#[derive(Debug)]
+pub(crate) struct Assign<'a> {
+    /// How many cuts (on the parts of positive size) have each query as target.
+    pub mult: &'a [u32],
+    /// Part id of the c-th part of positive size.
+    pub positive: &'a [u32],
+    /// Output, one per local point; on entry it holds each point's level-0 bin (the top
+    /// [`B0`] key bits), written there by the key pass.
+    pub parts: &'a mut [u32],
+    /// Number of parts K.
+    pub k: usize,
+}
+
+/// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
+const CELL_FLAG: u32 = 1 << 31;
+
+/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's.
+#[derive(Clone, Copy)]
+struct SlotGeom {
+    off: usize,
+    shift: u32,
+    mask: u64,
+}
+
+#[inline(always)]
+fn geom_cell(g: &[SlotGeom], slot: u32, key: u64) -> usize {
+    let s = g[slot as usize];
+    s.off + ((key >> s.shift) & s.mask) as usize
+}
+
+#[derive(Clone, Copy)]
+struct Cand {
+    key: u64,
+    w: u64,
+    idx: u32,
+    slot: u32,
+}
+
+struct Active {
+    /// The cell's key bits (its first `depth` bits).
+    prefix: u64,
+    /// Global weight before the cell.
+    base: u64,
+    /// Key bits fixed so far.
+    depth: u32,
+    /// Global number of objects in the cell (estimated from the weight at level 0).
+    count: u64,
+}
+
+/// Sub-bin bits for a cell of `count` objects: about 8 objects per sub-bin, between 2^8 and
+/// 2^16 sub-bins, so that dense cells are split finely and need fewer rounds.
+fn sub_bits(count: u64) -> u32 {
+    let len = 64 - count.leading_zeros();
+    len.saturating_sub(3).clamp(8, 16)
+}
+
+/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
+/// the global weights per part.
+pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
+
+/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
+///
+/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
+/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
+/// local point's part and returns the local counts per part and the global weights per
+/// part (summed from the reduced histograms, so not to be reduced again).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn locate<R: Reduce>(
+    comm: &R,
+    exec: &Exec,
+    keys: &[u64],
+    quant: Quant<'_>,
+    hist0: &[u64],
+    key_bits: u32,
+    n_total: u64,
+    queries: &[u64],
+    mut assign: Option<Assign<'_>>,
+) -> Result<Located, R::Error> {
+    let mut found: Vec<Option<Found>> = vec![None; queries.len()];
+    // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
+    let cuts_below: Vec<u32> = match &assign {
+        Some(a) => std::iter::once(0)
+            .chain(a.mult.iter().scan(0u32, |acc, &m| {
+                *acc += m;
+                Some(*acc)
+            }))
+            .collect(),
+        None => vec![0; queries.len() + 1],
+    };
+    let part_after = |a: &Assign<'_>, cuts: u32| a.positive[cuts as usize];
+
+    // Level 0: the key pass's histogram.
+    let mut active: Vec<Active> = Vec::new();
+    let mut slot_of_query: Vec<u32> = vec![0; queries.len()];
+    let nb = 1usize << B0;
+    // Fixed-size, so that masked indexing needs no bounds check in the passes.
+    let mut slot_of_bin: Box<[u32; 1 << B0]> = vec![u32::MAX; nb]
+        .into_boxed_slice()
+        .try_into()
+        .expect("size 2^B0");
+    let mut part_of_bin: Box<[u32; 1 << B0]> = vec![0u32; nb]
+        .into_boxed_slice()
+        .try_into()
+        .expect("size 2^B0");
+    {
+        let total = hist0.iter().sum::<u64>().max(1);
+        let (mut b, mut cum) = (0usize, 0u64);
+        for (qi, &q) in queries.iter().enumerate() {
+            while cum + hist0[b] <= q {
+                cum += hist0[b];
+                b += 1;
+            }
+            if active.last().is_none_or(|a| a.prefix != b as u64) {
+                let count = (n_total as f64 * (hist0[b] as f64 / total as f64)).ceil() as u64;
+                active.push(Active {
+                    prefix: b as u64,
+                    base: cum,
+                    depth: B0,
+                    count,
+                });
+            }
+            slot_of_query[qi] = (active.len() - 1) as u32;
+        }
+        for (s, a) in active.iter().enumerate() {
+            slot_of_bin[a.prefix as usize] = s as u32;
+        }
+        if let Some(a) = &assign {
+            // An inactive bin lies after exactly the cuts whose targets fall in earlier bins.
+            let mut qi = 0;
+            for (b, p) in part_of_bin.iter_mut().enumerate() {
+                while qi < queries.len() && (active[slot_of_query[qi] as usize].prefix as usize) < b
+                {
+                    qi += 1;
+                }
+                *p = part_after(a, cuts_below[qi]);
+            }
+        }
+    }
+    // Gather the local objects of the active bins (and assign the others).
+    let shift0 = key_bits - B0;
+    let active_weight: u64 = active.iter().map(|a| hist0[a.prefix as usize]).sum();
+    let frac = active_weight as f64 / hist0.iter().sum::<u64>().max(1) as f64;
+    let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
+    // When the targets' bins hold much of the weight (points concentrated where cuts fall),
+    // the first round histograms straight from the keys and only its survivors are gathered.
+    let mut from_keys = frac > 0.25 && assign.as_ref().is_none_or(|a| a.k < CELL_FLAG as usize);
+    let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
+    // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
+    // once the bin's part is known, so points are counted locally but never weighed twice.
+    let mut global_w: Option<Vec<u64>> = assign.as_ref().map(|a| {
+        let mut w = vec![0u64; a.k];
+        for (b, &hw) in hist0.iter().enumerate() {
+            if slot_of_bin[b] == u32::MAX {
+                w[part_of_bin[b] as usize] += hw;
+            }
+        }
+        w
+    });
+    // Candidates in chunks, each in increasing point order and covering its own range of
+    // points, so that chunks can be processed in parallel (each writing its own parts).
+    let mut cands: Vec<Vec<Cand>> = Vec::new();
+    if !from_keys {
+        let gathered: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
+            Some(a) => {
+                let k = a.k;
+                exec.map_chunks_mut(a.parts, |r, out| {
+                    let mut cands = scratch::cands(reserve(r.len()));
+                    let mut t = Tally::new(k);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        // The key pass left the point's level-0 bin in its parts entry.
+                        let b = *p as usize & (nb - 1);
+                        let s = slot_of_bin[b];
+                        if s == u32::MAX {
+                            // Its weight is counted from hist0 (see `global_w`).
+                            let part = part_of_bin[b];
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        } else {
+                            let i = r.start + j;
+                            cands.push(Cand {
+                                key: keys[i],
+                                w: quant.q(i),
+                                idx: i as u32,
+                                slot: s,
+                            });
+                        }
+                    }
+                    (cands, Some(t))
+                })
+            }
+            None => exec.map_ranges(keys.len(), |r| {
+                let mut cands = scratch::cands(reserve(r.len()));
+                for i in r {
+                    let key = keys[i];
+                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                    if s != u32::MAX {
+                        cands.push(Cand {
+                            key,
+                            w: quant.q(i),
+                            idx: i as u32,
+                            slot: s,
+                        });
+                    }
+                }
+                (cands, None)
+            }),
+        };
+        for (c, t) in gathered {
+            cands.push(c);
+            if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                all.merge(&t);
+            }
+        }
+    }
+    let count_of = |cs: &[Vec<Cand>]| cs.iter().map(Vec::len).sum::<usize>();
+    let mut pending: Vec<usize> = (0..queries.len()).collect();
+    while !pending.is_empty() {
+        let nact = active.len();
+        // Sub-bins per active cell, within a global budget.
+        let mut bits: Vec<u32> = active
+            .iter()
+            .map(|a| sub_bits(a.count).min(key_bits - a.depth))
+            .collect();
+        while bits.iter().map(|&b| 1usize << b).sum::<usize>() > (1 << 17) {
+            let i = (0..nact)
+                .max_by_key(|&i| (bits[i], std::cmp::Reverse(i)))
+                .expect("nact > 0");
+            if bits[i] == 1 {
+                break;
+            }
+            bits[i] -= 1;
+        }
+        let mut off = Vec::with_capacity(nact + 1);
+        off.push(0usize);
+        for &b in &bits {
+            off.push(off.last().expect("pushed") + (1usize << b));
+        }
+        let cells = off[nact];
+        let shift: Vec<u32> = (0..nact)
+            .map(|s| key_bits - active[s].depth - bits[s])
+            .collect();
+        let mask: Vec<u64> = bits.iter().map(|&b| (1u64 << b) - 1).collect();
+        let geom: Vec<SlotGeom> = (0..nact)
+            .map(|s| SlotGeom {
+                off: off[s],
+                shift: shift[s],
+                mask: mask[s],
+            })
+            .collect();
+        let cell_of = |c: &Cand| geom_cell(&geom, c.slot, c.key);
+        // Weight, count and key sum per sub-bin.
+        let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
+            for c in cs {
+                let idx = cell_of(c) * 3;
+                h[idx] += c.w;
+                h[idx + 1] += 1;
+                h[idx + 2] = h[idx + 2].wrapping_add(c.key);
+            }
+        };
+        let mut hist = if from_keys {
+            // Pass A: histogram the points of the active bins, assign the others.
+            let k = assign.as_ref().map_or(0, |a| a.k);
+            let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
+                Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
+                    let mut h = scratch::zeroed(cells);
+                    let mut t = Tally::new(k);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        // The key pass left the point's level-0 bin in its parts entry.
+                        let b = *p as usize & (nb - 1);
+                        let s = slot_of_bin[b];
+                        if s == u32::MAX {
+                            // Its weight is counted from hist0 (see `global_w`).
+                            let part = part_of_bin[b];
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        } else {
+                            // Parked: the cell, flagged, until pass B knows its part.
+                            let key = keys[r.start + j];
+                            let cell = geom_cell(&geom, s, key);
+                            h[cell] += quant.q(r.start + j);
+                            *p = CELL_FLAG | cell as u32;
+                        }
+                    }
+                    (h, Some(t))
+                }),
+                None => exec.map_ranges(keys.len(), |r| {
+                    let mut h = scratch::zeroed(cells);
+                    for i in r {
+                        let key = keys[i];
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s != u32::MAX {
+                            h[geom_cell(&geom, s, key)] += quant.q(i);
+                        }
+                    }
+                    (h, None)
+                }),
+            };
+            let mut it = per.into_iter();
+            let (mut h, t0) = it.next().unwrap_or_default();
+            if let (Some(all), Some(t)) = (tally.as_mut(), t0) {
+                all.merge(&t);
+            }
+            for (o, t) in it {
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
+                }
+                scratch::give_u64(o);
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+            h
+        } else {
+            let acc_group = |g: &[Vec<Cand>]| {
+                let mut h = scratch::zeroed(cells * 3);
+                for cs in g {
+                    accumulate_into(&mut h, cs);
+                }
+                h
+            };
+            let per = if exec.parallel_for(count_of(&cands)) {
+                let per_group = cands.len().div_ceil(exec.threads()).max(1);
+                exec.map_items(cands.chunks(per_group).collect(), acc_group)
+            } else {
+                vec![acc_group(&cands)]
+            };
+            let mut it = per.into_iter();
+            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(cells * 3));
+            for o in it {
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
+                }
+                scratch::give_u64(o);
+            }
+            h
+        };
+        comm.sum_u64(&mut hist)?;
+        // The first round from the keys sums weights only (no count, no key sum).
+        let stride = hist.len() / cells.max(1);
+        let total_w: u64 = hist0.iter().sum::<u64>().max(1);
+
+        let mut next_active: Vec<Active> = Vec::new();
+        let mut remap = vec![u32::MAX; cells];
+        let mut still = Vec::new();
+        // Where each pending query went: (cell, resolved key or None).
+        let mut placed: Vec<(usize, Option<u64>)> = Vec::with_capacity(pending.len());
+        // Walk state: (slot, sub-bin, weight before it).
+        let mut walk: Option<(u32, usize, u64)> = None;
+        for &qi in &pending {
+            let q = queries[qi];
+            let s = slot_of_query[qi];
+            let a = &active[s as usize];
+            let (mut sb, mut cum) = match walk {
+                Some((ws, sb, cum)) if ws == s => (sb, cum),
+                _ => (0, a.base),
+            };
+            let row = &hist[off[s as usize] * stride..off[s as usize + 1] * stride];
+            while cum + row[sb * stride] <= q {
+                cum += row[sb * stride];
+                sb += 1;
+            }
+            walk = Some((s, sb, cum));
+            let w = row[sb * stride];
+            let (count, keysum) = if stride == 3 {
+                (row[sb * 3 + 1], row[sb * 3 + 2])
+            } else {
+                // Unknown: estimated from the weight, never taken as a single object.
+                let est = (n_total as f64 * (w as f64 / total_w as f64)).ceil() as u64;
+                (est.max(2), 0)
+            };
+            let b = bits[s as usize];
+            let prefix = (a.prefix << b) | sb as u64;
+            let cell = off[s as usize] + sb;
+            if count == 1 {
+                found[qi] = Some(Found {
+                    key: keysum,
+                    before: cum,
+                    weight: w,
+                });
+                placed.push((cell, Some(keysum)));
+            } else if a.depth + b == key_bits {
+                found[qi] = Some(Found {
+                    key: prefix,
+                    before: cum,
+                    weight: w,
+                });
+                placed.push((cell, Some(prefix)));
+            } else {
+                if remap[cell] == u32::MAX {
+                    remap[cell] = next_active.len() as u32;
+                    next_active.push(Active {
+                        prefix,
+                        base: cum,
+                        depth: a.depth + b,
+                        count,
+                    });
+                }
+                slot_of_query[qi] = remap[cell];
+                still.push(qi);
+                placed.push((cell, None));
+            }
+        }
+        // Parts of the sub-bins that are done: those with no target follow the cuts before
+        // them; a resolved atom also follows the cuts placed just before it.
+        let sub_part: Vec<u32> = match &assign {
+            Some(asg) => {
+                let mut sp = vec![u32::MAX; cells];
+                let mut pi = 0;
+                for (s, act) in active.iter().enumerate() {
+                    let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
+                    for cell in off[s]..off[s + 1] {
+                        let mut here = 0u32;
+                        let mut at_key = 0u32;
+                        let mut resolved = false;
+                        while pi < pending.len() && placed[pi].0 == cell {
+                            let qi = pending[pi];
+                            let m = cuts_below[qi + 1] - cuts_below[qi];
+                            here += m;
+                            if let (Some(key), Some(f)) = (placed[pi].1, found[qi]) {
+                                resolved = true;
+                                if f.nearest_cut(queries[qi]) <= key {
+                                    at_key += m;
+                                }
+                            }
+                            pi += 1;
+                        }
+                        if here == 0 && remap[cell] == u32::MAX {
+                            sp[cell] = part_after(asg, below);
+                        } else if resolved {
+                            sp[cell] = part_after(asg, below + at_key);
+                        }
+                        below += here;
+                    }
+                }
+                sp
+            }
+            None => Vec::new(),
+        };
+        if let Some(gw) = global_w.as_mut() {
+            for (cell, &p) in sub_part.iter().enumerate() {
+                if p != u32::MAX {
+                    gw[p as usize] += hist[cell * stride];
+                }
+            }
+        }
+        pending = still;
+        if from_keys {
+            // Pass B: assign the points of the finished sub-bins, gather the others.
+            from_keys = false;
+            let k = assign.as_ref().map_or(0, |a| a.k);
+            let survivors: u64 = next_active.iter().map(|a| a.count).sum();
+            let sfrac = survivors as f64 / n_total.max(1) as f64;
+            let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
+            let per: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
+                Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
+                    let mut cs = scratch::cands(reserve(r.len()));
+                    let mut t = Tally::new(k);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        if *p & CELL_FLAG == 0 {
+                            continue; // assigned in pass A
+                        }
+                        let cell = (*p & !CELL_FLAG) as usize;
+                        let next = remap[cell];
+                        if next == u32::MAX {
+                            // Weighed from the round's histogram (see `global_w`).
+                            let part = sub_part[cell];
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        } else {
+                            let i = r.start + j;
+                            cs.push(Cand {
+                                key: keys[i],
+                                w: quant.q(i),
+                                idx: i as u32,
+                                slot: next,
+                            });
+                        }
+                    }
+                    (cs, Some(t))
+                }),
+                None => exec.map_ranges(keys.len(), |r| {
+                    let mut cs = scratch::cands(reserve(r.len()));
+                    for i in r {
+                        let key = keys[i];
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s == u32::MAX {
+                            continue;
+                        }
+                        let next = remap[geom_cell(&geom, s, key)];
+                        if next != u32::MAX {
+                            cs.push(Cand {
+                                key,
+                                w: quant.q(i),
+                                idx: i as u32,
+                                slot: next,
+                            });
+                        }
+                    }
+                    (cs, None)
+                }),
+            };
+            for c in cands.drain(..) {
+                scratch::give_cands(c);
+            }
+            for (c, t) in per {
+                cands.push(c);
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+        } else {
+            let par = exec.parallel_for(count_of(&cands));
+            match (assign.as_mut(), tally.as_mut()) {
+                (Some(asg), Some(t)) => {
+                    // Each chunk with the slice of parts its points fall in.
+                    let mut work: Vec<(&mut Vec<Cand>, usize, &mut [u32])> = Vec::new();
+                    let mut rest: &mut [u32] = &mut *asg.parts;
+                    let mut base = 0usize;
+                    let starts: Vec<Option<usize>> = cands
+                        .iter()
+                        .map(|c| c.first().map(|x| x.idx as usize))
+                        .collect();
+                    let nonempty: Vec<usize> =
+                        (0..cands.len()).filter(|&c| starts[c].is_some()).collect();
+                    let mut chunks: Vec<Option<&mut Vec<Cand>>> =
+                        cands.iter_mut().map(Some).collect();
+                    for (n, &c) in nonempty.iter().enumerate() {
+                        let start = starts[c].expect("non-empty");
+                        let end = nonempty
+                            .get(n + 1)
+                            .map_or(base + rest.len(), |&d| starts[d].expect("non-empty"));
+                        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - base);
+                        let (mine, tail) = tail.split_at_mut(end - start);
+                        rest = tail;
+                        base = end;
+                        work.push((chunks[c].take().expect("each chunk once"), start, mine));
+                    }
+                    let k = asg.k;
+                    let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
+                        let mut counts = vec![0u64; k];
+                        cs.retain_mut(|c| {
+                            let cell = cell_of(c);
+                            c.slot = remap[cell];
+                            if c.slot == u32::MAX {
+                                let p = sub_part[cell];
+                                parts[c.idx as usize - off] = p;
+                                counts[p as usize] += 1;
+                                false
+                            } else {
+                                true
+                            }
+                        });
+                        counts
+                    };
+                    let per = if par {
+                        exec.map_items(work, retain)
+                    } else {
+                        work.into_iter().map(retain).collect()
+                    };
+                    for counts in per {
+                        t.merge(&Tally { counts });
+                    }
+                }
+                _ => {
+                    if !pending.is_empty() {
+                        let retain = |cs: &mut Vec<Cand>| {
+                            cs.retain_mut(|c| {
+                                let cell = cell_of(c);
+                                c.slot = remap[cell];
+                                c.slot != u32::MAX
+                            })
+                        };
+                        if par {
+                            exec.map_items(cands.iter_mut().collect(), retain);
+                        } else {
+                            cands.iter_mut().for_each(retain);
+                        }
+                    }
+                }
+            }
+            for c in cands.extract_if(.., |c| c.is_empty()) {
+                scratch::give_cands(c);
+            }
+        }
+        active = next_active;
+        scratch::give_u64(hist);
+    }
+    for c in cands.drain(..) {
+        scratch::give_cands(c);
+    }
+    debug_assert!(
+        assign.is_none() || count_of(&cands) == 0,
+        "every candidate assigned"
+    );
+    let tally = match (tally, global_w) {
+        (Some(t), Some(w)) => Some((t, w)),
+        _ => None,
+    };
+    let found = found
+        .into_iter()
+        .map(|f| f.expect("every query resolved"))
+        .collect();
+    Ok((found, tally))
+}
