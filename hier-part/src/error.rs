@@ -1,10 +1,13 @@
 //! The crate's error type.
 
+use crate::hier::MethodKind;
+use drum_model::Location;
+
 /// Everything that can go wrong in `hier-part` with bad data (not programmer error).
 ///
 /// Each message names the place: the point, the coordinate, the index of the weight or target,
 /// the graph vertex, the measurement.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// `dim` is not 1, 2 or 3.
@@ -140,4 +143,90 @@ pub enum Error {
         /// Why no fit exists.
         reason: &'static str,
     },
+    /// `<lbmethod lbm="...">` names a method this crate does not have.
+    #[error("{location}: {node}: unknown lbmethod `{method}` (known: HSFC, RCB, RIB)")]
+    UnknownMethod {
+        /// Where the `lbm` attribute is.
+        location: Location,
+        /// The node, as `node 3 ("name")`.
+        node: String,
+        /// The method named.
+        method: String,
+    },
+    /// A known `<lbmethod>` parameter has a bad value.
+    #[error("{location}: {node}: lbmethod parameter {name}=\"{value}\" is not {expected}")]
+    BadParameter {
+        /// Where the parameter is.
+        location: Location,
+        /// The node, as `node 3 ("name")`.
+        node: String,
+        /// The parameter's name.
+        name: String,
+        /// Its value.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A level's partitioner failed; `source` says why.
+    #[error("{node} ({method} level): {source}")]
+    Level {
+        /// The node that was splitting, as `node 3 ("name")`.
+        node: String,
+        /// Its method.
+        method: MethodKind,
+        /// The partitioner's error.
+        source: Box<Error>,
+    },
+    /// An error of the `hsfc` partitioner.
+    #[error(transparent)]
+    Hsfc(#[from] hsfc::Error),
+    /// A collective failed (a rank died, ranks disagreed).
+    #[error("communication failed: {0}")]
+    Comm(#[from] comm::CommError),
+    /// A distributed run was started with a communicator whose size is not the machine's
+    /// number of ranks.
+    #[error(
+        "the communicator has {comm} ranks but the machine has {machine}: run one process (or thread rank) per rank of the machine"
+    )]
+    RankCount {
+        /// Size of the communicator.
+        comm: usize,
+        /// Ranks of the machine.
+        machine: usize,
+    },
+    /// Another rank of a distributed run found bad input (it reports the details).
+    #[error(
+        "{ranks} rank(s) found bad input, the first being rank {rank} (its error names the object)"
+    )]
+    InvalidOnOtherRank {
+        /// How many ranks found bad input.
+        ranks: u64,
+        /// The first of them.
+        rank: u64,
+    },
+    /// Ranks of a distributed run passed inconsistent arguments.
+    #[error("ranks disagree: {what}")]
+    Inconsistent {
+        /// What differs.
+        what: &'static str,
+    },
+    /// A point assign through the hierarchy reached a level whose cuts were not kept.
+    #[error(
+        "{node}: no cuts kept for this level (set KEEP_CUTS=\"1\" on its lbmethod, and in a distributed run ask a rank that took part in it)"
+    )]
+    NoCuts {
+        /// The node, as `node 3 ("name")`.
+        node: String,
+    },
+}
+
+impl Error {
+    /// Wraps an error of a level's partitioner with the node and the method.
+    pub(crate) fn at_level(self, node: &str, method: MethodKind) -> Error {
+        Error::Level {
+            node: node.to_string(),
+            method,
+            source: Box::new(self),
+        }
+    }
 }

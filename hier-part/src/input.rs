@@ -89,6 +89,44 @@ pub(crate) fn validate(
     parts_len: usize,
     par: Par,
 ) -> Result<Input, Error> {
+    let n = check_points(coords, dim, weights, parts_len, par)?;
+    let fractions = fractions(targets)?;
+    let mut input = Input {
+        n,
+        fractions,
+        w_max: 1.0,
+        unit: true,
+        scale: (1.0, 1.0),
+    };
+    if let Some(w) = weights {
+        let w_max = if par.is_parallel() && n >= 4 * CHUNK {
+            w.par_iter()
+                .with_min_len(CHUNK)
+                .copied()
+                .reduce(|| 0.0, f64::max)
+        } else {
+            w.iter().copied().fold(0.0, f64::max)
+        };
+        if w_max > 0.0 {
+            let e = 31 - exponent(w_max);
+            input.w_max = w_max;
+            input.unit = false;
+            input.scale = (pow2(e / 2), pow2(e - e / 2));
+        }
+    }
+    Ok(input)
+}
+
+/// Checks points (dimension 1 to 3, whole points, finite coordinates, at most `u32::MAX`),
+/// weights (finite, non-negative, one per point) and the length of the output; returns the
+/// number of points. Errors name the first bad point (the same one for every `par`).
+pub(crate) fn check_points(
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    parts_len: usize,
+    par: Par,
+) -> Result<usize, Error> {
     if !(1..=3).contains(&dim) {
         return Err(Error::UnsupportedDim { dim });
     }
@@ -113,7 +151,6 @@ pub(crate) fn validate(
             per: "point",
         });
     }
-    let fractions = fractions(targets)?;
     if let Some(i) = first_bad(coords.len(), par, |i| !coords[i].is_finite()) {
         return Err(Error::NonFiniteCoord {
             point: i / dim,
@@ -121,31 +158,10 @@ pub(crate) fn validate(
             value: coords[i],
         });
     }
-    let mut input = Input {
-        n,
-        fractions,
-        w_max: 1.0,
-        unit: true,
-        scale: (1.0, 1.0),
-    };
     if let Some(w) = weights {
         check_weights(w, n, "point", par)?;
-        let w_max = if par.is_parallel() && n >= 4 * CHUNK {
-            w.par_iter()
-                .with_min_len(CHUNK)
-                .copied()
-                .reduce(|| 0.0, f64::max)
-        } else {
-            w.iter().copied().fold(0.0, f64::max)
-        };
-        if w_max > 0.0 {
-            let e = 31 - exponent(w_max);
-            input.w_max = w_max;
-            input.unit = false;
-            input.scale = (pow2(e / 2), pow2(e - e / 2));
-        }
     }
-    Ok(input)
+    Ok(n)
 }
 
 /// Checks that `w` has one finite, non-negative weight per `per` (`n` of them).

@@ -16,6 +16,7 @@
 mod bisect;
 mod error;
 pub mod graph;
+mod hier;
 mod input;
 mod par;
 pub mod points;
@@ -25,5 +26,9 @@ pub mod rebalance;
 pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
 pub use error::Error;
 pub use graph::Csr;
+pub use hier::{
+    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved,
+    Plan, PlanNode, ToleranceWarning,
+};
 pub use par::Par;
 pub use quality::{Quality, picture};

@@ -8,6 +8,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod cut;
+pub(crate) mod dist;
 mod inertia;
 #[cfg(test)]
 mod reference;
@@ -163,6 +164,73 @@ impl Rib {
             parts,
         )
     }
+}
+
+impl Rcb {
+    /// Distributed [`Rcb::partition`]: every rank of `comm` passes its own points (possibly
+    /// none) and gets their parts; the result is the serial partition of the union of the
+    /// ranks' points taken in rank order, cut for cut, for any number of ranks. Every rank must
+    /// pass the same `targets`; bad data on any rank is an error on every rank. The reported
+    /// [`Bisection::part_weights`] come from the exact integer weights (the same on every
+    /// rank), within `n · w_max · 2⁻³¹` of the serial run's floating-point sums.
+    pub fn partition_dist<C: comm::Comm>(
+        &self,
+        comm: &C,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Bisection, Error> {
+        let gids = rank_order_ids(comm, coords.len() / dim.max(1))?;
+        dist::bisect_dist(
+            comm,
+            Method::Rcb,
+            self.keep_ties,
+            self.par,
+            coords,
+            dim,
+            weights,
+            &gids,
+            targets,
+            parts,
+        )
+    }
+}
+
+impl Rib {
+    /// Distributed [`Rib::partition`] (see [`Rcb::partition_dist`]).
+    pub fn partition_dist<C: comm::Comm>(
+        &self,
+        comm: &C,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Bisection, Error> {
+        let gids = rank_order_ids(comm, coords.len() / dim.max(1))?;
+        dist::bisect_dist(
+            comm,
+            Method::Rib,
+            self.keep_ties,
+            self.par,
+            coords,
+            dim,
+            weights,
+            &gids,
+            targets,
+            parts,
+        )
+    }
+}
+
+/// Global ids of this rank's `n` objects when the ranks' objects are taken in rank order.
+pub(crate) fn rank_order_ids<C: comm::Comm>(comm: &C, n: usize) -> Result<Vec<u64>, Error> {
+    let mut all = vec![0u64; comm.size()];
+    comm.allgather(&[n as u64], &mut all)?;
+    let offset: u64 = all[..comm.rank()].iter().sum();
+    Ok((offset..offset + n as u64).collect())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -623,19 +691,33 @@ fn inertial<const D: usize>(
     unit: bool,
     par: Par,
 ) -> (Plane, InertialKey<D>) {
+    let sums = |u: bool| Ok::<_, std::convert::Infallible>(moment_sums(v, st, u, par));
+    match inertial_from(st, unit, sums) {
+        Ok(r) => r,
+        Err(never) => match never {},
+    }
+}
+
+/// The principal inertial axis of a set with bounding box `st`, from its exact moment sums
+/// (`sums(unit)`, weighted or unit): shared by the serial and the distributed bisection.
+pub(crate) fn inertial_from<const D: usize, E>(
+    st: &Stats<D>,
+    unit: bool,
+    mut sums: impl FnMut(bool) -> Result<MomentSums<D>, E>,
+) -> Result<(Plane, InertialKey<D>), E> {
     let scale = st.scale();
     let inv = 1.0 / scale;
-    let (centroid, cov) = match moments(v, st, unit, par) {
+    let (centroid, cov) = match moments(&sums(unit)?, st) {
         Some(m) => m,
         // Every object weighs 0: use the unweighted moments.
-        None => moments(v, st, true, par).unwrap_or(([0.0; D], [[0.0; D]; D])),
+        None => moments(&sums(true)?, st).unwrap_or(([0.0; D], [[0.0; D]; D])),
     };
     let origin = centroid.map(|c| c * inv);
     let direction = inertia::principal_axis(cov);
     let (mut o, mut dir) = ([0.0; 3], [0.0; 3]);
     o[..D].copy_from_slice(&origin);
     dir[..D].copy_from_slice(&direction);
-    (
+    Ok((
         Plane::Inertial {
             origin: o,
             direction: dir,
@@ -646,7 +728,7 @@ fn inertial<const D: usize>(
             direction,
             inv_scale: inv,
         },
-    )
+    ))
 }
 
 /// Bits of the integer coordinates the inertia is computed from.
@@ -658,35 +740,36 @@ fn times_pow2(x: f64, e: i32) -> f64 {
     x * pow2(h.clamp(-1022, 1023)) * pow2((e - h).clamp(-1022, 1023))
 }
 
-/// Weighted centroid and covariance (up to a positive factor) of the dots, from exact integer
-/// sums: each coordinate becomes `y = round((x − lo) · 2^s) < 2^20` on the set's bounding box
-/// (`lo`, largest side), and `Σw`, `Σw·y`, `Σw·y·yᵀ` are summed in integers. The result
-/// therefore depends only on the set of objects — not on their order, on the thread count or,
-/// later, on how the objects are spread over ranks. `None` when the total weight is 0.
-#[allow(clippy::type_complexity)]
-fn moments<const D: usize>(
-    v: &[Dot<D>],
-    st: &Stats<D>,
-    unit: bool,
-    par: Par,
-) -> Option<([f64; D], [[f64; D]; D])> {
-    if v.is_empty() {
-        return None;
-    }
+/// Exact moment sums `(Σw, Σw·y, Σw·y·yᵀ)` (upper triangle) of integer coordinates.
+pub(crate) type MomentSums<const D: usize> = (u64, [u128; D], [[u128; D]; D]);
+
+/// The shift `s` and the two factors `2^s = f1·f2` that map a set with bounding box `st` to
+/// integer coordinates `y = round((x − lo) · 2^s) < 2^20` (on its largest side).
+fn moment_scale<const D: usize>(st: &Stats<D>) -> (i32, f64, f64) {
     let ext = (0..D).map(|j| st.hi[j] - st.lo[j]).fold(0.0f64, f64::max);
     let s = if ext > 0.0 && ext.is_finite() {
         MOMENT_BITS - 1 - crate::input::exponent(ext)
     } else {
         0
     };
-    let lo = st.lo;
-    let (f1, f2) = (
+    (
+        s,
         pow2((s / 2).clamp(-1022, 1023)),
         pow2((s - s / 2).clamp(-1022, 1023)),
-    );
-    type Sums<const D: usize> = (u64, [u128; D], [[u128; D]; D]);
-    let fold = |c: &[Dot<D>]| -> Sums<D> {
-        let mut a: Sums<D> = (0, [0; D], [[0; D]; D]);
+    )
+}
+
+/// The exact moment sums of the dots `v` of a set with bounding box `st` (see [`moments`]).
+pub(crate) fn moment_sums<const D: usize>(
+    v: &[Dot<D>],
+    st: &Stats<D>,
+    unit: bool,
+    par: Par,
+) -> MomentSums<D> {
+    let (_, f1, f2) = moment_scale(st);
+    let lo = st.lo;
+    let fold = |c: &[Dot<D>]| -> MomentSums<D> {
+        let mut a: MomentSums<D> = (0, [0; D], [[0; D]; D]);
         for d in c {
             let w = if unit { 1 } else { d.w as u64 };
             let mut y = [0u64; D];
@@ -706,20 +789,41 @@ fn moments<const D: usize>(
         }
         a
     };
-    let (w, s1, s2) = reduce(v, par, (0, [0; D], [[0; D]; D]), fold, |mut a, b| {
-        a.0 += b.0;
-        for i in 0..D {
-            a.1[i] += b.1[i];
-            for j in i..D {
-                a.2[i][j] += b.2[i][j];
-            }
+    reduce(v, par, (0, [0; D], [[0; D]; D]), fold, add_moment_sums)
+}
+
+/// The sum of two [`MomentSums`].
+pub(crate) fn add_moment_sums<const D: usize>(
+    mut a: MomentSums<D>,
+    b: MomentSums<D>,
+) -> MomentSums<D> {
+    a.0 += b.0;
+    for i in 0..D {
+        a.1[i] += b.1[i];
+        for j in i..D {
+            a.2[i][j] += b.2[i][j];
         }
-        a
-    });
-    if w == 0 {
+    }
+    a
+}
+
+/// Weighted centroid and covariance (up to a positive factor) of a set with bounding box `st`,
+/// from its exact integer moment sums: each coordinate becomes `y = round((x − lo) · 2^s) <
+/// 2^20` on the set's bounding box (`lo`, largest side), and `Σw`, `Σw·y`, `Σw·y·yᵀ` are summed
+/// in integers. The result therefore depends only on the set of objects — not on their order,
+/// on the thread count or on how the objects are spread over ranks. `None` when the total
+/// weight is 0.
+#[allow(clippy::type_complexity)]
+fn moments<const D: usize>(
+    sums: &MomentSums<D>,
+    st: &Stats<D>,
+) -> Option<([f64; D], [[f64; D]; D])> {
+    let (w, s1, s2) = sums;
+    if *w == 0 {
         return None;
     }
-    let wf = w as f64;
+    let (s, _, _) = moment_scale(st);
+    let wf = *w as f64;
     let mean = s1.map(|x| x as f64 / wf);
     let mut cov = [[0.0; D]; D];
     for i in 0..D {
@@ -730,7 +834,7 @@ fn moments<const D: usize>(
     }
     let mut centroid = [0.0; D];
     for j in 0..D {
-        centroid[j] = lo[j] + times_pow2(mean[j], -s);
+        centroid[j] = st.lo[j] + times_pow2(mean[j], -s);
     }
     Some((centroid, cov))
 }

@@ -1,0 +1,419 @@
+//! The distributed walk: the ranks of each subtree partition its objects together on a
+//! communicator split from their parent's, then the objects move to the ranks of the child they
+//! went to, level after level, until every rank holds its own objects.
+//!
+//! Every level's partitioner gives the serial result on the union of the objects (HSFC through
+//! `hsfc::Hsfc::partition_dist`, RCB/RIB through the distributed bisection, both keyed by the
+//! objects' global index), so the whole partition equals [`Hier::partition`] on the
+//! concatenation of the ranks' points.
+
+use super::serial::{hsfc_par, hsfc_tolerance, rank_to_child};
+use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved, Plan};
+use crate::bisect::dist::{agree, bisect_dist};
+use crate::bisect::rank_order_ids;
+use crate::{Error, Method};
+use comm::{Comm, CommError, ReduceOp};
+use drum_model::NodeId;
+use hsfc::dist::Reduce;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// An object on its way to its rank.
+#[derive(Debug, Clone, Copy)]
+struct Obj {
+    /// Global index (rank-order position in the union of the inputs).
+    gid: u64,
+    /// The rank that holds it in the caller's arrays, and its index there.
+    origin: u32,
+    index: u32,
+    /// Its rank before a repartition (`u32::MAX` for a fresh partition).
+    prev: u32,
+    w: f64,
+    x: [f64; 3],
+}
+
+impl Obj {
+    /// Words per object on the wire for dimension `dim`.
+    fn width(dim: usize) -> usize {
+        4 + dim
+    }
+
+    fn push(&self, dim: usize, out: &mut Vec<u64>) {
+        out.push(self.gid);
+        out.push((self.origin as u64) << 32 | self.index as u64);
+        out.push(self.prev as u64);
+        out.push(self.w.to_bits());
+        out.extend(self.x[..dim].iter().map(|x| x.to_bits()));
+    }
+
+    fn read(r: &[u64], dim: usize) -> Obj {
+        let mut x = [0.0; 3];
+        for a in 0..dim {
+            x[a] = f64::from_bits(r[4 + a]);
+        }
+        Obj {
+            gid: r[0],
+            origin: (r[1] >> 32) as u32,
+            index: r[1] as u32,
+            prev: r[2] as u32,
+            w: f64::from_bits(r[3]),
+            x,
+        }
+    }
+}
+
+/// The communicator of the current level: the caller's, or one split from it.
+enum Group<'a, C> {
+    World(&'a C),
+    Split(C),
+}
+
+impl<C> Group<'_, C> {
+    fn get(&self) -> &C {
+        match self {
+            Group::World(c) => c,
+            Group::Split(c) => c,
+        }
+    }
+}
+
+/// What the walk leaves on this rank.
+struct Walked {
+    objs: Vec<Obj>,
+    cuts: BTreeMap<NodeId, LevelCuts>,
+    times: Vec<(NodeId, f64)>,
+}
+
+impl Hier {
+    /// Distributed [`Hier::partition`]: `comm` has one rank per rank of the machine (world
+    /// rank r is machine rank r); every rank passes its own points (possibly none) and gets
+    /// each of them's rank in `parts`. The result equals the serial partition of the
+    /// concatenation of the ranks' points in rank order, for any spread of the points.
+    ///
+    /// Level by level, the ranks of a subtree partition its objects together on a communicator
+    /// split from their parent's, then the objects move to ranks of the child they were given;
+    /// at the end every rank holds exactly its own objects, and the parts go back to the ranks
+    /// that passed the points. Bad data on any rank is an error on every rank.
+    pub fn partition_dist<C>(
+        &self,
+        comm: &C,
+        plan: &Plan,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error>
+    where
+        C: Comm + Reduce<Error = CommError>,
+    {
+        self.run_dist(comm, plan, None, coords, dim, weights, parts)
+    }
+
+    /// Distributed [`Hier::repartition`]: `parts` holds each local point's current rank on
+    /// entry, its new rank on return; `previous` is this rank's result of the last partition.
+    #[allow(clippy::too_many_arguments)]
+    pub fn repartition_dist<C>(
+        &self,
+        comm: &C,
+        plan: &Plan,
+        previous: &HierPartition,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error>
+    where
+        C: Comm + Reduce<Error = CommError>,
+    {
+        self.run_dist(comm, plan, Some(previous), coords, dim, weights, parts)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_dist<C>(
+        &self,
+        comm: &C,
+        plan: &Plan,
+        previous: Option<&HierPartition>,
+        coords: &[f64],
+        dim: usize,
+        weights: Option<&[f64]>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error>
+    where
+        C: Comm + Reduce<Error = CommError>,
+    {
+        if Comm::size(comm) != plan.num_ranks() {
+            return Err(Error::RankCount {
+                comm: Comm::size(comm),
+                machine: plan.num_ranks(),
+            });
+        }
+        let me = Comm::rank(comm);
+        let ranks = plan.num_ranks();
+        let local = crate::input::check_points(coords, dim, weights, parts.len(), self.par)
+            .and_then(|n| {
+                if let (Some(_), Some(i)) =
+                    (previous, parts.iter().position(|&p| p as usize >= ranks))
+                {
+                    return Err(Error::PartOutOfRange {
+                        index: i,
+                        part: parts[i],
+                        k: ranks,
+                    });
+                }
+                Ok(n)
+            });
+        let n = agree(comm, local)?;
+        // Weighted iff some rank with points passes weights; mixing is an error.
+        let mut has = [
+            u64::from(n > 0 && weights.is_some()),
+            u64::from(n > 0 && weights.is_none()),
+        ];
+        comm.allreduce_u64(ReduceOp::Sum, &mut has)?;
+        if has[0] > 0 && has[1] > 0 {
+            return Err(Error::Inconsistent {
+                what: "some ranks pass weights and others do not",
+            });
+        }
+        let weighted = has[0] > 0;
+        let gids = rank_order_ids(comm, n)?;
+        let objs: Vec<Obj> = (0..n)
+            .map(|i| {
+                let mut x = [0.0; 3];
+                x[..dim].copy_from_slice(&coords[i * dim..(i + 1) * dim]);
+                Obj {
+                    gid: gids[i],
+                    origin: me as u32,
+                    index: i as u32,
+                    prev: if previous.is_some() {
+                        parts[i]
+                    } else {
+                        u32::MAX
+                    },
+                    w: weights.map_or(1.0, |w| w[i]),
+                    x,
+                }
+            })
+            .collect();
+        let walked = self.walk(comm, plan, previous, objs, dim, weighted);
+        let Walked {
+            mut objs,
+            cuts,
+            times,
+        } = agree(comm, walked)?;
+
+        // This rank's figures, summed in global order (as the serial walk sums in index order).
+        objs.sort_unstable_by_key(|o| o.gid);
+        let (mut w, mut moved_w, mut moved_n) = (0.0f64, 0.0f64, 0u64);
+        for o in &objs {
+            w += o.w;
+            if o.prev != me as u32 {
+                moved_w += o.w;
+                moved_n += 1;
+            }
+        }
+        let mine = [w.to_bits(), objs.len() as u64, moved_w.to_bits(), moved_n];
+        let mut all = vec![0u64; 4 * ranks];
+        comm.allgather(&mine, &mut all)?;
+        let rank_weights: Vec<f64> = all.chunks(4).map(|c| f64::from_bits(c[0])).collect();
+        let rank_counts: Vec<u64> = all.chunks(4).map(|c| c[1]).collect();
+
+        // The parts go back to the ranks that passed the points.
+        let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+        for o in &objs {
+            send[o.origin as usize].push(o.index as u64);
+        }
+        let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+        let flat: Vec<u64> = send.concat();
+        let back = comm.alltoallv(&flat, &counts)?;
+        for r in 0..ranks {
+            for &i in back.get(r) {
+                parts[i as usize] = r as u32;
+            }
+        }
+        let mut result =
+            HierPartition::from_ranks(plan, dim, rank_weights, rank_counts, cuts, times);
+        if previous.is_some() {
+            let moved = all
+                .chunks(4)
+                .fold((0.0, 0), |(w, n), c| (w + f64::from_bits(c[2]), n + c[3]));
+            result.moved = Some(Moved {
+                weight: moved.0,
+                count: moved.1,
+            });
+        }
+        Ok(result)
+    }
+
+    /// Walks from the root to this rank's computing node; returns the objects this rank ends
+    /// with (all of them its own).
+    fn walk<C>(
+        &self,
+        world: &C,
+        plan: &Plan,
+        previous: Option<&HierPartition>,
+        mut objs: Vec<Obj>,
+        dim: usize,
+        weighted: bool,
+    ) -> Result<Walked, Error>
+    where
+        C: Comm + Reduce<Error = CommError>,
+    {
+        let me = Comm::rank(world);
+        let mut group = Group::World(world);
+        let mut cuts = BTreeMap::new();
+        let mut times = Vec::new();
+        let mut id = plan.root();
+        loop {
+            let node = plan.node(id);
+            let Some(method) = node.method.as_ref() else {
+                break;
+            };
+            let mine = plan
+                .child_of_rank(id, me)
+                .expect("a rank walks down its own path");
+            if node.children.len() > 1 {
+                let g = group.get();
+                let t0 = Instant::now();
+                let (child, level) = self
+                    .level(g, plan, id, method, previous, &objs, dim, weighted)
+                    .map_err(|e| e.at_level(&node.label, method.kind))?;
+                times.push((id, t0.elapsed().as_secs_f64()));
+                if method.keep_cuts {
+                    cuts.insert(id, level);
+                }
+                objs = migrate(g, plan, id, me, objs, &child, dim)?;
+                group = Group::Split(g.split(mine as u32, me as i32)?);
+            }
+            match node.children[mine] {
+                Child::Rank(_) => break,
+                Child::Node(next) => id = next,
+            }
+        }
+        Ok(Walked { objs, cuts, times })
+    }
+
+    /// Runs the level of node `id` on the group's objects: each object's child, and the cuts.
+    #[allow(clippy::too_many_arguments)]
+    fn level<C>(
+        &self,
+        g: &C,
+        plan: &Plan,
+        id: NodeId,
+        method: &LevelMethod,
+        previous: Option<&HierPartition>,
+        objs: &[Obj],
+        dim: usize,
+        weighted: bool,
+    ) -> Result<(Vec<u32>, LevelCuts), Error>
+    where
+        C: Comm + Reduce<Error = CommError>,
+    {
+        let node = plan.node(id);
+        let coords: Vec<f64> = objs.iter().flat_map(|o| o.x[..dim].to_vec()).collect();
+        let w: Option<Vec<f64>> = weighted.then(|| objs.iter().map(|o| o.w).collect());
+        let mut child = vec![0u32; objs.len()];
+        let prev = previous
+            .filter(|_| method.keep_cuts)
+            .and_then(|p| p.cuts.get(&id));
+        let level = match method.kind {
+            MethodKind::Hsfc => {
+                let h = hsfc::Hsfc {
+                    par: hsfc_par(self.par),
+                    tolerance: hsfc_tolerance(method),
+                };
+                LevelCuts::Hsfc(match prev {
+                    Some(LevelCuts::Hsfc(p))
+                        if p.num_parts() == node.targets.len() && p.dim() == dim =>
+                    {
+                        let lookup = rank_to_child(plan, id);
+                        for (c, o) in child.iter_mut().zip(objs) {
+                            *c = lookup.get(o.prev as usize).copied().unwrap_or(u32::MAX);
+                        }
+                        h.repartition_dist(
+                            g,
+                            p,
+                            &coords,
+                            dim,
+                            w.as_deref(),
+                            &node.targets,
+                            &mut child,
+                        )?
+                    }
+                    _ => {
+                        h.partition_dist(g, &coords, dim, w.as_deref(), &node.targets, &mut child)?
+                    }
+                })
+            }
+            MethodKind::Rcb | MethodKind::Rib => {
+                let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
+                let m = if method.kind == MethodKind::Rcb {
+                    Method::Rcb
+                } else {
+                    Method::Rib
+                };
+                LevelCuts::Bisection(bisect_dist(
+                    g,
+                    m,
+                    method.keep_ties,
+                    self.par,
+                    &coords,
+                    dim,
+                    w.as_deref(),
+                    &gids,
+                    &node.targets,
+                    &mut child,
+                )?)
+            }
+        };
+        Ok((child, level))
+    }
+}
+
+/// Moves the objects of node `id`'s group to ranks of the child each was given. An object
+/// already on a rank of its child stays; the others are spread in equal chunks over the
+/// child's ranks (starting at a different one on each sender).
+fn migrate<C: Comm>(
+    g: &C,
+    plan: &Plan,
+    id: NodeId,
+    me: usize,
+    objs: Vec<Obj>,
+    child: &[u32],
+    dim: usize,
+) -> Result<Vec<Obj>, Error> {
+    let members = &plan.node(id).ranks;
+    let group_rank = |world: usize| {
+        members
+            .binary_search(&world)
+            .expect("a child's ranks belong to its parent")
+    };
+    let k = plan.node(id).children.len();
+    let mut by_child: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (i, &c) in child.iter().enumerate() {
+        by_child[c as usize].push(i);
+    }
+    let width = Obj::width(dim);
+    let mut send: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
+    let mut keep = Vec::new();
+    let shift = g.rank();
+    for (c, list) in by_child.iter().enumerate() {
+        let dest = plan.child_ranks(id, c);
+        if dest.binary_search(&me).is_ok() {
+            keep.extend(list.iter().map(|&i| objs[i]));
+            continue;
+        }
+        let chunk = list.len().div_ceil(dest.len()).max(1);
+        for (j, part) in list.chunks(chunk).enumerate() {
+            let to = group_rank(dest[(j + shift) % dest.len()]);
+            for &i in part {
+                objs[i].push(dim, &mut send[to]);
+            }
+        }
+    }
+    let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+    let flat: Vec<u64> = send.concat();
+    let got = g.alltoallv(&flat, &counts)?;
+    keep.extend(got.data().chunks(width).map(|r| Obj::read(r, dim)));
+    Ok(keep)
+}

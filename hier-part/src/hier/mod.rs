@@ -1,0 +1,227 @@
+//! Hierarchical partitioning along the machine tree (DRUM 2005 §3 and §5; Teresco et al.'s
+//! hierarchical balancing, Zoltan's HIER).
+//!
+//! From the root down, every node that splits (a network node, or a computing node hosting
+//! several ranks) divides the objects of its subtree among its children in proportion to their
+//! powers, with the method of its `<lbmethod>`; the leaves are ranks, numbered as in DESIGN.md
+//! §2, and an object's part is the rank it ends on. See [`Hier`].
+
+mod dist;
+mod plan;
+mod serial;
+
+pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, MethodKind, Plan, PlanNode};
+
+use crate::bisect::imbalance;
+use crate::{Bisection, Error, Par};
+use drum_model::NodeId;
+use std::collections::BTreeMap;
+
+/// The hierarchical partitioner's settings.
+///
+/// ```
+/// use drum_model::{Machine, PowerConfig, static_powers};
+/// use hier_part::{Hier, Plan};
+/// let xml = r#"<machinemodel>
+///   <node type="NETWORK" nodenum="0" name="switch" parent="-1"><lbmethod lbm="RCB"/></node>
+///   <node type="MULTIPLE_COMPUTING" nodenum="1" name="smp" parent="0" numprocs="2" mflops="100">
+///     <lbmethod lbm="HSFC"/>
+///   </node>
+///   <node type="SINGLE_COMPUTING" nodenum="2" name="slow" parent="0" mflops="100"/>
+/// </machinemodel>"#;
+/// let machine = Machine::parse_str(xml, "example.xml")?;
+/// let powers = static_powers(&machine, &PowerConfig::default())?;
+/// let plan = Plan::new(&machine, &powers)?;
+/// // 300 points on a diagonal line: the SMP (2 CPUs) gets 2/3, split between its two ranks.
+/// let coords: Vec<f64> = (0..300).flat_map(|i| [i as f64, i as f64]).collect();
+/// let mut parts = vec![0u32; 300];
+/// let result = Hier::default().partition(&plan, &coords, 2, None, &mut parts)?;
+/// assert_eq!(result.rank_counts, vec![100, 100, 100]);
+/// assert_eq!(parts[0], 0);
+/// assert_eq!(parts[299], 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hier {
+    /// Parallelism inside each level's partitioner (HSFC passes, RCB/RIB recursion).
+    pub par: Par,
+}
+
+/// The cuts one level made, kept when its method has `KEEP_CUTS="1"`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LevelCuts {
+    /// An HSFC level: the curve and its cuts (a repartition starts from them).
+    Hsfc(hsfc::Partition),
+    /// An RCB or RIB level: the cut tree.
+    Bisection(Bisection),
+}
+
+impl LevelCuts {
+    /// The child (index among the node's children) a point at `x` falls in.
+    pub fn point_assign(&self, x: &[f64]) -> Result<usize, Error> {
+        match self {
+            LevelCuts::Hsfc(p) => Ok(p.point_assign(x)? as usize),
+            LevelCuts::Bisection(b) => {
+                if x.len() != b.dim {
+                    return Err(Error::LengthMismatch {
+                        what: "point",
+                        got: x.len(),
+                        expected: b.dim,
+                        per: "coordinate",
+                    });
+                }
+                Ok(b.point_assign(x) as usize)
+            }
+        }
+    }
+}
+
+/// Objects that changed rank in a repartition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moved {
+    /// Their number.
+    pub count: u64,
+    /// Their total weight (unit weights: their number).
+    pub weight: f64,
+}
+
+/// A level whose children ended outside its `IMBALANCE_TOL` (Zoltan would return
+/// `ZOLTAN_WARN`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToleranceWarning {
+    /// The node that split.
+    pub node: NodeId,
+    /// Its label.
+    pub label: String,
+    /// The largest `W_c / T_c` among its children.
+    pub ratio: f64,
+    /// Its `IMBALANCE_TOL`.
+    pub tolerance: f64,
+}
+
+impl std::fmt::Display for ToleranceWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: a child got {:.4} times its target, above IMBALANCE_TOL = {}",
+            self.label, self.ratio, self.tolerance
+        )
+    }
+}
+
+/// The result of a hierarchical partition: per-rank figures, the kept cuts, warnings.
+///
+/// The figures are the same on every rank of a distributed run and equal to the serial run's.
+#[derive(Debug, Clone)]
+pub struct HierPartition {
+    /// Dimension of the points.
+    pub dim: usize,
+    /// `W_r`: weight of the objects of each rank (unit weights: their number), summed in
+    /// object order.
+    pub rank_weights: Vec<f64>,
+    /// Number of objects of each rank.
+    pub rank_counts: Vec<u64>,
+    /// `T_r = s_r · W`, with `s_r` the rank's part size.
+    pub targets: Vec<f64>,
+    /// `W`: total weight.
+    pub total_weight: f64,
+    /// max_r |W_r − T_r| / T_r over ranks with T_r > 0.
+    pub max_rel_dev: f64,
+    /// max_r W_r / T_r over ranks with T_r > 0.
+    pub max_ratio: f64,
+    /// max_r |W_r − T_r|.
+    pub max_abs_dev: f64,
+    /// Cuts of the levels with `KEEP_CUTS="1"` (serial: every such level; distributed: those
+    /// this rank took part in).
+    pub cuts: BTreeMap<NodeId, LevelCuts>,
+    /// Levels that ended above their `IMBALANCE_TOL`.
+    pub warnings: Vec<ToleranceWarning>,
+    /// After a repartition: what changed rank.
+    pub moved: Option<Moved>,
+    /// Wall time of each level's partitioner call on this process, in preorder (diagnostics:
+    /// not part of the result's identity).
+    pub level_times: Vec<(NodeId, f64)>,
+}
+
+impl HierPartition {
+    /// The rank a point at `x` would go to, walking the kept cuts from the root
+    /// (Zoltan's `Point_PP_Assign` through the hierarchy). Needs `KEEP_CUTS="1"` on every
+    /// level the walk passes, and in a distributed run only answers for points whose path the
+    /// rank took part in; otherwise an error names the level.
+    pub fn point_assign(&self, plan: &Plan, x: &[f64]) -> Result<u32, Error> {
+        let mut id = plan.root();
+        loop {
+            let n = plan.node(id);
+            let c = match n.children.len() {
+                0 => return Ok(n.ranks[0] as u32),
+                1 => 0,
+                _ => match self.cuts.get(&id) {
+                    Some(cuts) => cuts.point_assign(x)?,
+                    None => {
+                        return Err(Error::NoCuts {
+                            node: n.label.clone(),
+                        });
+                    }
+                },
+            };
+            match n.children[c] {
+                Child::Rank(r) => return Ok(r as u32),
+                Child::Node(next) => id = next,
+            }
+        }
+    }
+
+    /// Builds the figures from per-rank weights and counts (both paths call this, so a
+    /// distributed result equals the serial one).
+    fn from_ranks(
+        plan: &Plan,
+        dim: usize,
+        rank_weights: Vec<f64>,
+        rank_counts: Vec<u64>,
+        cuts: BTreeMap<NodeId, LevelCuts>,
+        level_times: Vec<(NodeId, f64)>,
+    ) -> HierPartition {
+        let total_weight: f64 = rank_weights.iter().sum();
+        let targets: Vec<f64> = plan.part_sizes().iter().map(|s| s * total_weight).collect();
+        let (max_ratio, max_rel_dev, max_abs_dev) = imbalance(&rank_weights, &targets);
+        let mut warnings = Vec::new();
+        for id in plan.split_nodes() {
+            let n = plan.node(id);
+            let method = n.method.as_ref().expect("split nodes have a method");
+            let w_node: f64 = n.ranks.iter().map(|&r| rank_weights[r]).sum();
+            let mut worst = 0.0f64;
+            for (i, &t) in n.targets.iter().enumerate() {
+                let w: f64 = plan
+                    .child_ranks(id, i)
+                    .iter()
+                    .map(|&r| rank_weights[r])
+                    .sum();
+                if t > 0.0 && w_node > 0.0 {
+                    worst = worst.max(w / (t * w_node));
+                }
+            }
+            if worst > method.imbalance_tol {
+                warnings.push(ToleranceWarning {
+                    node: id,
+                    label: n.label.clone(),
+                    ratio: worst,
+                    tolerance: method.imbalance_tol,
+                });
+            }
+        }
+        HierPartition {
+            dim,
+            rank_weights,
+            rank_counts,
+            targets,
+            total_weight,
+            max_rel_dev,
+            max_ratio,
+            max_abs_dev,
+            cuts,
+            warnings,
+            moved: None,
+            level_times,
+        }
+    }
+}
