@@ -106,3 +106,38 @@ fn rib_3d_with_an_empty_part() {
         None
     ));
 }
+
+/// A hierarchical partition of 1200 corner-crowded points (random integer weights 1..4) over
+/// every machine of `machines/` with its static powers: the levels, each rank's load against
+/// its target, and a picture of the ranks' regions.
+#[test]
+fn hierarchical_partition_of_every_machine_file() {
+    use drum_model::{Machine, PowerConfig, static_powers};
+    use hier_part::{Hier, Plan};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../machines");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .collect();
+    files.sort();
+    let coords = corner_points(1200, 2, 5);
+    let mut rng = Rng::new(6);
+    let weights: Vec<f64> = (0..1200).map(|_| (1 + rng.next_u64() % 4) as f64).collect();
+    for f in files {
+        let machine = Machine::from_file(&f).unwrap();
+        let powers = static_powers(&machine, &PowerConfig::default()).unwrap();
+        let plan = Plan::new(&machine, &powers).unwrap();
+        let mut parts = vec![0u32; 1200];
+        let r = Hier::default()
+            .partition(&plan, &coords, 2, Some(&weights), &mut parts)
+            .unwrap();
+        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        let report = format!(
+            "{name}.xml, static powers, 1200 corner-crowded points, weights 1..4\n\n{}\n{}",
+            r.table(&plan),
+            picture(&coords, 2, &parts, 64, 20)
+        );
+        insta::assert_snapshot!(format!("hier_{name}"), report);
+    }
+}

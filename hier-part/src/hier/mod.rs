@@ -109,6 +109,58 @@ impl std::fmt::Display for ToleranceWarning {
     }
 }
 
+/// What one level did (from the final per-rank weights, so serial and distributed runs agree).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelReport {
+    /// The node that split.
+    pub node: NodeId,
+    /// Its label.
+    pub label: String,
+    /// Its depth (root 0).
+    pub depth: usize,
+    /// Its method.
+    pub method: LevelMethod,
+    /// Weight each child got.
+    pub weights: Vec<f64>,
+    /// Each child's target: its share of the node's weight.
+    pub targets: Vec<f64>,
+    /// The largest `W_c / T_c` over children with a target (1 when the node got nothing).
+    pub max_ratio: f64,
+}
+
+fn levels(plan: &Plan, rank_weights: &[f64]) -> Vec<LevelReport> {
+    plan.split_nodes()
+        .into_iter()
+        .map(|id| {
+            let n = plan.node(id);
+            let w_node: f64 = n.ranks.iter().map(|&r| rank_weights[r]).sum();
+            let weights: Vec<f64> = (0..n.children.len())
+                .map(|i| {
+                    plan.child_ranks(id, i)
+                        .iter()
+                        .map(|&r| rank_weights[r])
+                        .sum()
+                })
+                .collect();
+            let targets: Vec<f64> = n.targets.iter().map(|t| t * w_node).collect();
+            let max_ratio = if w_node > 0.0 {
+                imbalance(&weights, &targets).0
+            } else {
+                1.0
+            };
+            LevelReport {
+                node: id,
+                label: n.label.clone(),
+                depth: n.depth,
+                method: n.method.clone().expect("split nodes have a method"),
+                weights,
+                targets,
+                max_ratio,
+            }
+        })
+        .collect()
+}
+
 /// The result of a hierarchical partition: per-rank figures, the kept cuts, warnings.
 ///
 /// The figures are the same on every rank of a distributed run and equal to the serial run's.
@@ -171,6 +223,55 @@ impl HierPartition {
         }
     }
 
+    /// What each level did: its children's weights against their targets.
+    pub fn levels(&self, plan: &Plan) -> Vec<LevelReport> {
+        levels(plan, &self.rank_weights)
+    }
+
+    /// A readable report: one line per level (indented by depth: method, children, worst
+    /// `W/T`), then one line per rank (node, objects, weight, target, `W/T`) and a summary.
+    pub fn table(&self, plan: &Plan) -> String {
+        let mut s = String::from("levels (node: method, children, max W/T of a child):\n");
+        for l in self.levels(plan) {
+            let flag = if l.max_ratio > l.method.imbalance_tol {
+                "  ABOVE IMBALANCE_TOL"
+            } else {
+                ""
+            };
+            s += &format!(
+                "{:indent$}{}: {}, {} children, max W/T {:.4}{flag}\n",
+                "",
+                l.label,
+                l.method,
+                l.weights.len(),
+                l.max_ratio,
+                indent = 2 * (l.depth + 1)
+            );
+        }
+        s += "rank  node                         objects        weight        target     W/T\n";
+        for r in 0..self.rank_weights.len() {
+            let node = plan.path(r).last().map(|&id| plan.node(id).label.clone());
+            let t = self.targets[r];
+            let ratio = if t > 0.0 {
+                format!("{:.4}", self.rank_weights[r] / t)
+            } else {
+                "-".into()
+            };
+            s += &format!(
+                "{r:>4}  {:<26} {:>9} {:>13.3} {:>13.3} {ratio:>7}\n",
+                node.unwrap_or_default(),
+                self.rank_counts[r],
+                self.rank_weights[r],
+                t
+            );
+        }
+        s += &format!(
+            "total weight {:.3}, max W/T {:.4}, max |W-T|/T {:.2e}\n",
+            self.total_weight, self.max_ratio, self.max_rel_dev
+        );
+        s
+    }
+
     /// Builds the figures from per-rank weights and counts (both paths call this, so a
     /// distributed result equals the serial one).
     fn from_ranks(
@@ -184,31 +285,16 @@ impl HierPartition {
         let total_weight: f64 = rank_weights.iter().sum();
         let targets: Vec<f64> = plan.part_sizes().iter().map(|s| s * total_weight).collect();
         let (max_ratio, max_rel_dev, max_abs_dev) = imbalance(&rank_weights, &targets);
-        let mut warnings = Vec::new();
-        for id in plan.split_nodes() {
-            let n = plan.node(id);
-            let method = n.method.as_ref().expect("split nodes have a method");
-            let w_node: f64 = n.ranks.iter().map(|&r| rank_weights[r]).sum();
-            let mut worst = 0.0f64;
-            for (i, &t) in n.targets.iter().enumerate() {
-                let w: f64 = plan
-                    .child_ranks(id, i)
-                    .iter()
-                    .map(|&r| rank_weights[r])
-                    .sum();
-                if t > 0.0 && w_node > 0.0 {
-                    worst = worst.max(w / (t * w_node));
-                }
-            }
-            if worst > method.imbalance_tol {
-                warnings.push(ToleranceWarning {
-                    node: id,
-                    label: n.label.clone(),
-                    ratio: worst,
-                    tolerance: method.imbalance_tol,
-                });
-            }
-        }
+        let warnings = levels(plan, &rank_weights)
+            .into_iter()
+            .filter(|l| l.max_ratio > l.method.imbalance_tol)
+            .map(|l| ToleranceWarning {
+                node: l.node,
+                label: l.label,
+                ratio: l.max_ratio,
+                tolerance: l.method.imbalance_tol,
+            })
+            .collect();
         HierPartition {
             dim,
             rank_weights,

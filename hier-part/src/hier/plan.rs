@@ -328,6 +328,38 @@ impl Plan {
         out
     }
 
+    /// For each rank, the index (in [`Plan::nodes_at_depth`] order) of its ancestor at depth
+    /// `depth`, or of its computing node when its path is shorter: the grouping of the parts
+    /// that gives the quality of one level of the tree ([`crate::Quality::grouped`]).
+    pub fn rank_groups(&self, depth: usize) -> Vec<u32> {
+        let nodes = self.nodes_at_depth(depth);
+        (0..self.num_ranks())
+            .map(|r| {
+                let p = &self.paths[r];
+                let id = p[depth.min(p.len() - 1)];
+                nodes.iter().position(|&n| n == id).expect("listed") as u32
+            })
+            .collect()
+    }
+
+    /// The nodes at `depth` (and the computing nodes above it whose paths end sooner), in
+    /// rank order of their first rank.
+    pub fn nodes_at_depth(&self, depth: usize) -> Vec<NodeId> {
+        let mut out: Vec<NodeId> = Vec::new();
+        for p in &self.paths {
+            let id = p[depth.min(p.len() - 1)];
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
+    }
+
+    /// The depth of the deepest node.
+    pub fn depth(&self) -> usize {
+        self.paths.iter().map(|p| p.len() - 1).max().unwrap_or(0)
+    }
+
     /// Index of the child of `node` whose subtree holds `rank` (`None` if none does).
     pub fn child_of_rank(&self, node: NodeId, rank: usize) -> Option<usize> {
         let n = &self.nodes[node.0];

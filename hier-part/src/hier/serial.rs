@@ -180,12 +180,19 @@ pub(super) fn rank_to_child(plan: &Plan, id: NodeId) -> Vec<u32> {
 
 /// The rows `idx` of a row-major array with `width` values per row.
 fn gather(a: &[f64], width: usize, idx: &[u32]) -> Vec<f64> {
-    let mut out = Vec::with_capacity(idx.len() * width);
-    for &i in idx {
-        let i = i as usize * width;
-        out.extend_from_slice(&a[i..i + width]);
+    fn rows<const W: usize>(a: &[f64], idx: &[u32]) -> Vec<f64> {
+        let mut out = vec![0.0; idx.len() * W];
+        for (o, &i) in out.chunks_exact_mut(W).zip(idx) {
+            let i = i as usize * W;
+            o.copy_from_slice(&a[i..i + W]);
+        }
+        out
     }
-    out
+    match width {
+        1 => rows::<1>(a, idx),
+        2 => rows::<2>(a, idx),
+        _ => rows::<3>(a, idx),
+    }
 }
 
 /// Per-rank weights (summed in object order) and counts of a complete assignment.

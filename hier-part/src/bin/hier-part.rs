@@ -1,0 +1,323 @@
+//! `hier-part`: partition a ZPT1 point file over the ranks of a DRUM machine, level by level
+//! along its tree with the method each level names. Glue only: parse, call the library, print.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use comm::{Comm, ThreadComm, ThreadOptions};
+use drum_model::samples::{Smoothing, powers_from_samples, read_jsonl};
+use drum_model::{Machine, PowerConfig, PowerModel, Powers, static_powers};
+use hier_part::{Csr, Hier, HierPartition, Par, Plan, Quality, picture};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hier-part",
+    version,
+    about = "Hierarchical partitioning along a DRUM machine tree"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Partition a ZPT1 point file for the machine's ranks (part i = rank i).
+    Partition(Box<PartitionArgs>),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ModelArg {
+    /// DRUM 2005 §3.3 (processing power and available bandwidth).
+    Drum,
+    /// DRUM 2004 (communication power from the CAF).
+    Drum2004,
+    /// Sinha–Parashar capacity (CPU, memory, bandwidth, weights 1/3 each).
+    Sinha,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    /// One process, the serial walk.
+    Serial,
+    /// One thread rank per machine rank (comm's ThreadComm), each holding a contiguous slice
+    /// of the points: the distributed walk, in one process.
+    Threads,
+}
+
+#[derive(clap::Args, Debug)]
+struct PartitionArgs {
+    /// The machine description (DrumHead XML).
+    #[arg(long)]
+    machine: PathBuf,
+    /// ZPT1 point file (DESIGN.md §3).
+    points: PathBuf,
+    /// Communication weight w_comm in [0, 1].
+    #[arg(long, default_value_t = 0.0)]
+    w_comm: f64,
+    /// Power model.
+    #[arg(long, value_enum, default_value_t = ModelArg::Drum)]
+    model: ModelArg,
+    /// Powers from recorded monitor samples (JSON Lines, `drum monitor --record`) instead of
+    /// static ratings.
+    #[arg(long, value_name = "SAMPLES.jsonl")]
+    replay: Option<PathBuf>,
+    /// Write the rank of every point here (u32 little endian).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Threads inside each level's partitioner.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Repeat the partition call this many times; the time printed is the median.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Where the partition runs.
+    #[arg(long, value_enum, default_value_t = Backend::Serial)]
+    backend: Backend,
+    /// Also measure the edge cut on a k-nearest-neighbour graph of the points, per level of
+    /// the tree (k = this value; 0 = no graph).
+    #[arg(long, default_value_t = 0)]
+    knn: usize,
+    /// Also draw the ranks' regions (ASCII, 2-D; 3-D seen along z).
+    #[arg(long)]
+    picture: bool,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+}
+
+fn powers(a: &PartitionArgs, machine: &Machine) -> Result<(Powers, String)> {
+    let model = match a.model {
+        ModelArg::Drum => PowerModel::Drum { w_comm: a.w_comm },
+        ModelArg::Drum2004 => PowerModel::Drum2004 { w_comm: a.w_comm },
+        ModelArg::Sinha => PowerModel::SinhaParashar {
+            w_p: 1.0 / 3.0,
+            w_m: 1.0 / 3.0,
+            w_b: 1.0 / 3.0,
+        },
+    };
+    let config = PowerConfig {
+        model,
+        ..PowerConfig::default()
+    };
+    Ok(match &a.replay {
+        None => (static_powers(machine, &config)?, "static powers".into()),
+        Some(path) => {
+            let samples = read_jsonl(path)?;
+            let p = powers_from_samples(machine, &config, &samples, Smoothing::WindowMean)?;
+            let origin = format!("powers from {} samples of {}", samples.len(), path.display());
+            (p, origin)
+        }
+    })
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
+}
+
+/// Runs the partition `repeat` times on the chosen backend; returns the result, the parts and
+/// the time of each call.
+fn run(
+    a: &PartitionArgs,
+    plan: &Plan,
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+) -> Result<(HierPartition, Vec<u32>, Vec<f64>)> {
+    let hier = Hier {
+        par: if a.threads > 1 {
+            Par::rayon(a.threads)
+        } else {
+            Par::Seq
+        },
+    };
+    let n = coords.len() / dim;
+    let mut parts = vec![0u32; n];
+    let mut times = Vec::with_capacity(a.repeat);
+    let mut result = None;
+    for _ in 0..a.repeat {
+        match a.backend {
+            Backend::Serial => {
+                let t0 = Instant::now();
+                let r = hier.partition(plan, coords, dim, weights, &mut parts)?;
+                times.push(t0.elapsed().as_secs_f64());
+                result = Some(r);
+            }
+            Backend::Threads => {
+                let ranks = plan.num_ranks();
+                let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
+                    let r = c.rank();
+                    let (lo, hi) = (r * n / ranks, (r + 1) * n / ranks);
+                    let mut mine = vec![0u32; hi - lo];
+                    c.barrier()?;
+                    let t0 = c.wtime();
+                    let res = hier.partition_dist(
+                        &c,
+                        plan,
+                        &coords[lo * dim..hi * dim],
+                        dim,
+                        weights.map(|w| &w[lo..hi]),
+                        &mut mine,
+                    );
+                    let t = c.wtime() - t0;
+                    anyhow::Ok((res, mine, t))
+                })
+                .map_err(anyhow::Error::from)?;
+                let mut t_max = 0.0f64;
+                let mut first = None;
+                let mut at = 0;
+                for o in out {
+                    let (res, mine, t) = o?;
+                    let res = res?;
+                    parts[at..at + mine.len()].copy_from_slice(&mine);
+                    at += mine.len();
+                    t_max = t_max.max(t);
+                    first.get_or_insert(res);
+                }
+                times.push(t_max);
+                result = first;
+            }
+        }
+    }
+    Ok((result.context("--repeat must be at least 1")?, parts, times))
+}
+
+fn partition(a: &PartitionArgs) -> Result<()> {
+    if a.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let machine = Machine::from_file(&a.machine)?;
+    let (powers, origin) = powers(a, &machine)?;
+    let plan = Plan::new(&machine, &powers)?;
+    for w in plan.warnings() {
+        eprintln!("warning: {w}");
+    }
+    let set = hier_part_points(&a.points)?;
+    let (dim, coords, weights) = (set.dim, &set.coords, set.weights.as_deref());
+    let (r, parts, times) = run(a, &plan, coords, dim, weights)
+        .with_context(|| format!("partitioning {}", a.points.display()))?;
+    let time_s = median(&times);
+    if let Some(out) = &a.out {
+        hsfc::io::write_parts(out, &parts).context("writing the parts")?;
+    }
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    let quality = if a.knn > 0 {
+        let g = Csr::knn(coords, dim, a.knn, Par::rayon(0))?;
+        let q = Quality::new(&parts, weights, plan.part_sizes(), Some(&g))?;
+        let per_level = (1..=plan.depth())
+            .map(|d| q.grouped(&plan.rank_groups(d)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Some((q, per_level))
+    } else {
+        None
+    };
+    if a.json {
+        let parts_json: Vec<_> = (0..plan.num_ranks())
+            .map(|rk| {
+                let node = plan.node(*plan.path(rk).last().expect("a path"));
+                serde_json::json!({
+                    "rank": rk,
+                    "node": node.nodenum,
+                    "name": node.label,
+                    "count": r.rank_counts[rk],
+                    "weight": r.rank_weights[rk],
+                    "target": r.targets[rk],
+                })
+            })
+            .collect();
+        let levels: Vec<_> = r
+            .levels(&plan)
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "node": plan.node(l.node).nodenum,
+                    "depth": l.depth,
+                    "method": l.method.kind.as_str(),
+                    "imbalance_tol": l.method.imbalance_tol,
+                    "weights": l.weights,
+                    "targets": l.targets,
+                    "max_ratio": l.max_ratio,
+                })
+            })
+            .collect();
+        let mut j = serde_json::json!({
+            "ranks": plan.num_ranks(),
+            "n": set.coords.len() / dim,
+            "dim": dim,
+            "backend": format!("{:?}", a.backend).to_lowercase(),
+            "threads": a.threads,
+            "powers": origin,
+            "time_s": time_s,
+            "times_s": times,
+            "max_rel_dev": r.max_rel_dev,
+            "max_ratio": r.max_ratio,
+            "parts": parts_json,
+            "levels": levels,
+            "level_times_s": r.level_times.iter().map(|(id, t)| serde_json::json!({"node": plan.node(*id).nodenum, "time_s": t})).collect::<Vec<_>>(),
+            "warnings": r.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        });
+        if let Some((q, per_level)) = &quality {
+            j["edge_cut"] = serde_json::json!(q.edge_cut);
+            j["edge_cut_per_level"] =
+                serde_json::json!(per_level.iter().map(|q| q.edge_cut).collect::<Vec<_>>());
+        }
+        emit(&format!("{j}\n"))
+    } else {
+        let mut s = format!(
+            "{}: {} ranks ({origin}); {}: {} points, dim {}{}\npartition {:.3} ms (median of {}, {:?} backend, {} thread(s))\n",
+            a.machine.display(),
+            plan.num_ranks(),
+            a.points.display(),
+            coords.len() / dim,
+            dim,
+            if weights.is_some() { ", weighted" } else { "" },
+            time_s * 1e3,
+            a.repeat,
+            a.backend,
+            a.threads
+        );
+        s += &r.table(&plan);
+        if let Some((q, per_level)) = &quality {
+            s += &format!("\nquality on a {}-nearest-neighbour graph, per rank:\n{q}", a.knn);
+            for (d, q) in per_level.iter().enumerate() {
+                s += &format!("\ngrouped by the nodes at depth {}:\n{q}", d + 1);
+            }
+        }
+        if a.picture {
+            s += "\n";
+            s += &picture(coords, dim, &parts, 72, 30);
+        }
+        emit(&s)
+    }
+}
+
+/// Reads a ZPT1 point file.
+fn hier_part_points(path: &std::path::Path) -> Result<hsfc::io::PointSet> {
+    hsfc::io::read_points(path).context("reading the points")
+}
+
+/// Prints to stdout; a closed pipe is not an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Partition(a) => partition(&a),
+    }
+}
