@@ -202,14 +202,14 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn uptime() -> String {
+pub(crate) fn uptime() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into())
 }
 
 /// Copies the peer driver into target/ and builds it; a clear error when Zoltan is missing.
-fn build_zoltan(root: &Path, work: &Path) -> Result<PathBuf> {
+pub(crate) fn build_zoltan(root: &Path, work: &Path) -> Result<PathBuf> {
     let peer = root.join("../shared/peers/zoltan");
     if !peer.join("zdriver.c").exists() {
         bail!(
@@ -247,7 +247,7 @@ fn json_field(line: &str, key: &str) -> Result<f64> {
         .with_context(|| format!("no number `{key}` in `{line}`"))
 }
 
-fn output(mut cmd: Command) -> Result<String> {
+pub(crate) fn output(mut cmd: Command) -> Result<String> {
     let out = cmd
         .output()
         .with_context(|| format!("could not start {cmd:?}"))?;

@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: repository automation. xtask only drives: it runs cargo and the
 //! workspace's binaries, and uses no workspace crate as a library.
 
+mod bench_hier;
 mod bench_hsfc;
 mod mpi;
 
@@ -26,6 +27,9 @@ commands:
   bench hsfc [--quick]
           hsfc vs Zoltan HSFC (peer driver, built with make) and coupe 0.1.0 on 10^6 and
           4*10^6 points: time medians, ratios, balance (data in target/bench-hsfc/)
+  bench hier [--quick] [--machine FILE]
+          hierarchical partitioning of 10^6 points over the Fig. 3 machine vs a flat HSFC
+          into the same part sizes, Zoltan HSFC and Zoltan HIER (data in target/bench-hier/)
 ";
 
 /// The subcommands, parsed once from the command line.
@@ -36,6 +40,8 @@ enum Task {
     BenchFem(Vec<String>),
     /// `bench hsfc [args]`.
     BenchHsfc(Vec<String>),
+    /// `bench hier [args]`.
+    BenchHier(Vec<String>),
     Help,
 }
 
@@ -47,7 +53,8 @@ fn parse(args: &[String]) -> Result<Task> {
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
             Some("hsfc") => Ok(Task::BenchHsfc(args[2..].to_vec())),
-            _ => bail!("usage: cargo xtask bench (fem|hsfc) [options]\n\n{USAGE}"),
+            Some("hier") => Ok(Task::BenchHier(args[2..].to_vec())),
+            _ => bail!("usage: cargo xtask bench (fem|hsfc|hier) [options]\n\n{USAGE}"),
         },
         Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
     }
@@ -64,6 +71,7 @@ fn main() -> Result<()> {
         Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
         Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
+        Task::BenchHier(a) => bench_hier::bench_hier(&a),
     }
 }
 

@@ -62,6 +62,18 @@ pub(super) fn run_level(
     })
 }
 
+/// Where a level's objects are: the caller's arrays (the root), or one of the walk's two
+/// permuted copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    Caller,
+    Buf(usize),
+}
+
+/// The serial walk. Each level's objects are a contiguous range `lo..hi` of its source; after
+/// the level's partitioner has given every object its child, a stable counting sort writes the
+/// range into the other buffer grouped by child, so each child's objects are again a
+/// contiguous range, in index order (the order the partitioners break ties by).
 struct Walk<'a> {
     plan: &'a Plan,
     par: Par,
@@ -70,99 +82,185 @@ struct Walk<'a> {
     weights: Option<&'a [f64]>,
     /// Previous partition and the parts on entry (repartition).
     prev: Option<(&'a HierPartition, &'a [u32])>,
+    /// Permuted copies: coordinates, weights (empty for unit weights), original indices.
+    bx: [Vec<f64>; 2],
+    bw: [Vec<f64>; 2],
+    bi: [Vec<u32>; 2],
+    /// Each object's child at the current level (indexed like the buffers).
+    child: Vec<u32>,
     cuts: BTreeMap<NodeId, LevelCuts>,
     times: Vec<(NodeId, f64)>,
+    /// Per rank: weight (summed in index order) and count.
+    rank_w: Vec<f64>,
+    rank_n: Vec<u64>,
 }
 
 impl Walk<'_> {
-    /// Assigns the objects `idx` (ascending; `None` = all) of the subtree of `id` to ranks.
-    fn walk(&mut self, id: NodeId, idx: Option<Vec<u32>>, parts: &mut [u32]) -> Result<(), Error> {
+    fn coords_of(&self, src: Src) -> &[f64] {
+        match src {
+            Src::Caller => self.coords,
+            Src::Buf(b) => &self.bx[b],
+        }
+    }
+
+    fn weights_of(&self, src: Src) -> Option<&[f64]> {
+        match (src, self.weights) {
+            (_, None) => None,
+            (Src::Caller, w) => w,
+            (Src::Buf(b), Some(_)) => Some(&self.bw[b]),
+        }
+    }
+
+    /// Original index of position `j` of `src`.
+    #[inline(always)]
+    fn index(&self, src: Src, j: usize) -> usize {
+        match src {
+            Src::Caller => j,
+            Src::Buf(b) => self.bi[b][j] as usize,
+        }
+    }
+
+    /// Assigns the objects `lo..hi` of `src` (the subtree of `id`) to ranks.
+    fn walk(
+        &mut self,
+        id: NodeId,
+        src: Src,
+        lo: usize,
+        hi: usize,
+        parts: &mut [u32],
+    ) -> Result<(), Error> {
         let node = self.plan.node(id);
         let Some(method) = node.method.as_ref() else {
-            let r = node.ranks[0] as u32;
-            match idx {
-                None => parts.fill(r),
-                Some(idx) => idx.iter().for_each(|&i| parts[i as usize] = r),
-            }
+            self.leaf(node.ranks[0], src, lo, hi, parts);
             return Ok(());
         };
         if node.children.len() == 1 {
-            return self.descend(id, 0, idx, parts);
+            return self.descend(id, 0, src, lo, hi, parts);
         }
         let dim = self.dim;
-        let (sub_coords, sub_weights);
-        let (coords, weights) = match &idx {
-            None => (self.coords, self.weights),
-            Some(idx) => {
-                sub_coords = gather(self.coords, dim, idx);
-                sub_weights = self.weights.map(|w| gather(w, 1, idx));
-                (&sub_coords[..], sub_weights.as_deref())
-            }
-        };
-        let m = coords.len() / dim;
-        let mut child = vec![0u32; m];
-        let prev = match self.prev {
-            Some((p, entry)) if method.keep_cuts => {
+        let mut child = std::mem::take(&mut self.child);
+        if let Some((p, entry)) = self.prev.filter(|_| method.keep_cuts) {
+            if p.cuts.contains_key(&id) {
                 let lookup = rank_to_child(self.plan, id);
-                for (j, c) in child.iter_mut().enumerate() {
-                    let i = idx.as_ref().map_or(j, |idx| idx[j] as usize);
-                    *c = lookup.get(entry[i] as usize).copied().unwrap_or(u32::MAX);
+                for j in lo..hi {
+                    let prev = entry[self.index(src, j)] as usize;
+                    child[j] = lookup.get(prev).copied().unwrap_or(u32::MAX);
                 }
-                p.cuts.get(&id)
             }
-            _ => None,
-        };
+        }
+        let prev = self
+            .prev
+            .filter(|_| method.keep_cuts)
+            .and_then(|(p, _)| p.cuts.get(&id));
         let t0 = Instant::now();
         let level = run_level(
             method,
             self.par,
-            coords,
+            &self.coords_of(src)[lo * dim..hi * dim],
             dim,
-            weights,
+            self.weights_of(src).map(|w| &w[lo..hi]),
             &node.targets,
-            &mut child,
+            &mut child[lo..hi],
             prev,
         )
-        .map_err(|e| e.at_level(&node.label, method.kind))?;
+        .map_err(|e| e.at_level(&node.label, method.kind));
+        self.child = child;
+        let level = level?;
         self.times.push((id, t0.elapsed().as_secs_f64()));
         if method.keep_cuts {
             self.cuts.insert(id, level);
         }
-        // Bucket the objects by child, keeping them ascending.
-        let k = node.children.len();
-        let mut counts = vec![0usize; k];
-        for &c in &child {
-            counts[c as usize] += 1;
-        }
-        let mut buckets: Vec<Vec<u32>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
-        for (j, &c) in child.iter().enumerate() {
-            let i = idx.as_ref().map_or(j as u32, |idx| idx[j]);
-            buckets[c as usize].push(i);
-        }
-        drop(child);
-        drop(idx);
-        for (c, b) in buckets.into_iter().enumerate() {
-            self.descend(id, c, Some(b), parts)?;
+        let ends = self.group_by_child(src, lo, hi, node.children.len());
+        let dst = match src {
+            Src::Buf(b) => Src::Buf(1 - b),
+            Src::Caller => Src::Buf(0),
+        };
+        let mut start = lo;
+        for (c, &end) in ends.iter().enumerate() {
+            self.descend(id, c, dst, start, end, parts)?;
+            start = end;
         }
         Ok(())
+    }
+
+    /// Stable counting sort of `lo..hi` of `src` by `self.child` into the other buffer;
+    /// returns the end of each child's range.
+    fn group_by_child(&mut self, src: Src, lo: usize, hi: usize, k: usize) -> Vec<usize> {
+        let mut next = vec![0usize; k];
+        for &c in &self.child[lo..hi] {
+            next[c as usize] += 1;
+        }
+        let mut at = lo;
+        for n in next.iter_mut() {
+            let c = *n;
+            *n = at;
+            at += c;
+        }
+        let d = match src {
+            Src::Buf(b) => 1 - b,
+            Src::Caller => 0,
+        };
+        let dim = self.dim;
+        let n_all = self.coords.len() / dim;
+        if self.bx[d].is_empty() {
+            self.bx[d] = vec![0.0; n_all * dim];
+            self.bi[d] = vec![0; n_all];
+            if self.weights.is_some() {
+                self.bw[d] = vec![0.0; n_all];
+            }
+        }
+        let (mut bx, mut bw, mut bi) = (
+            std::mem::take(&mut self.bx[d]),
+            std::mem::take(&mut self.bw[d]),
+            std::mem::take(&mut self.bi[d]),
+        );
+        {
+            let xs = self.coords_of(src);
+            let ws = self.weights_of(src);
+            for j in lo..hi {
+                let c = self.child[j] as usize;
+                let t = next[c];
+                next[c] += 1;
+                bx[t * dim..(t + 1) * dim].copy_from_slice(&xs[j * dim..(j + 1) * dim]);
+                if let Some(ws) = ws {
+                    bw[t] = ws[j];
+                }
+                bi[t] = self.index(src, j) as u32;
+            }
+        }
+        self.bx[d] = bx;
+        self.bw[d] = bw;
+        self.bi[d] = bi;
+        next
+    }
+
+    /// Objects `lo..hi` of `src` go to rank `r`.
+    fn leaf(&mut self, r: usize, src: Src, lo: usize, hi: usize, parts: &mut [u32]) {
+        let mut w = 0.0;
+        for j in lo..hi {
+            let i = self.index(src, j);
+            parts[i] = r as u32;
+            w += self.weights.map_or(1.0, |ws| ws[i]);
+        }
+        self.rank_w[r] += w;
+        self.rank_n[r] += (hi - lo) as u64;
     }
 
     fn descend(
         &mut self,
         id: NodeId,
         c: usize,
-        idx: Option<Vec<u32>>,
+        src: Src,
+        lo: usize,
+        hi: usize,
         parts: &mut [u32],
     ) -> Result<(), Error> {
         match self.plan.node(id).children[c] {
             Child::Rank(r) => {
-                match idx {
-                    None => parts.fill(r as u32),
-                    Some(idx) => idx.iter().for_each(|&i| parts[i as usize] = r as u32),
-                }
+                self.leaf(r, src, lo, hi, parts);
                 Ok(())
             }
-            Child::Node(next) => self.walk(next, idx, parts),
+            Child::Node(next) => self.walk(next, src, lo, hi, parts),
         }
     }
 }
@@ -176,34 +274,6 @@ pub(super) fn rank_to_child(plan: &Plan, id: NodeId) -> Vec<u32> {
         }
     }
     out
-}
-
-/// The rows `idx` of a row-major array with `width` values per row.
-fn gather(a: &[f64], width: usize, idx: &[u32]) -> Vec<f64> {
-    fn rows<const W: usize>(a: &[f64], idx: &[u32]) -> Vec<f64> {
-        let mut out = vec![0.0; idx.len() * W];
-        for (o, &i) in out.chunks_exact_mut(W).zip(idx) {
-            let i = i as usize * W;
-            o.copy_from_slice(&a[i..i + W]);
-        }
-        out
-    }
-    match width {
-        1 => rows::<1>(a, idx),
-        2 => rows::<2>(a, idx),
-        _ => rows::<3>(a, idx),
-    }
-}
-
-/// Per-rank weights (summed in object order) and counts of a complete assignment.
-fn rank_figures(parts: &[u32], weights: Option<&[f64]>, ranks: usize) -> (Vec<f64>, Vec<u64>) {
-    let mut w = vec![0.0; ranks];
-    let mut n = vec![0u64; ranks];
-    for (i, &p) in parts.iter().enumerate() {
-        n[p as usize] += 1;
-        w[p as usize] += weights.map_or(1.0, |w| w[i]);
-    }
-    (w, n)
 }
 
 impl Hier {
@@ -279,6 +349,8 @@ impl Hier {
         parts: &mut [u32],
         prev: Option<(&HierPartition, &[u32])>,
     ) -> Result<HierPartition, Error> {
+        let n = coords.len() / dim;
+        let ranks = plan.num_ranks();
         let mut walk = Walk {
             plan,
             par: self.par,
@@ -286,13 +358,23 @@ impl Hier {
             coords,
             weights,
             prev,
+            bx: [Vec::new(), Vec::new()],
+            bw: [Vec::new(), Vec::new()],
+            bi: [Vec::new(), Vec::new()],
+            child: vec![0; n],
             cuts: BTreeMap::new(),
             times: Vec::new(),
+            rank_w: vec![0.0; ranks],
+            rank_n: vec![0; ranks],
         };
-        walk.walk(plan.root(), None, parts)?;
-        let (w, n) = rank_figures(parts, weights, plan.num_ranks());
+        walk.walk(plan.root(), Src::Caller, 0, n, parts)?;
         Ok(HierPartition::from_ranks(
-            plan, dim, w, n, walk.cuts, walk.times,
+            plan,
+            dim,
+            walk.rank_w,
+            walk.rank_n,
+            walk.cuts,
+            walk.times,
         ))
     }
 }
