@@ -30,7 +30,8 @@ fn json(line: &str) -> Result<serde_json::Value> {
 }
 
 fn num(v: &serde_json::Value, k: &str) -> Result<f64> {
-    v[k].as_f64().with_context(|| format!("no number `{k}` in {v}"))
+    v[k].as_f64()
+        .with_context(|| format!("no number `{k}` in {v}"))
 }
 
 pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
@@ -109,7 +110,15 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
             if !file.exists() {
                 let mut g = Command::new(&hsfc);
                 g.args([
-                    "gen", "--n", "1e6", "--dist", dist, "--weights", weights, "--seed", "12345",
+                    "gen",
+                    "--n",
+                    "1e6",
+                    "--dist",
+                    dist,
+                    "--weights",
+                    weights,
+                    "--seed",
+                    "12345",
                     "-o",
                 ])
                 .arg(&file);
@@ -179,7 +188,9 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
     println!();
     let worst1 = ratios.iter().map(|r| r.0).fold(0.0f64, f64::max);
     let worst2 = ratios.iter().map(|r| r.1).fold(0.0f64, f64::max);
-    println!("hier / flat HSFC: worst {worst1:.2} on 1 thread, {worst2:.2} on 2 threads   (target <= 1.2)");
+    println!(
+        "hier / flat HSFC: worst {worst1:.2} on 1 thread, {worst2:.2} on 2 threads   (target <= 1.2)"
+    );
     Ok(())
 }
 

@@ -106,7 +106,11 @@ fn powers(a: &PartitionArgs, machine: &Machine) -> Result<(Powers, String)> {
         Some(path) => {
             let samples = read_jsonl(path)?;
             let p = powers_from_samples(machine, &config, &samples, Smoothing::WindowMean)?;
-            let origin = format!("powers from {} samples of {}", samples.len(), path.display());
+            let origin = format!(
+                "powers from {} samples of {}",
+                samples.len(),
+                path.display()
+            );
             (p, origin)
         }
     })
@@ -288,7 +292,10 @@ fn partition(a: &PartitionArgs) -> Result<()> {
         );
         s += &r.table(&plan);
         if let Some((q, per_level)) = &quality {
-            s += &format!("\nquality on a {}-nearest-neighbour graph, per rank:\n{q}", a.knn);
+            s += &format!(
+                "\nquality on a {}-nearest-neighbour graph, per rank:\n{q}",
+                a.knn
+            );
             for (d, q) in per_level.iter().enumerate() {
                 s += &format!("\ngrouped by the nodes at depth {}:\n{q}", d + 1);
             }

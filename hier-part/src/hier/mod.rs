@@ -10,6 +10,13 @@ mod dist;
 mod plan;
 mod serial;
 
+/// Frees the buffers the hierarchical partitioner keeps between calls (they are reused to
+/// avoid faulting in fresh memory on every call), and those of `hsfc`.
+pub fn release_buffers() {
+    serial::release_buffers();
+    hsfc::release_buffers();
+}
+
 pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, MethodKind, Plan, PlanNode};
 
 use crate::bisect::imbalance;

@@ -88,6 +88,8 @@ struct Walk<'a> {
     bi: [Vec<u32>; 2],
     /// Each object's child at the current level (indexed like the buffers).
     child: Vec<u32>,
+    /// Whether buffer 0 and 1 have been sized for this call.
+    sized: [bool; 2],
     cuts: BTreeMap<NodeId, LevelCuts>,
     times: Vec<(NodeId, f64)>,
     /// Per rank: weight (summed in index order) and count.
@@ -201,13 +203,15 @@ impl Walk<'_> {
             Src::Caller => 0,
         };
         let dim = self.dim;
-        let n_all = self.coords.len() / dim;
-        if self.bx[d].is_empty() {
-            self.bx[d] = vec![0.0; n_all * dim];
-            self.bi[d] = vec![0; n_all];
-            if self.weights.is_some() {
-                self.bw[d] = vec![0.0; n_all];
-            }
+        if !self.sized[d] {
+            let n_all = self.coords.len() / dim;
+            fit(&mut self.bx[d], n_all * dim);
+            fit(&mut self.bi[d], n_all);
+            fit(
+                &mut self.bw[d],
+                if self.weights.is_some() { n_all } else { 0 },
+            );
+            self.sized[d] = true;
         }
         let (mut bx, mut bw, mut bi) = (
             std::mem::take(&mut self.bx[d]),
@@ -217,15 +221,15 @@ impl Walk<'_> {
         {
             let xs = self.coords_of(src);
             let ws = self.weights_of(src);
-            for j in lo..hi {
-                let c = self.child[j] as usize;
-                let t = next[c];
-                next[c] += 1;
-                bx[t * dim..(t + 1) * dim].copy_from_slice(&xs[j * dim..(j + 1) * dim]);
-                if let Some(ws) = ws {
-                    bw[t] = ws[j];
-                }
-                bi[t] = self.index(src, j) as u32;
+            let idx = match src {
+                Src::Caller => None,
+                Src::Buf(b) => Some(&self.bi[b][..]),
+            };
+            let child = &self.child[lo..hi];
+            match dim {
+                1 => scatter::<1>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
+                2 => scatter::<2>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
+                _ => scatter::<3>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
             }
         }
         self.bx[d] = bx;
@@ -262,6 +266,59 @@ impl Walk<'_> {
             }
             Child::Node(next) => self.walk(next, src, lo, hi, parts),
         }
+    }
+}
+
+/// Gives `v` length `len`, reusing its memory (the contents are overwritten before use).
+fn fit<T: Copy + Default>(v: &mut Vec<T>, len: usize) {
+    if v.len() >= len {
+        v.truncate(len);
+    } else {
+        v.resize(len, T::default());
+    }
+}
+
+/// The walk's buffers, kept between calls: fresh pages cost a fault each, as much as a pass
+/// over them (as `hsfc` keeps its key buffer). A concurrent call that finds them taken
+/// allocates its own; [`crate::release_buffers`] frees them.
+#[derive(Default)]
+struct Bufs {
+    bx: [Vec<f64>; 2],
+    bw: [Vec<f64>; 2],
+    bi: [Vec<u32>; 2],
+    child: Vec<u32>,
+}
+
+static BUFS: std::sync::Mutex<Option<Bufs>> = std::sync::Mutex::new(None);
+
+/// Frees the buffers the serial hierarchical walk keeps between calls.
+pub(crate) fn release_buffers() {
+    *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// The counting sort's write pass: object `lo + j` goes to slot `next[child[j]]++` of the
+/// destination (coordinates, weight, original index).
+#[allow(clippy::too_many_arguments)]
+fn scatter<const D: usize>(
+    xs: &[f64],
+    ws: Option<&[f64]>,
+    idx: Option<&[u32]>,
+    child: &[u32],
+    lo: usize,
+    next: &mut [usize],
+    bx: &mut [f64],
+    bw: &mut [f64],
+    bi: &mut [u32],
+) {
+    for (j, &c) in (lo..).zip(child) {
+        let t = next[c as usize];
+        next[c as usize] += 1;
+        let x: &[f64; D] = xs[j * D..j * D + D].try_into().expect("D coordinates");
+        bx[t * D..t * D + D].copy_from_slice(x);
+        if let Some(ws) = ws {
+            bw[t] = ws[j];
+        }
+        bi[t] = idx.map_or(j as u32, |idx| idx[j]);
     }
 }
 
@@ -351,6 +408,12 @@ impl Hier {
     ) -> Result<HierPartition, Error> {
         let n = coords.len() / dim;
         let ranks = plan.num_ranks();
+        let mut bufs = BUFS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        fit(&mut bufs.child, n);
         let mut walk = Walk {
             plan,
             par: self.par,
@@ -358,16 +421,24 @@ impl Hier {
             coords,
             weights,
             prev,
-            bx: [Vec::new(), Vec::new()],
-            bw: [Vec::new(), Vec::new()],
-            bi: [Vec::new(), Vec::new()],
-            child: vec![0; n],
+            bx: bufs.bx,
+            bw: bufs.bw,
+            bi: bufs.bi,
+            child: bufs.child,
+            sized: [false; 2],
             cuts: BTreeMap::new(),
             times: Vec::new(),
             rank_w: vec![0.0; ranks],
             rank_n: vec![0; ranks],
         };
-        walk.walk(plan.root(), Src::Caller, 0, n, parts)?;
+        let walked = walk.walk(plan.root(), Src::Caller, 0, n, parts);
+        *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bufs {
+            bx: std::mem::take(&mut walk.bx),
+            bw: std::mem::take(&mut walk.bw),
+            bi: std::mem::take(&mut walk.bi),
+            child: std::mem::take(&mut walk.child),
+        });
+        walked?;
         Ok(HierPartition::from_ranks(
             plan,
             dim,
