@@ -1,9 +1,8 @@
 //! `hsfc`: partition ZPT1 point files with the Hilbert-curve partitioner, or generate them.
 
-mod generate;
-
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use hsfc::generate::{Distribution, WeightKind};
 use hsfc::{Hsfc, Par};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -59,12 +58,30 @@ enum Dist {
     Graded,
 }
 
+impl From<Dist> for Distribution {
+    fn from(d: Dist) -> Self {
+        match d {
+            Dist::Uniform => Distribution::Uniform,
+            Dist::Graded => Distribution::Graded,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Weights {
     /// No weights in the file (unit weights).
     Unit,
     /// Weights uniform in [1, 10).
     Random,
+}
+
+impl From<Weights> for WeightKind {
+    fn from(w: Weights) -> Self {
+        match w {
+            Weights::Unit => WeightKind::Unit,
+            Weights::Random => WeightKind::Random,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -190,7 +207,13 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Partition(a) => partition(&a),
         Cmd::Gen(g) => {
-            let (coords, w) = generate::points(g.n, usize::from(g.dim), g.dist, g.weights, g.seed);
+            let (coords, w) = hsfc::generate::points(
+                g.n,
+                usize::from(g.dim),
+                g.dist.into(),
+                g.weights.into(),
+                g.seed,
+            );
             hsfc::io::write_points(&g.out, usize::from(g.dim), &coords, w.as_deref())
                 .context("writing the points")?;
             Ok(())
