@@ -1,9 +1,19 @@
 //! `hsfc`: partition ZPT1 point files with the Hilbert-curve partitioner, or generate them.
+//!
+//! Built with the feature `mpi` and started under `mpirun -np R`, `hsfc partition` runs
+//! distributed: rank r reads only points `[r·n/R, (r+1)·n/R)` of the file, the ranks partition
+//! together (`Hsfc::partition_dist` over `comm::MpiComm`), and rank 0 gathers and writes the
+//! whole parts file, byte-identical to the serial run's, and prints the report.
+
+mod ranks;
+#[cfg(test)]
+mod tests;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use hsfc::generate::{Distribution, WeightKind};
 use hsfc::{Hsfc, Par};
+use ranks::{Ranks, agree};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -124,8 +134,20 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-fn partition(a: &PartitionArgs) -> Result<()> {
-    let set = hsfc::io::read_points(&a.points).context("reading the points")?;
+/// What one rank read: the targets, the file's point count and its own slice of the points.
+struct Input {
+    targets: Vec<f64>,
+    n: u64,
+    range: std::ops::Range<u64>,
+    set: hsfc::io::PointSet,
+}
+
+/// Reads this rank's input. Touches no other rank, so a failure here can be agreed on.
+fn read_input<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Input> {
+    let head = hsfc::io::read_point_header(&a.points).context("reading the points")?;
+    let range = hsfc::dist::block_range(head.n, ranks.rank(), ranks.size());
+    let set =
+        hsfc::io::read_points_range(&a.points, range.clone()).context("reading the points")?;
     let targets = match (&a.sizes, a.parts) {
         (Some(path), _) => hsfc::io::read_sizes(path).context("reading the part sizes")?,
         (None, Some(k)) => vec![1.0; k],
@@ -134,6 +156,26 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    Ok(Input {
+        targets,
+        n: head.n,
+        range,
+        set,
+    })
+}
+
+/// `hsfc partition` on a group of ranks (one, for the serial command). Every rank reads its
+/// block of the point file; rank 0 writes the whole parts file and returns the report to
+/// print (`None` on the other ranks). Errors are agreed on: every rank returns an error at the
+/// same step, so none waits for another.
+fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
+    let (rank, size) = (ranks.rank(), ranks.size());
+    let Input {
+        targets,
+        n,
+        range,
+        set,
+    } = agree(ranks, read_input(ranks, a))?;
     let cfg = Hsfc {
         par: Par::threads(a.threads),
         ..Default::default()
@@ -143,26 +185,46 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     let mut result = None;
     for _ in 0..a.repeat {
         let t0 = Instant::now();
+        // Data errors are agreed on inside (every rank returns an error).
         let p = cfg
-            .partition(
+            .partition_dist(
+                ranks,
                 &set.coords,
                 set.dim,
                 set.weights.as_deref(),
                 &targets,
                 &mut parts,
             )
-            .with_context(|| format!("partitioning {}", a.points.display()))?;
+            .with_context(|| {
+                if ranks.distributed() {
+                    format!(
+                        "partitioning {} (rank {rank} of {size} holds points {}..{})",
+                        a.points.display(),
+                        range.start,
+                        range.end
+                    )
+                } else {
+                    format!("partitioning {}", a.points.display())
+                }
+            })?;
         times.push(t0.elapsed().as_secs_f64());
         result = Some(p);
     }
     let p = result.expect("repeat >= 1");
-    let time_s = median(&mut times.clone());
+    // The slowest rank's median, and per repeat the slowest rank's time.
+    let mut time_s = [median(&mut times.clone())];
+    ranks.max_f64(&mut time_s)?;
+    ranks.max_f64(&mut times)?;
+    let time_s = time_s[0];
+    let Some(all_parts) = ranks.gather_parts(&parts)? else {
+        return Ok(None);
+    };
     if let Some(out) = &a.out {
-        hsfc::io::write_parts(out, &parts).context("writing the parts")?;
+        hsfc::io::write_parts(out, &all_parts).context("writing the parts")?;
     }
     if a.json {
-        let j = serde_json::json!({
-            "n": set.len(),
+        let mut j = serde_json::json!({
+            "n": n,
             "k": targets.len(),
             "dim": set.dim,
             "threads": a.threads,
@@ -177,20 +239,72 @@ fn partition(a: &PartitionArgs) -> Result<()> {
             "targets": p.targets(),
             "counts": p.part_counts(),
         });
-        emit(&format!("{j}\n"))
+        if ranks.distributed() {
+            j["ranks"] = size.into();
+        }
+        Ok(Some(format!("{j}\n")))
     } else {
+        let (group, of) = if ranks.distributed() {
+            (format!("{size} rank(s) × "), "max over ranks of the median")
+        } else {
+            (String::new(), "median")
+        };
         let head = format!(
-            "{}: {} points, dim {}, {} parts, {} thread(s): partition {:.3} ms (median of {})\n",
+            "{}: {} points, dim {}, {} parts, {group}{} thread(s): partition {:.3} ms ({of} of {})\n",
             a.points.display(),
-            set.len(),
+            n,
             set.dim,
             targets.len(),
             a.threads,
             time_s * 1e3,
             a.repeat
         );
-        emit(&(head + &hsfc::summary::table(&p)))
+        Ok(Some(head + &hsfc::summary::table(&p)))
     }
+}
+
+/// `hsfc partition` in this process alone.
+#[cfg(not(feature = "mpi"))]
+fn partition_cmd(a: &PartitionArgs) -> Result<()> {
+    match partition(&hsfc::dist::Serial, a)? {
+        Some(text) => emit(&text),
+        None => Ok(()),
+    }
+}
+
+/// `hsfc partition` as one rank of an MPI job (a single process without `mpirun`).
+#[cfg(feature = "mpi")]
+fn partition_cmd(a: &PartitionArgs) -> Result<()> {
+    use comm::Comm;
+    let world = comm::MpiComm::init().context("starting MPI")?;
+    let (rank, size) = (Comm::rank(&world), Comm::size(&world));
+    let result = partition(&world, a);
+    // MPI_Finalize on every rank, after an error too: all ranks agree on errors, and the only
+    // one-rank failure (rank 0 writing the output) comes after the last collective.
+    drop(world);
+    match result {
+        Ok(Some(text)) => emit(&text),
+        Ok(None) => Ok(()),
+        Err(e) if size == 1 => Err(e),
+        Err(e) => {
+            eprintln!("Error: rank {rank} of {size}: {}", one_line(&e));
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The error and its causes on one line, leaving out a cause that its parent's message
+/// already ends with (`hsfc::io` errors show their OS error and also return it as source).
+#[cfg(any(feature = "mpi", test))]
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|p| p.ends_with(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
 }
 
 /// Prints to stdout; a closed pipe (`hsfc ... | head`) is not an error.
@@ -205,7 +319,7 @@ fn emit(text: &str) -> Result<()> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Partition(a) => partition(&a),
+        Cmd::Partition(a) => partition_cmd(&a),
         Cmd::Gen(g) => {
             let (coords, w) = hsfc::generate::points(
                 g.n,
