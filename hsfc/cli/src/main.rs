@@ -164,6 +164,64 @@ fn read_input<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Input> {
     })
 }
 
+/// What rank 0 prints after a partition.
+struct Report<'a> {
+    /// The rank count of a distributed run (`None` for the serial command).
+    ranks: Option<usize>,
+    n: u64,
+    dim: usize,
+    /// The slowest rank's median time of the partition call.
+    time_s: f64,
+    /// Per repeat, the slowest rank's time.
+    times: &'a [f64],
+    partition: &'a hsfc::Partition,
+}
+
+impl Report<'_> {
+    fn render(&self, a: &PartitionArgs) -> String {
+        let p = self.partition;
+        if a.json {
+            let mut j = serde_json::json!({
+                "n": self.n,
+                "k": p.num_parts(),
+                "dim": self.dim,
+                "threads": a.threads,
+                "repeat": a.repeat,
+                "time_s": self.time_s,
+                "times_s": self.times,
+                "max_rel_dev": p.max_rel_dev(),
+                "max_abs_dev": p.max_abs_dev(),
+                "max_weight": p.max_weight(),
+                "imbalance": p.imbalance(),
+                "weights": p.part_weights(),
+                "targets": p.targets(),
+                "counts": p.part_counts(),
+            });
+            if let Some(ranks) = self.ranks {
+                j["ranks"] = ranks.into();
+            }
+            format!("{j}\n")
+        } else {
+            let (group, of) = match self.ranks {
+                Some(r) => (format!("{r} rank(s) × "), "max over ranks of the median"),
+                None => (String::new(), "median"),
+            };
+            let head = format!(
+                "{}: {} points, dim {}, {} parts, {group}{} thread(s): partition {:.3} ms \
+                 ({of} of {})\n",
+                a.points.display(),
+                self.n,
+                self.dim,
+                p.num_parts(),
+                a.threads,
+                self.time_s * 1e3,
+                a.repeat
+            );
+            head + &hsfc::summary::table(p)
+        }
+    }
+}
+
 /// `hsfc partition` on a group of ranks (one, for the serial command). Every rank reads its
 /// block of the point file; rank 0 writes the whole parts file and returns the report to
 /// print (`None` on the other ranks). Errors are agreed on: every rank returns an error at the
@@ -216,51 +274,24 @@ fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
     ranks.max_f64(&mut time_s)?;
     ranks.max_f64(&mut times)?;
     let time_s = time_s[0];
-    let Some(all_parts) = ranks.gather_parts(&parts)? else {
-        return Ok(None);
-    };
-    if let Some(out) = &a.out {
-        hsfc::io::write_parts(out, &all_parts).context("writing the parts")?;
-    }
-    if a.json {
-        let mut j = serde_json::json!({
-            "n": n,
-            "k": targets.len(),
-            "dim": set.dim,
-            "threads": a.threads,
-            "repeat": a.repeat,
-            "time_s": time_s,
-            "times_s": times,
-            "max_rel_dev": p.max_rel_dev(),
-            "max_abs_dev": p.max_abs_dev(),
-            "max_weight": p.max_weight(),
-            "imbalance": p.imbalance(),
-            "weights": p.part_weights(),
-            "targets": p.targets(),
-            "counts": p.part_counts(),
-        });
-        if ranks.distributed() {
-            j["ranks"] = size.into();
+    let gathered = ranks.gather_parts(&parts)?;
+    // Rank 0 writes and formats; the outcome is agreed on, so that a failure to write ends
+    // every rank with an error.
+    let report = gathered.map_or(Ok(None), |all_parts| {
+        if let Some(out) = &a.out {
+            hsfc::io::write_parts(out, &all_parts).context("writing the parts")?;
         }
-        Ok(Some(format!("{j}\n")))
-    } else {
-        let (group, of) = if ranks.distributed() {
-            (format!("{size} rank(s) × "), "max over ranks of the median")
-        } else {
-            (String::new(), "median")
-        };
-        let head = format!(
-            "{}: {} points, dim {}, {} parts, {group}{} thread(s): partition {:.3} ms ({of} of {})\n",
-            a.points.display(),
+        let report = Report {
+            ranks: ranks.distributed().then_some(size),
             n,
-            set.dim,
-            targets.len(),
-            a.threads,
-            time_s * 1e3,
-            a.repeat
-        );
-        Ok(Some(head + &hsfc::summary::table(&p)))
-    }
+            dim: set.dim,
+            time_s,
+            times: &times,
+            partition: &p,
+        };
+        Ok(Some(report.render(a)))
+    });
+    agree(ranks, report)
 }
 
 /// `hsfc partition` in this process alone.
@@ -279,17 +310,23 @@ fn partition_cmd(a: &PartitionArgs) -> Result<()> {
     let world = comm::MpiComm::init().context("starting MPI")?;
     let (rank, size) = (Comm::rank(&world), Comm::size(&world));
     let result = partition(&world, a);
-    // MPI_Finalize on every rank, after an error too: all ranks agree on errors, and the only
-    // one-rank failure (rank 0 writing the output) comes after the last collective.
+    if let Err(e) = &result
+        && size > 1
+    {
+        // One write, so that mpirun does not interleave the lines of several ranks.
+        let line = format!("Error: rank {rank} of {size}: {}\n", one_line(e));
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        // Errors are agreed on, so every rank is here: wait until all have written their
+        // message before any exits (mpirun ends the job when the first rank exits non-zero).
+        let _ = world.barrier();
+    }
+    // MPI_Finalize on every rank, after an error too.
     drop(world);
     match result {
         Ok(Some(text)) => emit(&text),
         Ok(None) => Ok(()),
         Err(e) if size == 1 => Err(e),
-        Err(e) => {
-            eprintln!("Error: rank {rank} of {size}: {}", one_line(&e));
-            std::process::exit(1);
-        }
+        Err(_) => std::process::exit(1),
     }
 }
 

@@ -156,6 +156,27 @@ fn bad_data_on_one_rank_fails_every_rank_naming_the_slice() {
 }
 
 #[test]
+fn a_failure_to_write_on_rank_0_fails_every_rank() {
+    let points = tmp("w.zpt");
+    let (coords, _) = hsfc::generate::points(50, 2, Distribution::Uniform, WeightKind::Unit, 1);
+    hsfc::io::write_points(&points, 2, &coords, None).unwrap();
+    let out = tmp("no-such-dir").join("parts.u32");
+    let results = on_ranks(3, &[path(&points), "--parts", "2", "--out", path(&out)]);
+    let errors: Vec<String> = results
+        .into_iter()
+        .map(|r| one_line(&r.unwrap_err()))
+        .collect();
+    assert!(
+        errors[0].starts_with(&format!("writing the parts: {}: ", path(&out))),
+        "{}",
+        errors[0]
+    );
+    for e in &errors[1..] {
+        assert_eq!(e, "1 other rank(s) failed; see their messages");
+    }
+}
+
+#[test]
 fn a_local_failure_is_agreed_on() {
     let got = ThreadComm::run(3, &ThreadOptions::default(), |c| {
         let local = if comm::Comm::rank(&c) == 1 {
