@@ -236,35 +236,39 @@ fn cli_checks(launcher: &Launcher) -> Result<()> {
     let points = first_points.expect("CLI_CASES is not empty");
     let nan = dir.join("nan-last-point.zpt");
     write_with_nan_last(&points, &nan)?;
-    let res = launcher.run(
-        &mpi_bin,
-        4,
-        &["partition", &path_arg(&nan)?, "--parts", "3"],
-    )?;
-    expect_failure(
-        &res,
-        "hsfc partition (NaN in the last point)",
-        &[
-            "Error: rank 3 of 4: partitioning",
-            "(rank 3 of 4 holds points 150000..200000): point 49999: coordinate 0 is NaN",
-            "1 other rank(s) had invalid input",
-        ],
-    )?;
     let missing = dir.join("no-such-file.zpt");
     remove_stale(&missing)?;
-    let res = launcher.run(
-        &mpi_bin,
-        2,
-        &["partition", &path_arg(&missing)?, "--parts", "3"],
-    )?;
-    expect_failure(
-        &res,
-        "hsfc partition (missing file)",
-        &[&format!(
-            "Error: rank 1 of 2: reading the points: {}: No such file",
-            missing.display()
-        )],
-    )?;
+    let failures = [
+        (
+            &nan,
+            4,
+            "NaN in the last point",
+            vec![
+                "Error: rank 3 of 4: partitioning".to_string(),
+                "(rank 3 of 4 holds points 150000..200000): point 49999: coordinate 0 is NaN"
+                    .to_string(),
+                "1 other rank(s) had invalid input".to_string(),
+            ],
+        ),
+        (
+            &missing,
+            2,
+            "missing file",
+            vec![format!(
+                "Error: rank 1 of 2: reading the points: {}: No such file",
+                missing.display()
+            )],
+        ),
+    ];
+    for (file, np, what, needles) in &failures {
+        let res = launcher.run(
+            &mpi_bin,
+            *np,
+            &["partition", &path_arg(file)?, "--parts", "3"],
+        )?;
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        expect_failure(&res, &format!("hsfc partition ({what})"), &needles)?;
+    }
     println!(
         "xtask: hsfc CLI under MPI checked in {:.1} s",
         started.elapsed().as_secs_f64()
