@@ -46,6 +46,9 @@ macro_rules! ensure {
     };
 }
 
+mod hsfc_dist;
+pub use hsfc_dist::{hsfc_dist_equals_serial, hsfc_dist_uneven_slices, hsfc_repartition_dist};
+
 /// Every check, by name, in the order drivers run them.
 pub fn checks<C>() -> Vec<(&'static str, Check<C>)>
 where
@@ -70,6 +73,9 @@ where
         ("op_mismatch", op_mismatch::<C>),
         ("root_mismatch", root_mismatch::<C>),
         ("link_model", link_model::<C>),
+        ("hsfc_dist_equals_serial", hsfc_dist_equals_serial::<C>),
+        ("hsfc_dist_uneven_slices", hsfc_dist_uneven_slices::<C>),
+        ("hsfc_repartition_dist", hsfc_repartition_dist::<C>),
     ]
 }
 

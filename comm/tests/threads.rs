@@ -52,6 +52,9 @@ conformance_tests!(
     root_mismatch,
     link_model,
     rank_order_sum,
+    hsfc_dist_equals_serial,
+    hsfc_dist_uneven_slices,
+    hsfc_repartition_dist,
 );
 
 /// Every check of the shared list has a test above (a check added to the list but not here

@@ -3,6 +3,10 @@
 //! `hsfc` does not know MPI or threads-as-ranks: a caller that holds its points spread over
 //! several ranks passes anything implementing [`Reduce`]. The `comm` crate implements it for
 //! its thread and MPI communicators; [`Serial`] is the one-rank implementation.
+//! [`block_range`] is the usual contiguous distribution of `n` objects over the ranks (the
+//! `hsfc` CLI under `mpirun` reads its points that way).
+
+use std::ops::Range;
 
 /// Collective reductions over the ranks of a group.
 ///
@@ -56,9 +60,56 @@ impl Reduce for Serial {
     }
 }
 
+/// The contiguous block of `n` objects that rank `rank` of `size` holds:
+/// `[rank·n/size, (rank+1)·n/size)` (rounded down). The blocks of ranks `0..size` tile `0..n`
+/// in rank order and differ in length by at most one.
+///
+/// # Panics
+/// If `size == 0` or `rank >= size` (a programming error).
+///
+/// ```
+/// use hsfc::dist::block_range;
+/// assert_eq!(block_range(10, 0, 4), 0..2);
+/// assert_eq!(block_range(10, 3, 4), 7..10);
+/// assert_eq!(block_range(2, 1, 4), 0..1);
+/// ```
+pub fn block_range(n: u64, rank: usize, size: usize) -> Range<u64> {
+    assert!(
+        rank < size,
+        "block_range: rank {rank} of a group of {size} ranks"
+    );
+    // In u128: r·n overflows u64 for large n.
+    let at = |r: usize| (u128::from(n) * r as u128 / size as u128) as u64;
+    at(rank)..at(rank + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_tile_the_range() {
+        for n in [0u64, 1, 2, 7, 100, u64::MAX] {
+            for size in 1..=5 {
+                let blocks: Vec<Range<u64>> = (0..size).map(|r| block_range(n, r, size)).collect();
+                assert_eq!(blocks[0].start, 0);
+                assert_eq!(blocks[size - 1].end, n);
+                for w in blocks.windows(2) {
+                    assert_eq!(w[0].end, w[1].start, "n {n}, size {size}");
+                }
+                let lens: Vec<u64> = blocks.iter().map(|b| b.end - b.start).collect();
+                let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
+                assert!(hi - lo <= 1, "n {n}, size {size}: {lens:?}");
+            }
+        }
+        assert_eq!(block_range(5, 2, 3), 3..5);
+    }
+
+    #[test]
+    #[should_panic(expected = "block_range: rank 3 of a group of 3 ranks")]
+    fn block_of_a_missing_rank_is_a_contract_violation() {
+        block_range(5, 3, 3);
+    }
 
     #[test]
     fn serial_is_identity() {

@@ -7,10 +7,13 @@
 //!   with `#` are skipped); the partitioner normalises them.
 //! * **Parts file**: one little-endian `u32` part id per point.
 //!
+//! A rank that holds a slice of the points reads only that slice: [`read_point_header`], then
+//! [`read_points_range`] (which seeks to the slice's coordinates and weights).
+//!
 //! Errors name the file and the byte offset or line of the problem.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// A problem reading or writing one of the files.
@@ -35,6 +38,29 @@ pub enum IoError {
         offset: u64,
         /// What is wrong.
         message: String,
+    },
+    /// The operating system refused a read or seek at a known place.
+    #[error("{path}: byte {offset}: {source}")]
+    OsAt {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the read or seek.
+        offset: u64,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Points were asked for beyond the end of a point file.
+    #[error("{path}: points {start}..{end} requested, but the file holds {n} points")]
+    Range {
+        /// The file.
+        path: PathBuf,
+        /// First point asked for.
+        start: u64,
+        /// One past the last point asked for.
+        end: u64,
+        /// Points in the file.
+        n: u64,
     },
     /// A line of a text file does not parse.
     #[error("{path}:{line}: {message}")]
@@ -77,6 +103,14 @@ fn os(path: &Path) -> impl FnOnce(std::io::Error) -> IoError + '_ {
     }
 }
 
+fn os_at(path: &Path, offset: u64) -> impl FnOnce(std::io::Error) -> IoError + '_ {
+    move |source| IoError::OsAt {
+        path: path.to_path_buf(),
+        offset,
+        source,
+    }
+}
+
 fn format_err(path: &Path, offset: u64, message: impl Into<String>) -> IoError {
     IoError::Format {
         path: path.to_path_buf(),
@@ -87,12 +121,68 @@ fn format_err(path: &Path, offset: u64, message: impl Into<String>) -> IoError {
 
 const HEADER: u64 = 24;
 
+/// What a `ZPT1` header says, checked against the file's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointHeader {
+    /// Coordinates per point (1, 2 or 3).
+    pub dim: usize,
+    /// Whether the file holds one weight per point after the coordinates.
+    pub has_weights: bool,
+    /// Number of points in the file.
+    pub n: u64,
+}
+
+impl PointHeader {
+    /// Byte offset of point `i`'s first coordinate.
+    fn coord_offset(&self, i: u64) -> u64 {
+        HEADER + i * self.dim as u64 * 8
+    }
+    /// Byte offset of point `i`'s weight (if the file has weights).
+    fn weight_offset(&self, i: u64) -> u64 {
+        self.coord_offset(self.n) + i * 8
+    }
+}
+
 /// Reads a `ZPT1` point file.
 pub fn read_points(path: impl AsRef<Path>) -> Result<PointSet, IoError> {
     let path = path.as_ref();
+    let (mut f, head) = open_points(path)?;
+    read_range(path, &mut f, &head, 0..head.n)
+}
+
+/// Reads and checks the header of a `ZPT1` point file (magic, fields, and that the file's
+/// length matches the point count), without reading the points.
+pub fn read_point_header(path: impl AsRef<Path>) -> Result<PointHeader, IoError> {
+    let path = path.as_ref();
+    open_points(path).map(|(_, head)| head)
+}
+
+/// Reads points `range` (indices `start..end` of the file's `n`) of a `ZPT1` point file,
+/// seeking to them: a rank that holds a slice of the points reads only its slice (see
+/// [`crate::dist::block_range`]). The header is checked as by [`read_points`]; a range beyond
+/// the file's points is an error naming the file.
+pub fn read_points_range(
+    path: impl AsRef<Path>,
+    range: std::ops::Range<u64>,
+) -> Result<PointSet, IoError> {
+    let path = path.as_ref();
+    let (mut f, head) = open_points(path)?;
+    if range.start > range.end || range.end > head.n {
+        return Err(IoError::Range {
+            path: path.to_path_buf(),
+            start: range.start,
+            end: range.end,
+            n: head.n,
+        });
+    }
+    read_range(path, &mut f, &head, range)
+}
+
+/// Opens a point file and checks its header against its length.
+fn open_points(path: &Path) -> Result<(File, PointHeader), IoError> {
     let mut f = File::open(path).map_err(os(path))?;
     let mut head = [0u8; HEADER as usize];
-    let got = read_full(&mut f, &mut head).map_err(os(path))?;
+    let got = read_full(&mut f, &mut head).map_err(os_at(path, 0))?;
     if got < 4 || &head[..4] != b"ZPT1" {
         return Err(format_err(
             path,
@@ -154,25 +244,66 @@ pub fn read_points(path: impl AsRef<Path>) -> Result<PointSet, IoError> {
             format!("{} unexpected bytes after the data", size - expected),
         ));
     }
-    let mut bytes = vec![0u8; (values * 8) as usize];
-    let got = read_full(&mut f, &mut bytes).map_err(os(path))?;
+    let head = PointHeader {
+        dim: dim as usize,
+        has_weights: has_w == 1,
+        n,
+    };
+    Ok((f, head))
+}
+
+/// Reads points `range` (within `0..head.n`) of an opened, checked point file.
+fn read_range(
+    path: &Path,
+    f: &mut File,
+    head: &PointHeader,
+    range: std::ops::Range<u64>,
+) -> Result<PointSet, IoError> {
+    let coords = read_f64s_at(
+        path,
+        f,
+        head.coord_offset(range.start),
+        (range.end - range.start) * head.dim as u64,
+    )?;
+    let weights = if head.has_weights {
+        Some(read_f64s_at(
+            path,
+            f,
+            head.weight_offset(range.start),
+            range.end - range.start,
+        )?)
+    } else {
+        None
+    };
+    Ok(PointSet {
+        dim: head.dim,
+        coords,
+        weights,
+    })
+}
+
+/// Reads `count` little-endian f64 starting at byte `offset`.
+fn read_f64s_at(path: &Path, f: &mut File, offset: u64, count: u64) -> Result<Vec<f64>, IoError> {
+    f.seek(SeekFrom::Start(offset))
+        .map_err(os_at(path, offset))?;
+    // The header check bounds count·8 by the file's length.
+    let mut bytes = vec![0u8; (count * 8) as usize];
+    let got = read_full(f, &mut bytes).map_err(os_at(path, offset))?;
     if got < bytes.len() {
         return Err(format_err(
             path,
-            HEADER + got as u64,
-            "file shrank while reading",
+            offset + got as u64,
+            format!(
+                "file shrank while reading: {} of {} bytes",
+                got,
+                bytes.len()
+            ),
         ));
     }
-    let mut all: Vec<f64> = bytes
+    Ok(bytes
         .chunks_exact(8)
         .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .collect();
-    let weights = (has_w == 1).then(|| all.split_off((n * u64::from(dim)) as usize));
-    Ok(PointSet {
-        dim: dim as usize,
-        coords: all,
-        weights,
-    })
+        .collect())
 }
 
 fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {

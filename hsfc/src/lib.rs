@@ -36,6 +36,7 @@ mod curve;
 pub mod dist;
 mod error;
 mod exec;
+pub mod generate;
 pub mod io;
 mod mapping;
 mod partition;

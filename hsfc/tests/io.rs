@@ -1,7 +1,11 @@
 //! The shared file formats: round trips, and an error naming the file and place for each
 //! kind of bad file.
 
-use hsfc::io::{read_parts, read_points, read_sizes, write_parts, write_points, write_sizes};
+use hsfc::dist::block_range;
+use hsfc::io::{
+    PointHeader, read_parts, read_point_header, read_points, read_points_range, read_sizes,
+    write_parts, write_points, write_sizes,
+};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
@@ -86,6 +90,77 @@ fn point_file_errors_name_file_and_offset() {
     );
     let missing = tmp("does-not-exist.zpt");
     let e = read_points(&missing).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("{}: ", missing.display())) && e.contains("No such file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn slices_are_read_by_seeking() {
+    let p = tmp("slices.zpt");
+    let n = 11usize;
+    for (dim, weighted) in [(2usize, true), (3, false), (1, true)] {
+        let coords: Vec<f64> = (0..n * dim).map(|i| i as f64 * 0.5 - 3.0).collect();
+        let weights: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
+        write_points(&p, dim, &coords, weighted.then_some(&weights[..])).unwrap();
+        assert_eq!(
+            read_point_header(&p).unwrap(),
+            PointHeader {
+                dim,
+                has_weights: weighted,
+                n: n as u64
+            }
+        );
+        let all = read_points(&p).unwrap();
+        for ranks in 1..=4 {
+            let mut joined = Vec::new();
+            let mut joined_w = Vec::new();
+            for r in 0..ranks {
+                let range = block_range(n as u64, r, ranks);
+                let (a, b) = (range.start as usize, range.end as usize);
+                let s = read_points_range(&p, range).unwrap();
+                assert_eq!(s.dim, dim);
+                assert_eq!(s.coords, &coords[a * dim..b * dim], "rank {r} of {ranks}");
+                match &s.weights {
+                    Some(w) => assert_eq!(w, &weights[a..b]),
+                    None => assert!(!weighted),
+                }
+                joined.extend(s.coords);
+                joined_w.extend(s.weights.unwrap_or_default());
+            }
+            assert_eq!(joined, all.coords);
+            assert_eq!(joined_w, all.weights.clone().unwrap_or_default());
+        }
+        let empty = read_points_range(&p, 4..4).unwrap();
+        assert!(empty.is_empty() && empty.weights.is_some() == weighted);
+    }
+}
+
+#[test]
+fn slice_errors_name_file_and_place() {
+    let p = tmp("slice-err.zpt");
+    write_points(&p, 2, &[0.0; 10], Some(&[1.0; 5])).unwrap();
+    let shown = p.display().to_string();
+    assert_eq!(
+        read_points_range(&p, 3..6).unwrap_err().to_string(),
+        format!("{shown}: points 3..6 requested, but the file holds 5 points")
+    );
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 4..2;
+    assert_eq!(
+        read_points_range(&p, backwards).unwrap_err().to_string(),
+        format!("{shown}: points 4..2 requested, but the file holds 5 points")
+    );
+    // The header is checked against the length as by read_points.
+    let mut b = header(3, 0, 0, 2);
+    b.extend([0u8; 40]);
+    std::fs::write(&p, &b).unwrap();
+    let want = format!("{shown}: byte 64: truncated: 2 points of dim 3 need 72 bytes, file has 64");
+    assert_eq!(read_points_range(&p, 0..1).unwrap_err().to_string(), want);
+    assert_eq!(read_point_header(&p).unwrap_err().to_string(), want);
+    let missing = tmp("missing-slice.zpt");
+    let e = read_points_range(&missing, 0..1).unwrap_err().to_string();
     assert!(
         e.starts_with(&format!("{}: ", missing.display())) && e.contains("No such file"),
         "{e}"

@@ -20,7 +20,9 @@ commands:
           the main job: DRUM part sizes of the machine's ranks (default
           machines/local-2core-hetero.xml), then the adaptive Laplace run to 524,500 vertices
   ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace,
-          and the multi-rank MPI tests when Open MPI is installed (required when CI=true)
+          and the multi-rank MPI tests when Open MPI is installed (required when CI=true):
+          the comm suite under mpirun -np 2 and 4, and hsfc partition under mpirun
+          byte-identical to the serial command
   bench fem [--repeats R] [--target-vertices N]
           the 17-step adaptive Laplace run to 524,500 vertices on one core (release):
           medians per phase per step, bytes per vertex, faer direct solve comparison

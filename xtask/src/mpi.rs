@@ -1,10 +1,13 @@
 //! The multi-rank MPI part of `cargo xtask ci`: builds the `comm` MPI backend and its
 //! conformance driver (`comm-mpi-suite`), lints it, and runs it under `mpirun` with 2 and 4
 //! ranks; then checks that a rank that panics or fails a check ends the job with an error
-//! instead of hanging it.
+//! instead of hanging it. Last, the `hsfc` CLI built with `--features mpi` partitions a point
+//! file under `mpirun` with 2 and 4 ranks, and its parts file must be byte-identical to the
+//! serial command's.
 
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
+use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,9 +39,11 @@ pub fn ci_mpi() -> Result<()> {
         "clippy",
         "-p",
         "comm",
+        "-p",
+        "hsfc-cli",
         "--all-targets",
         "--features",
-        "mpi",
+        "comm/mpi,hsfc-cli/mpi",
         "--",
         "-D",
         "warnings",
@@ -59,7 +64,7 @@ pub fn ci_mpi() -> Result<()> {
 
     let launcher = Launcher::detect(&mpirun)?;
     for np in RANKS {
-        let out = launcher.run(&suite, np, &[])?;
+        let out = launcher.run(&suite, np, &[] as &[&str])?;
         if !out.success {
             bail!(
                 "comm-mpi-suite failed under mpirun -np {np}:\n{}",
@@ -78,17 +83,279 @@ pub fn ci_mpi() -> Result<()> {
 
     // Failures must end the job, not hang it, and name the rank.
     let out = launcher.run(&suite, 4, &["--panic-rank", "2"])?;
-    expect_failure(&out, "--panic-rank 2", "rank 2 panics on purpose")?;
+    expect_failure(
+        &out,
+        "comm-mpi-suite --panic-rank 2",
+        &["rank 2 panics on purpose"],
+    )?;
     let out = launcher.run(&suite, 4, &["--fail-rank", "1"])?;
     expect_failure(
         &out,
-        "--fail-rank 1",
-        "FAILED allgatherv: rank 1: failure injected",
+        "comm-mpi-suite --fail-rank 1",
+        &["FAILED allgatherv: rank 1: failure injected"],
     )?;
+
+    cli_checks(&launcher)?;
     println!(
-        "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job)"
+        "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job; \
+         hsfc partition under mpirun writes the serial parts file)"
     );
     Ok(())
+}
+
+/// Points per file in the CLI check.
+const CLI_POINTS: u64 = 200_000;
+
+/// One point file of the CLI check.
+struct CliCase {
+    name: &'static str,
+    /// `hsfc gen` arguments (besides `--n` and `-o`).
+    gen_args: &'static [&'static str],
+    /// Relative part sizes (written to a sizes file) or `None` for `--parts K` equal parts.
+    sizes: Option<&'static str>,
+    equal_parts: usize,
+}
+
+const CLI_CASES: [CliCase; 2] = [
+    CliCase {
+        name: "graded-2d-weighted",
+        gen_args: &["--dim", "2", "--dist", "graded", "--weights", "random"],
+        sizes: Some("16\n19\n0\n31\n34\n"),
+        equal_parts: 0,
+    },
+    CliCase {
+        name: "uniform-3d",
+        gen_args: &["--dim", "3", "--dist", "uniform", "--weights", "unit"],
+        sizes: None,
+        equal_parts: 7,
+    },
+];
+
+/// `hsfc partition` under `mpirun -np 2` and `-np 4` writes the same parts file, byte for
+/// byte, as the serial command (built without MPI); errors on one rank end the job.
+fn cli_checks(launcher: &Launcher) -> Result<()> {
+    let started = Instant::now();
+    let dir = target_dir().join("mpi-cli");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let serial_bin = build_hsfc(&[], &dir.join("hsfc-serial"))?;
+    let mpi_bin = build_hsfc(&["--features", "mpi"], &dir.join("hsfc-mpi"))?;
+    let mut first_points = None;
+    for case in &CLI_CASES {
+        let points = dir.join(format!("{}.zpt", case.name));
+        let mut gen_cmd = Command::new(&serial_bin);
+        gen_cmd
+            .args(["gen", "--n", &CLI_POINTS.to_string()])
+            .args(case.gen_args)
+            .arg("-o")
+            .arg(&points);
+        run(gen_cmd)?;
+        first_points.get_or_insert_with(|| points.clone());
+        let mut part_args: Vec<String> = vec!["partition".into(), path_arg(&points)?];
+        match case.sizes {
+            Some(text) => {
+                let sizes = dir.join(format!("{}-sizes.txt", case.name));
+                std::fs::write(&sizes, text)
+                    .with_context(|| format!("writing {}", sizes.display()))?;
+                part_args.extend(["--sizes".into(), path_arg(&sizes)?]);
+            }
+            None => part_args.extend(["--parts".into(), case.equal_parts.to_string()]),
+        }
+        let serial_out = dir.join(format!("{}-serial.u32", case.name));
+        remove_stale(&serial_out)?;
+        let mut serial = Command::new(&serial_bin);
+        serial.args(&part_args).arg("--out").arg(&serial_out);
+        eprintln!("xtask: running {serial:?}");
+        let res = serial
+            .output()
+            .with_context(|| format!("could not start {serial:?}"))?;
+        let report = String::from_utf8_lossy(&res.stdout);
+        print!("{report}");
+        if !res.status.success() {
+            bail!(
+                "{serial:?} failed with {}:\n{}",
+                res.status,
+                String::from_utf8_lossy(&res.stderr)
+            );
+        }
+        // The reference must come from the build without MPI (cargo puts both builds at the
+        // same path): its report names no ranks.
+        if report.contains("rank(s)") {
+            bail!(
+                "{} is not the serial build: it reports ranks",
+                serial_bin.display()
+            );
+        }
+        let want = read_fresh(&serial_out)?;
+        if want.len() as u64 != 4 * CLI_POINTS {
+            bail!(
+                "{}: {} bytes, expected 4 per point",
+                serial_out.display(),
+                want.len()
+            );
+        }
+        for np in RANKS {
+            let out = dir.join(format!("{}-np{np}.u32", case.name));
+            remove_stale(&out)?;
+            let mut args = part_args.clone();
+            args.extend(["--out".into(), path_arg(&out)?, "--json".into()]);
+            let res = launcher.run(&mpi_bin, np, &args)?;
+            if !res.success {
+                bail!(
+                    "hsfc partition {} failed under mpirun -np {np}:\n{}",
+                    case.name,
+                    res.stderr
+                );
+            }
+            check_report(&res.stdout, np)
+                .with_context(|| format!("hsfc partition {} under mpirun -np {np}", case.name))?;
+            let got = read_fresh(&out)?;
+            if let Some(i) = (0..want.len().max(got.len())).find(|&i| want.get(i) != got.get(i)) {
+                bail!(
+                    "hsfc partition {}: mpirun -np {np} wrote {} bytes, the serial run {}; \
+                     first difference at byte {i} (point {})",
+                    case.name,
+                    got.len(),
+                    want.len(),
+                    i / 4
+                );
+            }
+            println!(
+                "xtask: hsfc partition {} ({CLI_POINTS} points): mpirun -np {np}: {} bytes \
+                 fnv1a64 {:016x} = serial: {} bytes fnv1a64 {:016x}: byte-identical",
+                case.name,
+                got.len(),
+                fnv1a64(&got),
+                want.len(),
+                fnv1a64(&want)
+            );
+        }
+    }
+
+    // Bad data on the last rank only (its last point) and a missing file end the job with a
+    // message naming the rank and the place.
+    let points = first_points.expect("CLI_CASES is not empty");
+    let nan = dir.join("nan-last-point.zpt");
+    write_with_nan_last(&points, &nan)?;
+    let missing = dir.join("no-such-file.zpt");
+    remove_stale(&missing)?;
+    let failures = [
+        (
+            &nan,
+            4,
+            "NaN in the last point",
+            vec![
+                "Error: rank 3 of 4: partitioning".to_string(),
+                "(rank 3 of 4 holds points 150000..200000): point 49999: coordinate 0 is NaN"
+                    .to_string(),
+                "1 other rank(s) had invalid input".to_string(),
+            ],
+        ),
+        (
+            &missing,
+            2,
+            "missing file",
+            vec![format!(
+                "Error: rank 1 of 2: reading the points: {}: No such file",
+                missing.display()
+            )],
+        ),
+    ];
+    for (file, np, what, needles) in &failures {
+        let res = launcher.run(
+            &mpi_bin,
+            *np,
+            &["partition", &path_arg(file)?, "--parts", "3"],
+        )?;
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        expect_failure(&res, &format!("hsfc partition ({what})"), &needles)?;
+    }
+    println!(
+        "xtask: hsfc CLI under MPI checked in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Builds the `hsfc` binary with `features` (debug) and copies it to `to` (cargo puts every
+/// feature set's binary at the same `target/debug/hsfc`).
+fn build_hsfc(features: &[&str], to: &Path) -> Result<PathBuf> {
+    let mut build = cargo();
+    build
+        .args(["build", "-p", "hsfc-cli", "--bin", "hsfc"])
+        .args(features);
+    run(build)?;
+    let built = target_dir().join("debug").join("hsfc");
+    std::fs::copy(&built, to)
+        .with_context(|| format!("copying {} to {}", built.display(), to.display()))?;
+    Ok(to.to_path_buf())
+}
+
+fn path_arg(p: &Path) -> Result<String> {
+    p.to_str()
+        .map(str::to_string)
+        .with_context(|| format!("{} is not UTF-8", p.display()))
+}
+
+/// Removes a file left by an earlier run, so that a run that writes nothing cannot pass.
+fn remove_stale(p: &Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", p.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn read_fresh(p: &Path) -> Result<Vec<u8>> {
+    std::fs::read(p).with_context(|| format!("reading {}", p.display()))
+}
+
+/// Rank 0 alone prints the JSON report, and it names the rank count and the whole file.
+fn check_report(stdout: &str, np: usize) -> Result<()> {
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.trim().is_empty()).collect();
+    let [line] = lines.as_slice() else {
+        bail!(
+            "expected one JSON line (rank 0's report), got {}:\n{stdout}",
+            lines.len()
+        );
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(line).with_context(|| format!("not JSON: {line}"))?;
+    if v["ranks"] != np || v["n"] != CLI_POINTS {
+        bail!(
+            "the report says ranks {} and n {}: {line}",
+            v["ranks"],
+            v["n"]
+        );
+    }
+    Ok(())
+}
+
+/// Copies the ZPT1 file `from` to `to` with the first coordinate of its last point set to NaN.
+fn write_with_nan_last(from: &Path, to: &Path) -> Result<()> {
+    let mut bytes = read_fresh(from)?;
+    let field = |o: usize, len: usize| -> Result<u64> {
+        let b = bytes
+            .get(o..o + len)
+            .with_context(|| format!("{}: header truncated", from.display()))?;
+        Ok(b.iter()
+            .rev()
+            .fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
+    };
+    let (dim, n) = (field(4, 4)?, field(16, 8)?);
+    let at = usize::try_from(24 + (n - 1) * dim * 8)?;
+    bytes
+        .get_mut(at..at + 8)
+        .with_context(|| format!("{}: shorter than its header says", from.display()))?
+        .copy_from_slice(&f64::NAN.to_le_bytes());
+    std::fs::write(to, bytes).with_context(|| format!("writing {}", to.display()))
+}
+
+/// 64-bit FNV-1a of `bytes` (a short fingerprint to print; equality is checked on the bytes).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 enum Available {
@@ -111,20 +378,15 @@ fn availability(mpicc: Option<PathBuf>, mpirun: Option<PathBuf>, ci: bool) -> Re
     }
 }
 
-fn expect_failure(out: &RunOutput, what: &str, needle: &str) -> Result<()> {
+/// The run must have failed, saying each of `needles` on stderr.
+fn expect_failure(out: &RunOutput, what: &str, needles: &[&str]) -> Result<()> {
     if out.success {
-        bail!("comm-mpi-suite {what} exited successfully; it must fail");
+        bail!("{what} exited successfully; it must fail");
     }
-    if !out.stderr.contains(needle) {
-        bail!(
-            "comm-mpi-suite {what} failed without saying `{needle}`:\n{}",
-            out.stderr
-        );
+    if let Some(needle) = needles.iter().find(|n| !out.stderr.contains(*n)) {
+        bail!("{what} failed without saying `{needle}`:\n{}", out.stderr);
     }
-    println!(
-        "xtask: comm-mpi-suite {what} ended the job as it should ({})",
-        out.status
-    );
+    println!("xtask: {what} ended the job as it should ({})", out.status);
     Ok(())
 }
 
@@ -158,7 +420,7 @@ impl Launcher {
 
     /// Runs `mpirun <flags> -np N program args`, echoing its output, killing it after
     /// [`TIMEOUT`].
-    fn run(&self, program: &Path, np: usize, args: &[&str]) -> Result<RunOutput> {
+    fn run<S: AsRef<OsStr>>(&self, program: &Path, np: usize, args: &[S]) -> Result<RunOutput> {
         let mut cmd = Command::new(&self.mpirun);
         cmd.args(&self.flags)
             .arg("-np")
@@ -246,6 +508,48 @@ fn is_root() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fnv1a64_reference_values() {
+        // From the FNV reference (Fowler, Noll, Vo): "" and "a".
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn the_report_must_come_from_rank_0_alone() {
+        let good = format!("{{\"n\":{CLI_POINTS},\"ranks\":4}}\n");
+        assert!(check_report(&good, 4).is_ok());
+        let e = check_report(&good, 2).unwrap_err().to_string();
+        assert!(e.starts_with("the report says ranks 4"), "{e}");
+        let e = check_report(&(good.clone() + &good), 4)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("expected one JSON line"), "{e}");
+        assert!(check_report("table\n", 4).is_err());
+    }
+
+    #[test]
+    fn nan_goes_into_the_last_point() {
+        let dir = std::env::temp_dir().join(format!("xtask-mpi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.zpt"), dir.join("b.zpt"));
+        let mut file = b"ZPT1".to_vec();
+        for v in [2u32, 0, 0] {
+            file.extend(v.to_le_bytes());
+        }
+        file.extend(3u64.to_le_bytes());
+        for i in 0..6 {
+            file.extend(f64::from(i).to_le_bytes());
+        }
+        std::fs::write(&a, &file).unwrap();
+        write_with_nan_last(&a, &b).unwrap();
+        let got = std::fs::read(&b).unwrap();
+        assert_eq!(got[..24 + 32], file[..24 + 32]);
+        assert!(f64::from_le_bytes(got[56..64].try_into().unwrap()).is_nan());
+        assert_eq!(got[64..], file[64..]);
+    }
 
     #[test]
     fn missing_mpi_skips_locally_and_fails_in_ci() {

@@ -1,10 +1,19 @@
 //! `hsfc`: partition ZPT1 point files with the Hilbert-curve partitioner, or generate them.
+//!
+//! Built with the feature `mpi` and started under `mpirun -np R`, `hsfc partition` runs
+//! distributed: rank r reads only points `[r·n/R, (r+1)·n/R)` of the file, the ranks partition
+//! together (`Hsfc::partition_dist` over `comm::MpiComm`), and rank 0 gathers and writes the
+//! whole parts file, byte-identical to the serial run's, and prints the report.
 
-mod generate;
+mod ranks;
+#[cfg(test)]
+mod tests;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use hsfc::generate::{Distribution, WeightKind};
 use hsfc::{Hsfc, Par};
+use ranks::{Ranks, agree};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -59,12 +68,30 @@ enum Dist {
     Graded,
 }
 
+impl From<Dist> for Distribution {
+    fn from(d: Dist) -> Self {
+        match d {
+            Dist::Uniform => Distribution::Uniform,
+            Dist::Graded => Distribution::Graded,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Weights {
     /// No weights in the file (unit weights).
     Unit,
     /// Weights uniform in [1, 10).
     Random,
+}
+
+impl From<Weights> for WeightKind {
+    fn from(w: Weights) -> Self {
+        match w {
+            Weights::Unit => WeightKind::Unit,
+            Weights::Random => WeightKind::Random,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -107,8 +134,20 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-fn partition(a: &PartitionArgs) -> Result<()> {
-    let set = hsfc::io::read_points(&a.points).context("reading the points")?;
+/// What one rank read: the targets, the file's point count and its own slice of the points.
+struct Input {
+    targets: Vec<f64>,
+    n: u64,
+    range: std::ops::Range<u64>,
+    set: hsfc::io::PointSet,
+}
+
+/// Reads this rank's input. Touches no other rank, so a failure here can be agreed on.
+fn read_input<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Input> {
+    let head = hsfc::io::read_point_header(&a.points).context("reading the points")?;
+    let range = hsfc::dist::block_range(head.n, ranks.rank(), ranks.size());
+    let set =
+        hsfc::io::read_points_range(&a.points, range.clone()).context("reading the points")?;
     let targets = match (&a.sizes, a.parts) {
         (Some(path), _) => hsfc::io::read_sizes(path).context("reading the part sizes")?,
         (None, Some(k)) => vec![1.0; k],
@@ -117,6 +156,84 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    Ok(Input {
+        targets,
+        n: head.n,
+        range,
+        set,
+    })
+}
+
+/// What rank 0 prints after a partition.
+struct Report<'a> {
+    /// The rank count of a distributed run (`None` for the serial command).
+    ranks: Option<usize>,
+    n: u64,
+    dim: usize,
+    /// The slowest rank's median time of the partition call.
+    time_s: f64,
+    /// Per repeat, the slowest rank's time.
+    times: &'a [f64],
+    partition: &'a hsfc::Partition,
+}
+
+impl Report<'_> {
+    fn render(&self, a: &PartitionArgs) -> String {
+        let p = self.partition;
+        if a.json {
+            let mut j = serde_json::json!({
+                "n": self.n,
+                "k": p.num_parts(),
+                "dim": self.dim,
+                "threads": a.threads,
+                "repeat": a.repeat,
+                "time_s": self.time_s,
+                "times_s": self.times,
+                "max_rel_dev": p.max_rel_dev(),
+                "max_abs_dev": p.max_abs_dev(),
+                "max_weight": p.max_weight(),
+                "imbalance": p.imbalance(),
+                "weights": p.part_weights(),
+                "targets": p.targets(),
+                "counts": p.part_counts(),
+            });
+            if let Some(ranks) = self.ranks {
+                j["ranks"] = ranks.into();
+            }
+            format!("{j}\n")
+        } else {
+            let (group, of) = match self.ranks {
+                Some(r) => (format!("{r} rank(s) × "), "max over ranks of the median"),
+                None => (String::new(), "median"),
+            };
+            let head = format!(
+                "{}: {} points, dim {}, {} parts, {group}{} thread(s): partition {:.3} ms \
+                 ({of} of {})\n",
+                a.points.display(),
+                self.n,
+                self.dim,
+                p.num_parts(),
+                a.threads,
+                self.time_s * 1e3,
+                a.repeat
+            );
+            head + &hsfc::summary::table(p)
+        }
+    }
+}
+
+/// `hsfc partition` on a group of ranks (one, for the serial command). Every rank reads its
+/// block of the point file; rank 0 writes the whole parts file and returns the report to
+/// print (`None` on the other ranks). Errors are agreed on: every rank returns an error at the
+/// same step, so none waits for another.
+fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
+    let (rank, size) = (ranks.rank(), ranks.size());
+    let Input {
+        targets,
+        n,
+        range,
+        set,
+    } = agree(ranks, read_input(ranks, a))?;
     let cfg = Hsfc {
         par: Par::threads(a.threads),
         ..Default::default()
@@ -126,54 +243,105 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     let mut result = None;
     for _ in 0..a.repeat {
         let t0 = Instant::now();
+        // Data errors are agreed on inside (every rank returns an error).
         let p = cfg
-            .partition(
+            .partition_dist(
+                ranks,
                 &set.coords,
                 set.dim,
                 set.weights.as_deref(),
                 &targets,
                 &mut parts,
             )
-            .with_context(|| format!("partitioning {}", a.points.display()))?;
+            .with_context(|| {
+                if ranks.distributed() {
+                    format!(
+                        "partitioning {} (rank {rank} of {size} holds points {}..{})",
+                        a.points.display(),
+                        range.start,
+                        range.end
+                    )
+                } else {
+                    format!("partitioning {}", a.points.display())
+                }
+            })?;
         times.push(t0.elapsed().as_secs_f64());
         result = Some(p);
     }
     let p = result.expect("repeat >= 1");
-    let time_s = median(&mut times.clone());
-    if let Some(out) = &a.out {
-        hsfc::io::write_parts(out, &parts).context("writing the parts")?;
+    // The slowest rank's median, and per repeat the slowest rank's time.
+    let mut time_s = [median(&mut times.clone())];
+    ranks.max_f64(&mut time_s)?;
+    ranks.max_f64(&mut times)?;
+    let time_s = time_s[0];
+    let gathered = ranks.gather_parts(&parts)?;
+    // Rank 0 writes and formats; the outcome is agreed on, so that a failure to write ends
+    // every rank with an error.
+    let report = gathered.map_or(Ok(None), |all_parts| {
+        if let Some(out) = &a.out {
+            hsfc::io::write_parts(out, &all_parts).context("writing the parts")?;
+        }
+        let report = Report {
+            ranks: ranks.distributed().then_some(size),
+            n,
+            dim: set.dim,
+            time_s,
+            times: &times,
+            partition: &p,
+        };
+        Ok(Some(report.render(a)))
+    });
+    agree(ranks, report)
+}
+
+/// `hsfc partition` in this process alone.
+#[cfg(not(feature = "mpi"))]
+fn partition_cmd(a: &PartitionArgs) -> Result<()> {
+    match partition(&hsfc::dist::Serial, a)? {
+        Some(text) => emit(&text),
+        None => Ok(()),
     }
-    if a.json {
-        let j = serde_json::json!({
-            "n": set.len(),
-            "k": targets.len(),
-            "dim": set.dim,
-            "threads": a.threads,
-            "repeat": a.repeat,
-            "time_s": time_s,
-            "times_s": times,
-            "max_rel_dev": p.max_rel_dev(),
-            "max_abs_dev": p.max_abs_dev(),
-            "max_weight": p.max_weight(),
-            "imbalance": p.imbalance(),
-            "weights": p.part_weights(),
-            "targets": p.targets(),
-            "counts": p.part_counts(),
-        });
-        emit(&format!("{j}\n"))
-    } else {
-        let head = format!(
-            "{}: {} points, dim {}, {} parts, {} thread(s): partition {:.3} ms (median of {})\n",
-            a.points.display(),
-            set.len(),
-            set.dim,
-            targets.len(),
-            a.threads,
-            time_s * 1e3,
-            a.repeat
-        );
-        emit(&(head + &hsfc::summary::table(&p)))
+}
+
+/// `hsfc partition` as one rank of an MPI job (a single process without `mpirun`).
+#[cfg(feature = "mpi")]
+fn partition_cmd(a: &PartitionArgs) -> Result<()> {
+    use comm::Comm;
+    let world = comm::MpiComm::init().context("starting MPI")?;
+    let (rank, size) = (Comm::rank(&world), Comm::size(&world));
+    let result = partition(&world, a);
+    if let Err(e) = &result
+        && size > 1
+    {
+        // One write, so that mpirun does not interleave the lines of several ranks.
+        let line = format!("Error: rank {rank} of {size}: {}\n", one_line(e));
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        // Errors are agreed on, so every rank is here: wait until all have written their
+        // message before any exits (mpirun ends the job when the first rank exits non-zero).
+        let _ = world.barrier();
     }
+    // MPI_Finalize on every rank, after an error too.
+    drop(world);
+    match result {
+        Ok(Some(text)) => emit(&text),
+        Ok(None) => Ok(()),
+        Err(e) if size == 1 => Err(e),
+        Err(_) => std::process::exit(1),
+    }
+}
+
+/// The error and its causes on one line, leaving out a cause that its parent's message
+/// already ends with (`hsfc::io` errors show their OS error and also return it as source).
+#[cfg(any(feature = "mpi", test))]
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|p| p.ends_with(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
 }
 
 /// Prints to stdout; a closed pipe (`hsfc ... | head`) is not an error.
@@ -188,9 +356,15 @@ fn emit(text: &str) -> Result<()> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Partition(a) => partition(&a),
+        Cmd::Partition(a) => partition_cmd(&a),
         Cmd::Gen(g) => {
-            let (coords, w) = generate::points(g.n, usize::from(g.dim), g.dist, g.weights, g.seed);
+            let (coords, w) = hsfc::generate::points(
+                g.n,
+                usize::from(g.dim),
+                g.dist.into(),
+                g.weights.into(),
+                g.seed,
+            );
             hsfc::io::write_points(&g.out, usize::from(g.dim), &coords, w.as_deref())
                 .context("writing the points")?;
             Ok(())

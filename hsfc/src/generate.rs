@@ -1,7 +1,34 @@
 //! Seeded test point sets: uniform, or graded towards a corner as in the Zoltan peer's
 //! `gen.py` (same distribution; not the same numbers, the generators differ).
+//!
+//! `hsfc gen` writes these to files; distributed tests generate the same set on every rank and
+//! keep a slice of it. The output depends on the arguments only (the same on every machine).
+//!
+//! ```
+//! use hsfc::generate::{Distribution, WeightKind, points};
+//! let (coords, weights) = points(100, 3, Distribution::Graded, WeightKind::Random, 7);
+//! assert_eq!(coords.len(), 300);
+//! assert!(coords.iter().all(|c| (0.0..=1.0).contains(c)));
+//! assert!(weights.unwrap().iter().all(|w| (1.0..10.0).contains(w)));
+//! ```
 
-use crate::{Dist, Weights};
+/// Where the points lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Uniform in the unit square or cube.
+    Uniform,
+    /// Graded towards the corner 0: uniform direction, radial fraction `t = 1e-6^(1-u)`.
+    Graded,
+}
+
+/// Which weights the points get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightKind {
+    /// No weights (unit weights).
+    Unit,
+    /// Weights uniform in `[1, 10)`.
+    Random,
+}
 
 /// SplitMix64: small, fast, and the same on every machine.
 struct Rng(u64);
@@ -26,30 +53,34 @@ impl Rng {
     }
 }
 
-/// `n` points in `dim` dimensions (interleaved) and their weights.
+/// `n` points in `dim` dimensions (interleaved) and their weights (`None` for unit weights).
 ///
 /// Graded: each point has a uniform direction in the positive orthant from the corner 0 and a
 /// radial fraction `t = 1e-6^(1-u)` (u uniform) of the way to the unit square's or cube's
 /// boundary in that direction: the same number of points per decade of distance, density
 /// ~1/r^dim, no point closer than 1e-6 (a mesh refined level by level towards a corner).
-pub(crate) fn points(
+///
+/// # Panics
+/// If `dim` is not 1, 2 or 3 (a programming error).
+pub fn points(
     n: usize,
     dim: usize,
-    dist: Dist,
-    weights: Weights,
+    dist: Distribution,
+    weights: WeightKind,
     seed: u64,
 ) -> (Vec<f64>, Option<Vec<f64>>) {
+    assert!((1..=3).contains(&dim), "generate::points: dim {dim}");
     let mut r = Rng(seed);
     let mut coords = Vec::with_capacity(n * dim);
     let mut g = [0.0f64; 3];
     for _ in 0..n {
         match dist {
-            Dist::Uniform => {
+            Distribution::Uniform => {
                 for _ in 0..dim {
                     coords.push(r.unit());
                 }
             }
-            Dist::Graded => {
+            Distribution::Graded => {
                 let mut norm = 0.0f64;
                 for v in g.iter_mut().take(dim) {
                     *v = r.normal().abs();
@@ -70,8 +101,8 @@ pub(crate) fn points(
         }
     }
     let w = match weights {
-        Weights::Unit => None,
-        Weights::Random => Some((0..n).map(|_| 1.0 + 9.0 * r.unit()).collect()),
+        WeightKind::Unit => None,
+        WeightKind::Random => Some((0..n).map(|_| 1.0 + 9.0 * r.unit()).collect()),
     };
     (coords, w)
 }
