@@ -225,6 +225,30 @@ fn replay_through_the_cli() {
         "{}",
         text(&o.stderr)
     );
+    // ... which the machine file can give: samples without a capacity use its `bandwidth`.
+    let rated = tmp("rated.xml");
+    let xml = std::fs::read_to_string(root().join("machines/local-2core-hetero.xml")).unwrap();
+    let xml = xml.replacen(
+        "name=\"localhost\"",
+        "name=\"localhost\" bandwidth=\"1\"",
+        1,
+    );
+    assert!(xml.contains("bandwidth=\"1\""));
+    std::fs::write(&rated, xml).unwrap();
+    let o = drum(&[
+        "powers",
+        rated.to_str().unwrap(),
+        "--replay",
+        samples.to_str().unwrap(),
+        "--w-comm",
+        "0.5",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Both nodes receive 1000 B/s = 0.008 Mbit/s of C = 1: A = 0.992 each, ĉ = 1/2.
+    let s0 = v["parts"][0]["size"].as_f64().unwrap();
+    assert!((s0 - (0.25 + 0.5 * 1600.0 / 5600.0)).abs() < 1e-12, "{s0}");
     std::fs::write(&samples, "{\"t\": 1}\n").unwrap();
     let o = drum(&[
         "powers",
