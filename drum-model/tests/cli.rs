@@ -49,6 +49,28 @@ fn check_prints_a_tree() {
         out.contains("├── [3] MULTIPLE_COMPUTING x4 \"rivera.cs.williams.edu\""),
         "{out}"
     );
+
+    // RC_ideal counts the processors running the application (DRUM 2005 §4.1): one rank on a
+    // 4-way SMP at 100 uses one CPU, three ranks on a uniprocessor at 50 share one. H_cpu
+    // counts all 5 CPUs: W = (1, 1, 1, 1, 0.5), H = 0.2; RC_ideal = 1 − 2/(2 + 1) = 1/3.
+    let file = tmp("ranks.xml");
+    std::fs::write(
+        &file,
+        r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+        <node type="MULTIPLE_COMPUTING" nodenum="1" parent="0" numprocs="4" ranks="1" mflops="100"/>
+        <node type="SINGLE_COMPUTING" nodenum="2" parent="0" ranks="3" mflops="50"/></machinemodel>"#,
+    )
+    .unwrap();
+    let o = drum(&["check", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains(
+            "heterogeneity over 5 processors: H_cpu = 0.2000, RC_ideal = 0.3333 over the 2 \
+             processors the ranks use\n"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
