@@ -595,6 +595,33 @@ fn box_assign_never_misses_a_part() {
 }
 
 #[test]
+fn reported_targets_are_exact_shares_of_the_total() {
+    // 5 points in 3 equal parts: T_k = 5/3, not the integers 2, 1, 2 the cuts aim at, so a
+    // part of 1 point shows its deviation |1/(5/3) − 1| = 0.4 in max_rel_dev.
+    let pts = [0.1, 0.1, 0.9, 0.1, 0.5, 0.5, 0.1, 0.9, 0.9, 0.9];
+    let mut parts = [0u32; 5];
+    let p = Hsfc::default()
+        .partition(&pts, 2, None, &[1.0, 1.0, 1.0], &mut parts)
+        .unwrap();
+    assert_eq!(p.targets(), &[5.0 / 3.0; 3]);
+    assert!((p.max_rel_dev() - 0.4).abs() < 1e-12, "{}", p.max_rel_dev());
+    assert!(p.max_abs_dev() <= 1.0);
+    // Weighted, uneven sizes, a zero part: T_k = s_k / Σ s · W.
+    let n = 3000;
+    let pts = cloud(n, 3, 4);
+    let mut r = Rng::new(6);
+    let w: Vec<f64> = (0..n).map(|_| 1.0 + 9.0 * r.unit()).collect();
+    let sizes = [16.0, 0.0, 19.0, 31.0, 34.0];
+    let mut parts = vec![0u32; n];
+    let p = Hsfc::default()
+        .partition(&pts, 3, Some(&w), &sizes, &mut parts)
+        .unwrap();
+    for (t, s) in p.targets().iter().zip(sizes) {
+        assert!((t - s / 100.0 * p.total_weight()).abs() <= 1e-9 * p.total_weight());
+    }
+}
+
+#[test]
 fn outside_points_and_boxes_are_projected_onto_the_box() {
     // A lattice filling [0, 1]^dim, boundary included: pushing a boundary point straight out
     // of the box projects back onto that point, so it must get that point's part; a box wholly
