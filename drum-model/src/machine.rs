@@ -426,6 +426,20 @@ impl Machine {
         Some(out)
     }
 
+    /// The benchmark ratings of the processors that run the application: b_n repeated
+    /// min(k_n, m) times per computing node (k_n processes can keep at most k_n of its m CPUs
+    /// busy, and k_n > m processes share m). These are the n processors of RC_ideal (DRUM 2005
+    /// §4.1, [`crate::metrics::rc_ideal`]); [`Machine::processor_ratings`] lists every CPU, as
+    /// H_cpu wants. `None` if some computing node has no `mflops`.
+    pub fn application_processor_ratings(&self) -> Option<Vec<f64>> {
+        let mut out = Vec::new();
+        for n in self.computing_nodes() {
+            let b = n.mflops?;
+            out.extend(std::iter::repeat_n(b, n.processes().min(n.processors())));
+        }
+        Some(out)
+    }
+
     /// Sets the benchmark rating b_n of a computing node (e.g. from [`crate::bench::calibrate`]).
     pub fn set_mflops(&mut self, id: NodeId, mflops: f64) -> Result<()> {
         if !(mflops.is_finite() && mflops > 0.0) {

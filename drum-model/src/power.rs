@@ -563,10 +563,15 @@ fn check_observation(machine: &Machine, id: NodeId, o: &NodeObservation) -> Resu
 }
 
 /// ABW c_n of a node from its observation (Mbit/s), or an error naming the node.
+///
+/// C_i is the interface's measured capacity if the observation has one (sysfs link speed),
+/// else the machine file's link capacity of the node ([`Machine::link_bandwidth`]: its own
+/// `bandwidth` or its nearest ancestor's), so replayed samples recorded without a capacity
+/// still use the one the machine file gives.
 fn abw_of(machine: &Machine, id: NodeId, o: &NodeObservation) -> Result<f64> {
     let mut pairs = Vec::new();
     for i in &o.ifaces {
-        let c = i.capacity_mbps.ok_or_else(|| {
+        let c = i.capacity_mbps.or_else(|| machine.link_bandwidth(id)).ok_or_else(|| {
             power_err(
                 machine,
                 id,
@@ -1292,5 +1297,30 @@ mod tests {
         for r in 0..4 {
             close(p.parts[r], 0.25);
         }
+    }
+
+    #[test]
+    fn unknown_interface_capacity_falls_back_to_the_machine_file() {
+        // Node a's sample has no capacity: C = its `bandwidth` (1000); node b's neither, and
+        // b has no `bandwidth` of its own: C = the switch's 100. Traffic 20 Mbit/s on each.
+        let m = machine(TWO);
+        let mut o = Observations::default();
+        for (num, cpus) in [(1, 2), (2, 1)] {
+            let mut n = obs(vec![1.0; cpus], vec![], Some((2.5e6, 10.0)));
+            n.ifaces[0].capacity_mbps = None;
+            o.nodes.insert(num, n);
+        }
+        let cfg = PowerConfig {
+            model: PowerModel::Drum { w_comm: 1.0 },
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.nodes[1].communication.unwrap(), 980.0);
+        close(p.nodes[2].communication.unwrap(), 80.0);
+        close(p.share(NodeId(1)), 980.0 / 1060.0);
+        // A measured capacity wins over the machine file.
+        o.nodes.get_mut(&1).unwrap().ifaces[0].capacity_mbps = Some(100.0);
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        close(p.nodes[1].communication.unwrap(), 80.0);
     }
 }

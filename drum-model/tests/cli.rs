@@ -49,6 +49,28 @@ fn check_prints_a_tree() {
         out.contains("├── [3] MULTIPLE_COMPUTING x4 \"rivera.cs.williams.edu\""),
         "{out}"
     );
+
+    // RC_ideal counts the processors running the application (DRUM 2005 §4.1): one rank on a
+    // 4-way SMP at 100 uses one CPU, three ranks on a uniprocessor at 50 share one. H_cpu
+    // counts all 5 CPUs: W = (1, 1, 1, 1, 0.5), H = 0.2; RC_ideal = 1 − 2/(2 + 1) = 1/3.
+    let file = tmp("ranks.xml");
+    std::fs::write(
+        &file,
+        r#"<machinemodel><node type="NETWORK" nodenum="0" parent="-1"/>
+        <node type="MULTIPLE_COMPUTING" nodenum="1" parent="0" numprocs="4" ranks="1" mflops="100"/>
+        <node type="SINGLE_COMPUTING" nodenum="2" parent="0" ranks="3" mflops="50"/></machinemodel>"#,
+    )
+    .unwrap();
+    let o = drum(&["check", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains(
+            "heterogeneity over 5 processors: H_cpu = 0.2000, RC_ideal = 0.3333 over the 2 \
+             processors the ranks use\n"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -225,6 +247,30 @@ fn replay_through_the_cli() {
         "{}",
         text(&o.stderr)
     );
+    // ... which the machine file can give: samples without a capacity use its `bandwidth`.
+    let rated = tmp("rated.xml");
+    let xml = std::fs::read_to_string(root().join("machines/local-2core-hetero.xml")).unwrap();
+    let xml = xml.replacen(
+        "name=\"localhost\"",
+        "name=\"localhost\" bandwidth=\"1\"",
+        1,
+    );
+    assert!(xml.contains("bandwidth=\"1\""));
+    std::fs::write(&rated, xml).unwrap();
+    let o = drum(&[
+        "powers",
+        rated.to_str().unwrap(),
+        "--replay",
+        samples.to_str().unwrap(),
+        "--w-comm",
+        "0.5",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Both nodes receive 1000 B/s = 0.008 Mbit/s of C = 1: A = 0.992 each, ĉ = 1/2.
+    let s0 = v["parts"][0]["size"].as_f64().unwrap();
+    assert!((s0 - (0.25 + 0.5 * 1600.0 / 5600.0)).abs() < 1e-12, "{s0}");
     std::fs::write(&samples, "{\"t\": 1}\n").unwrap();
     let o = drum(&[
         "powers",

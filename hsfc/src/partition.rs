@@ -1014,8 +1014,20 @@ pub(crate) fn run<R: Reduce>(
 
     let scale = if quantum == 0.0 { 0.0 } else { quantum };
     let part_weights: Vec<f64> = sums[k..2 * k].iter().map(|&w| w as f64 * scale).collect();
-    let target_w: Vec<f64> = (0..k)
-        .map(|p| (tau[p] - if p == 0 { 0 } else { tau[p - 1] }) as f64 * scale)
+    // T_k = s_k / Σ s · W exactly, not the rounded integer targets the cuts aim at (those
+    // differ by up to one weight quantum, a whole point for unit weights, which would hide
+    // that much deviation from `max_rel_dev`). Sizes too large to sum are scaled by their
+    // largest first.
+    let total_w = total as f64 * scale;
+    let t_sum: f64 = targets.iter().sum();
+    let t_max = targets.iter().copied().fold(0.0, f64::max);
+    let t_sum_scaled: f64 = targets.iter().map(|&t| t / t_max).sum();
+    let target_w: Vec<f64> = targets
+        .iter()
+        .map(|&t| match t * total_w / t_sum {
+            v if v.is_finite() => v,
+            _ => t / t_max / t_sum_scaled * total_w,
+        })
         .collect();
     Ok(Partition {
         map,

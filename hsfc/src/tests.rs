@@ -595,6 +595,97 @@ fn box_assign_never_misses_a_part() {
 }
 
 #[test]
+fn reported_targets_are_exact_shares_of_the_total() {
+    // 5 points in 3 equal parts: T_k = 5/3, not the integers 2, 1, 2 the cuts aim at, so a
+    // part of 1 point shows its deviation |1/(5/3) − 1| = 0.4 in max_rel_dev.
+    let pts = [0.1, 0.1, 0.9, 0.1, 0.5, 0.5, 0.1, 0.9, 0.9, 0.9];
+    let mut parts = [0u32; 5];
+    let p = Hsfc::default()
+        .partition(&pts, 2, None, &[1.0, 1.0, 1.0], &mut parts)
+        .unwrap();
+    assert_eq!(p.targets(), &[5.0 / 3.0; 3]);
+    assert!((p.max_rel_dev() - 0.4).abs() < 1e-12, "{}", p.max_rel_dev());
+    assert!(p.max_abs_dev() <= 1.0);
+    // Weighted, uneven sizes, a zero part: T_k = s_k / Σ s · W.
+    let n = 3000;
+    let pts = cloud(n, 3, 4);
+    let mut r = Rng::new(6);
+    let w: Vec<f64> = (0..n).map(|_| 1.0 + 9.0 * r.unit()).collect();
+    let sizes = [16.0, 0.0, 19.0, 31.0, 34.0];
+    let mut parts = vec![0u32; n];
+    let p = Hsfc::default()
+        .partition(&pts, 3, Some(&w), &sizes, &mut parts)
+        .unwrap();
+    for (t, s) in p.targets().iter().zip(sizes) {
+        assert!((t - s / 100.0 * p.total_weight()).abs() <= 1e-9 * p.total_weight());
+    }
+}
+
+#[test]
+fn outside_points_and_boxes_are_projected_onto_the_box() {
+    // A lattice filling [0, 1]^dim, boundary included: pushing a boundary point straight out
+    // of the box projects back onto that point, so it must get that point's part; a box wholly
+    // outside gets the parts of its projection, which hold the input points on that face.
+    for dim in [2usize, 3] {
+        let g: usize = if dim == 2 { 41 } else { 13 };
+        let n = g.pow(dim as u32);
+        let mut pts = Vec::with_capacity(n * dim);
+        for i in 0..n {
+            let mut rem = i;
+            for _ in 0..dim {
+                pts.push((rem % g) as f64 / (g - 1) as f64);
+                rem /= g;
+            }
+        }
+        let mut parts = vec![0u32; n];
+        let p = Hsfc::default()
+            .partition(
+                &pts,
+                dim,
+                None,
+                &[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0],
+                &mut parts,
+            )
+            .unwrap();
+        let mut r = Rng::new(dim as u64);
+        let mut moved = 0;
+        for (i, y) in pts.chunks_exact(dim).enumerate() {
+            let mut x = y.to_vec();
+            for v in x.iter_mut() {
+                if *v == 0.0 {
+                    *v = -(1e-9 + 5.0 * r.unit());
+                } else if *v == 1.0 {
+                    *v = 1.0 + 1e-9 + 5.0 * r.unit();
+                }
+            }
+            if x != y {
+                moved += 1;
+                assert_eq!(
+                    p.point_assign(&x).unwrap(),
+                    parts[i],
+                    "dim {dim}: {x:?} from {y:?}"
+                );
+            }
+        }
+        assert!(moved >= 2 * dim * (g - 2).pow(dim as u32 - 1), "{moved}");
+        // x_0 in [2, 3] (outside), the other axes in [0.2, 0.6]: the face x_0 = 1.
+        let (mut lo, mut hi) = (vec![0.2; dim], vec![0.6; dim]);
+        (lo[0], hi[0]) = (2.0, 3.0);
+        let mut out = Vec::new();
+        p.box_assign(&lo, &hi, &mut out).unwrap();
+        let mut projected = Vec::new();
+        (lo[0], hi[0]) = (1.0, 1.0);
+        p.box_assign(&lo, &hi, &mut projected).unwrap();
+        assert_eq!(out, projected, "dim {dim}");
+        let on_face = brute_box(&p, &pts, &parts, &lo, &hi);
+        assert!(!on_face.is_empty());
+        for q in on_face {
+            assert!(out.contains(&q), "dim {dim}: part {q} missing from {out:?}");
+        }
+    }
+}
+
+#[test]
 fn box_assign_is_exact_on_cells() {
     // Boxes a few cells wide: compare with the parts of every cell they cover.
     for dim in [2usize, 3] {

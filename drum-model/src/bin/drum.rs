@@ -228,13 +228,23 @@ fn run(cli: Cli) -> Result<()> {
         Command::Check { file } => {
             let m = load(&file)?;
             println!("{}", render::summary(&m));
-            if let Some(ratings) = m.processor_ratings() {
-                println!(
-                    "heterogeneity over {} processors: H_cpu = {:.4}, RC_ideal = {:.4}",
-                    ratings.len(),
-                    h_cpu(&ratings)?,
-                    rc_ideal(&ratings)?
+            if let (Some(all), Some(used)) =
+                (m.processor_ratings(), m.application_processor_ratings())
+            {
+                print!(
+                    "heterogeneity over {} processors: H_cpu = {:.4}, ",
+                    all.len(),
+                    h_cpu(&all)?
                 );
+                if used.len() == all.len() {
+                    println!("RC_ideal = {:.4}", rc_ideal(&used)?);
+                } else {
+                    println!(
+                        "RC_ideal = {:.4} over the {} processors the ranks use",
+                        rc_ideal(&used)?,
+                        used.len()
+                    );
+                }
             }
             print!("{}", render::tree_text(&m, None));
         }
