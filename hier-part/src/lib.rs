@@ -1,6 +1,10 @@
 //! Hierarchical partitioning driven level by level along a DRUM machine tree.
 //!
-//! This crate holds the pieces the tree walk is built from:
+//! [`Hier`] partitions objects over the ranks of a machine: [`Plan`] reads each node's
+//! `<lbmethod>` and its children's powers, and from the root down every node splits its
+//! objects among its children with its own method (serial: [`Hier::partition`]; one rank per
+//! machine rank on any [`comm::Comm`]: [`Hier::partition_dist`], equal to the serial result;
+//! KEEP_CUTS repartition and point assign through the tree). It is built from:
 //! - [`Rcb`] and [`Rib`]: recursive coordinate and inertial bisection to arbitrary target part
 //!   sizes (any k ≥ 1, zero-size parts allowed), weighted, deterministic for every [`Par`],
 //!   returning a [`Bisection`] with per-part weights, imbalance and the cuts
@@ -27,8 +31,8 @@ pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
 pub use error::Error;
 pub use graph::Csr;
 pub use hier::{
-    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved,
-    Plan, PlanNode, ToleranceWarning,
+    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport,
+    MethodKind, Moved, Plan, PlanNode, ToleranceWarning, release_buffers,
 };
 pub use par::Par;
 pub use quality::{Quality, picture};
