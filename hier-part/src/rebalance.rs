@@ -160,6 +160,46 @@ impl fmt::Display for LinkModel {
     }
 }
 
+/// Measures the link between the groups that node `id` of `plan` splits into, as Lan et al.
+/// 2001 §4.2 do: "the scheme sends two messages between groups, and calculates the network
+/// performance parameters α and β". The leader (first rank) of the first child exchanges two
+/// message sizes with the leader of every other child ([`comm::measure_link`]); the result is
+/// the slowest link (largest α and β over the pairs), the one a migration between the groups
+/// waits for. Collective over `comm`, whose ranks are the machine's ranks; every rank gets
+/// the same model. A node with one child measures its leader against itself.
+pub fn measure_group_link<C: comm::Comm>(
+    comm: &C,
+    plan: &crate::Plan,
+    id: drum_model::NodeId,
+    probe: &comm::LinkProbe,
+) -> Result<LinkModel, Error> {
+    if comm.size() != plan.num_ranks() {
+        return Err(Error::RankCount {
+            comm: comm.size(),
+            machine: plan.num_ranks(),
+        });
+    }
+    let k = plan.node(id).children.len();
+    let leader = |c: usize| plan.child_ranks(id, c)[0];
+    let mut worst: Option<LinkModel> = None;
+    for c in 1..k.max(2) {
+        let (a, b) = (leader(0), if k > 1 { leader(c) } else { leader(0) });
+        let m = comm::measure_link(comm, a, b, probe)?;
+        let fit = LinkModel::fit(
+            (probe.small as f64, m.t_small),
+            (probe.large as f64, m.t_large),
+        )?;
+        worst = Some(match worst {
+            None => fit,
+            Some(w) => LinkModel {
+                alpha: w.alpha.max(fit.alpha),
+                beta: w.beta.max(fit.beta),
+            },
+        });
+    }
+    Ok(worst.expect("at least one pair"))
+}
+
 /// Lan et al. 2001 §4.2, eq. (1): `Cost = (α + β·W) + δ`, moving `W` bytes over `link` plus
 /// `δ` seconds of repartitioning and rebuilding (from the previous time it was done).
 pub fn lan_cost(link: &LinkModel, bytes: f64, delta: f64) -> Result<f64, Error> {

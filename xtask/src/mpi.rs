@@ -3,7 +3,8 @@
 //! ranks; then checks that a rank that panics or fails a check ends the job with an error
 //! instead of hanging it. Last, the `hsfc` CLI built with `--features mpi` partitions a point
 //! file under `mpirun` with 2 and 4 ranks, and its parts file must be byte-identical to the
-//! serial command's.
+//! serial command's; so must `hier-part partition --backend mpi` with one process per rank of
+//! a machine file.
 
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
@@ -41,9 +42,11 @@ pub fn ci_mpi() -> Result<()> {
         "comm",
         "-p",
         "hsfc-cli",
+        "-p",
+        "hier-part",
         "--all-targets",
         "--features",
-        "comm/mpi,hsfc-cli/mpi",
+        "comm/mpi,hsfc-cli/mpi,hier-part/mpi",
         "--",
         "-D",
         "warnings",
@@ -95,10 +98,11 @@ pub fn ci_mpi() -> Result<()> {
         &["FAILED allgatherv: rank 1: failure injected"],
     )?;
 
-    cli_checks(&launcher)?;
+    let points = cli_checks(&launcher)?;
+    hier_checks(&launcher, &points)?;
     println!(
         "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job; \
-         hsfc partition under mpirun writes the serial parts file)"
+         hsfc partition and hier-part partition under mpirun write the serial parts file)"
     );
     Ok(())
 }
@@ -132,8 +136,9 @@ const CLI_CASES: [CliCase; 2] = [
 ];
 
 /// `hsfc partition` under `mpirun -np 2` and `-np 4` writes the same parts file, byte for
-/// byte, as the serial command (built without MPI); errors on one rank end the job.
-fn cli_checks(launcher: &Launcher) -> Result<()> {
+/// byte, as the serial command (built without MPI); errors on one rank end the job. Returns
+/// the first point file (weighted, graded 2-D) for the next checks.
+fn cli_checks(launcher: &Launcher) -> Result<PathBuf> {
     let started = Instant::now();
     let dir = target_dir().join("mpi-cli");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -273,18 +278,133 @@ fn cli_checks(launcher: &Launcher) -> Result<()> {
         "xtask: hsfc CLI under MPI checked in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    Ok(points)
+}
+
+/// Machines of the hierarchical check: (file, ranks). hier-lbmethods has HSFC, RCB and RIB
+/// levels and an SMP that splits among its processes.
+const HIER_MACHINES: [(&str, usize); 2] = [
+    ("machines/local-2core-hetero.xml", 2),
+    ("machines/hier-lbmethods.xml", 11),
+];
+
+/// `hier-part partition --backend mpi` under `mpirun -np R` (one process per machine rank,
+/// each reading its slice of the points) writes the serial command's parts file byte for
+/// byte; a rank count that does not match the machine ends the job with a message.
+fn hier_checks(launcher: &Launcher, points: &Path) -> Result<()> {
+    let started = Instant::now();
+    let dir = target_dir().join("mpi-cli");
+    let serial_bin = build_copy("hier-part", "hier-part", &[], &dir.join("hier-part-serial"))?;
+    let mpi_bin = build_copy(
+        "hier-part",
+        "hier-part",
+        &["--features", "mpi"],
+        &dir.join("hier-part-mpi"),
+    )?;
+    for (machine, np) in HIER_MACHINES {
+        let machine_path = path_arg(&project_root().join(machine))?;
+        let name = Path::new(machine)
+            .file_stem()
+            .and_then(OsStr::to_str)
+            .unwrap_or("machine");
+        let serial_out = dir.join(format!("hier-{name}-serial.u32"));
+        let mpi_out = dir.join(format!("hier-{name}-np{np}.u32"));
+        remove_stale(&serial_out)?;
+        remove_stale(&mpi_out)?;
+        let base = ["partition", "--machine", &machine_path, &path_arg(points)?];
+        let mut serial = Command::new(&serial_bin);
+        serial.args(base).arg("--out").arg(&serial_out);
+        run(serial)?;
+        let want = read_fresh(&serial_out)?;
+        let mut args: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        args.extend(
+            ["--backend", "mpi", "--json", "--out", &path_arg(&mpi_out)?].map(String::from),
+        );
+        let res = launcher.run(&mpi_bin, np, &args)?;
+        if !res.success {
+            bail!(
+                "hier-part partition {name} failed under mpirun -np {np}:\n{}",
+                res.stderr
+            );
+        }
+        let lines: Vec<&str> = res
+            .stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        let [line] = lines.as_slice() else {
+            bail!(
+                "hier-part under mpirun: expected rank 0's JSON line, got:\n{}",
+                res.stdout
+            );
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("not JSON: {line}"))?;
+        if v["ranks"] != np || v["backend"] != "mpi" || v["n"] != CLI_POINTS {
+            bail!("hier-part under mpirun -np {np} reports: {line}");
+        }
+        let got = read_fresh(&mpi_out)?;
+        if got != want {
+            bail!(
+                "hier-part partition {name}: mpirun -np {np} wrote {} bytes (fnv1a64 {:016x}), \
+                 the serial run {} (fnv1a64 {:016x})",
+                got.len(),
+                fnv1a64(&got),
+                want.len(),
+                fnv1a64(&want)
+            );
+        }
+        println!(
+            "xtask: hier-part partition {name} ({CLI_POINTS} points): mpirun -np {np}: {} bytes \
+             fnv1a64 {:016x} = serial: byte-identical",
+            got.len(),
+            fnv1a64(&got)
+        );
+    }
+    let (machine, np) = HIER_MACHINES[0];
+    let machine_path = path_arg(&project_root().join(machine))?;
+    let res = launcher.run(
+        &mpi_bin,
+        np + 1,
+        &[
+            "partition",
+            "--machine",
+            &machine_path,
+            &path_arg(points)?,
+            "--backend",
+            "mpi",
+        ],
+    )?;
+    expect_failure(
+        &res,
+        "hier-part partition (wrong rank count)",
+        &[&format!(
+            "Error: rank {np} of {}: mpirun started {} ranks but",
+            np + 1,
+            np + 1
+        )],
+    )?;
+    println!(
+        "xtask: hier-part CLI under MPI checked in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
-/// Builds the `hsfc` binary with `features` (debug) and copies it to `to` (cargo puts every
-/// feature set's binary at the same `target/debug/hsfc`).
+/// Builds the `hsfc` binary with `features` (debug) and copies it to `to`.
 fn build_hsfc(features: &[&str], to: &Path) -> Result<PathBuf> {
+    build_copy("hsfc-cli", "hsfc", features, to)
+}
+
+/// Builds binary `bin` of `package` with `features` (debug) and copies it to `to` (cargo puts
+/// every feature set's binary at the same `target/debug/<bin>`).
+fn build_copy(package: &str, bin: &str, features: &[&str], to: &Path) -> Result<PathBuf> {
     let mut build = cargo();
     build
-        .args(["build", "-p", "hsfc-cli", "--bin", "hsfc"])
+        .args(["build", "-p", package, "--bin", bin])
         .args(features);
     run(build)?;
-    let built = target_dir().join("debug").join("hsfc");
+    let built = target_dir().join("debug").join(bin);
     std::fs::copy(&built, to)
         .with_context(|| format!("copying {} to {}", built.display(), to.display()))?;
     Ok(to.to_path_buf())

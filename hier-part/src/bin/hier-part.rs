@@ -44,6 +44,10 @@ enum Backend {
     /// One thread rank per machine rank (comm's ThreadComm), each holding a contiguous slice
     /// of the points: the distributed walk, in one process.
     Threads,
+    /// Under `mpirun -np R` with R = the machine's ranks (build with `--features mpi`): each
+    /// rank reads its own contiguous slice of the point file (rank r: points
+    /// [r·n/R, (r+1)·n/R)); rank 0 writes the whole parts file and prints the report.
+    Mpi,
 }
 
 #[derive(clap::Args, Debug)]
@@ -127,8 +131,48 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Runs the partition `repeat` times on the chosen backend; returns the result, the parts and
-/// the time of each call.
+/// `Par` for `--threads`.
+fn par_of(threads: usize) -> Par {
+    if threads > 1 {
+        Par::rayon(threads)
+    } else {
+        Par::Seq
+    }
+}
+
+/// One rank's part of a distributed run, `repeat` times: the result, this rank's parts and
+/// the time of each call (the slowest rank's).
+fn rank_run<C>(
+    c: &C,
+    a: &PartitionArgs,
+    plan: &Plan,
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+) -> Result<(HierPartition, Vec<u32>, Vec<f64>)>
+where
+    C: Comm + hsfc::dist::Reduce<Error = comm::CommError>,
+{
+    let hier = Hier {
+        par: par_of(a.threads),
+    };
+    let mut mine = vec![0u32; coords.len() / dim];
+    let mut times = Vec::with_capacity(a.repeat);
+    let mut result = None;
+    for _ in 0..a.repeat {
+        Comm::barrier(c)?;
+        let t0 = c.wtime();
+        let r = hier.partition_dist(c, plan, coords, dim, weights, &mut mine)?;
+        let mut t = [c.wtime() - t0];
+        c.allreduce_f64(comm::ReduceOp::Max, &mut t)?;
+        times.push(t[0]);
+        result = Some(r);
+    }
+    Ok((result.context("--repeat must be at least 1")?, mine, times))
+}
+
+/// Runs the partition `repeat` times in this process (serial or thread ranks); returns the
+/// result, the parts and the time of each call.
 fn run(
     a: &PartitionArgs,
     plan: &Plan,
@@ -136,62 +180,49 @@ fn run(
     dim: usize,
     weights: Option<&[f64]>,
 ) -> Result<(HierPartition, Vec<u32>, Vec<f64>)> {
-    let hier = Hier {
-        par: if a.threads > 1 {
-            Par::rayon(a.threads)
-        } else {
-            Par::Seq
-        },
-    };
     let n = coords.len() / dim;
-    let mut parts = vec![0u32; n];
-    let mut times = Vec::with_capacity(a.repeat);
-    let mut result = None;
-    for _ in 0..a.repeat {
-        match a.backend {
-            Backend::Serial => {
+    match a.backend {
+        Backend::Serial => {
+            let hier = Hier {
+                par: par_of(a.threads),
+            };
+            let mut parts = vec![0u32; n];
+            let mut times = Vec::with_capacity(a.repeat);
+            let mut result = None;
+            for _ in 0..a.repeat {
                 let t0 = Instant::now();
                 let r = hier.partition(plan, coords, dim, weights, &mut parts)?;
                 times.push(t0.elapsed().as_secs_f64());
                 result = Some(r);
             }
-            Backend::Threads => {
-                let ranks = plan.num_ranks();
-                let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
-                    let r = c.rank();
-                    let (lo, hi) = (r * n / ranks, (r + 1) * n / ranks);
-                    let mut mine = vec![0u32; hi - lo];
-                    c.barrier()?;
-                    let t0 = c.wtime();
-                    let res = hier.partition_dist(
-                        &c,
-                        plan,
-                        &coords[lo * dim..hi * dim],
-                        dim,
-                        weights.map(|w| &w[lo..hi]),
-                        &mut mine,
-                    );
-                    let t = c.wtime() - t0;
-                    anyhow::Ok((res, mine, t))
-                })
-                .map_err(anyhow::Error::from)?;
-                let mut t_max = 0.0f64;
-                let mut first = None;
-                let mut at = 0;
-                for o in out {
-                    let (res, mine, t) = o?;
-                    let res = res?;
-                    parts[at..at + mine.len()].copy_from_slice(&mine);
-                    at += mine.len();
-                    t_max = t_max.max(t);
-                    first.get_or_insert(res);
-                }
-                times.push(t_max);
-                result = first;
-            }
+            Ok((result.context("--repeat must be at least 1")?, parts, times))
         }
+        Backend::Threads => {
+            let ranks = plan.num_ranks();
+            let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
+                let r = hsfc::dist::block_range(n as u64, c.rank(), ranks);
+                let (lo, hi) = (r.start as usize, r.end as usize);
+                rank_run(
+                    &c,
+                    a,
+                    plan,
+                    &coords[lo * dim..hi * dim],
+                    dim,
+                    weights.map(|w| &w[lo..hi]),
+                )
+            })?;
+            let mut parts = Vec::with_capacity(n);
+            let mut first = None;
+            for o in out {
+                let (r, mine, times) = o?;
+                parts.extend_from_slice(&mine);
+                first.get_or_insert((r, times));
+            }
+            let (r, times) = first.context("no ranks")?;
+            Ok((r, parts, times))
+        }
+        Backend::Mpi => bail!("--backend mpi runs under mpirun (see run_mpi)"),
     }
-    Ok((result.context("--repeat must be at least 1")?, parts, times))
 }
 
 fn partition(a: &PartitionArgs) -> Result<()> {
@@ -201,23 +232,133 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     let machine = Machine::from_file(&a.machine)?;
     let (powers, origin) = powers(a, &machine)?;
     let plan = Plan::new(&machine, &powers)?;
+    if a.backend == Backend::Mpi {
+        return run_mpi(a, &plan, &origin);
+    }
     for w in plan.warnings() {
         eprintln!("warning: {w}");
     }
     let set = hier_part_points(&a.points)?;
-    let (dim, coords, weights) = (set.dim, &set.coords, set.weights.as_deref());
-    let (r, parts, times) = run(a, &plan, coords, dim, weights)
+    let (r, parts, times) = run(a, &plan, &set.coords, set.dim, set.weights.as_deref())
         .with_context(|| format!("partitioning {}", a.points.display()))?;
-    let time_s = median(&times);
+    report(a, &plan, &origin, &set, None, &r, &parts, &times)
+}
+
+/// `--backend mpi`: each rank reads its slice and partitions with the others; rank 0 writes the
+/// parts file and prints. Every step ends with all ranks agreeing on success, so an error on
+/// one rank ends the job instead of leaving the others waiting.
+#[cfg(feature = "mpi")]
+fn run_mpi(a: &PartitionArgs, plan: &Plan, origin: &str) -> Result<()> {
+    let world = comm::MpiComm::init().context("starting MPI")?;
+    let (me, size) = (Comm::rank(&world), Comm::size(&world));
+    let result = mpi_rank(&world, a, plan, origin);
+    if let Err(e) = &result {
+        // One write, so that mpirun does not interleave the lines of several ranks; errors
+        // are agreed on, so every rank gets here: wait until all have written before any exits
+        // (mpirun ends the job at the first non-zero exit).
+        let line = format!("Error: rank {me} of {size}: {e:#}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        let _ = Comm::barrier(&world);
+        drop(world);
+        std::process::exit(1);
+    }
+    result
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str) -> Result<()> {
+    let (me, size) = (Comm::rank(world), Comm::size(world));
+    let agree = |local: Result<()>| -> Result<()> {
+        let mut failed = [u64::from(local.is_err())];
+        world.allreduce_u64(comm::ReduceOp::Sum, &mut failed)?;
+        local?;
+        if failed[0] > 0 {
+            bail!("{} other rank(s) failed; see their messages", failed[0]);
+        }
+        Ok(())
+    };
+    let read = (|| {
+        if size != plan.num_ranks() {
+            bail!(
+                "mpirun started {size} ranks but {} has {}: run mpirun -np {}",
+                a.machine.display(),
+                plan.num_ranks(),
+                plan.num_ranks()
+            );
+        }
+        let head = hsfc::io::read_point_header(&a.points).context("reading the points")?;
+        let range = hsfc::dist::block_range(head.n, me, size);
+        hsfc::io::read_points_range(&a.points, range).context("reading the points")
+    })();
+    let set = match read {
+        Ok(set) => {
+            agree(Ok(()))?;
+            set
+        }
+        Err(e) => {
+            let _ = agree(Err(anyhow::anyhow!("failed")));
+            return Err(e);
+        }
+    };
+    if me == 0 {
+        for w in plan.warnings() {
+            eprintln!("warning: {w}");
+        }
+    }
+    let (r, mine, times) = rank_run(world, a, plan, &set.coords, set.dim, set.weights.as_deref())
+        .with_context(|| format!("partitioning {}", a.points.display()))?;
+    let all = world.gatherv(0, &mine).map_err(anyhow::Error::from)?;
+    let Some(all) = all else {
+        return Ok(());
+    };
+    let parts = all.into_data();
+    let n = parts.len();
+    // The report's figures need the whole point set only for --knn and --picture.
+    let whole = if a.knn > 0 || a.picture {
+        hier_part_points(&a.points)?
+    } else {
+        hsfc::io::PointSet {
+            dim: set.dim,
+            coords: Vec::new(),
+            weights: None,
+        }
+    };
+    report(a, plan, origin, &whole, Some((n, size)), &r, &parts, &times)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(_: &PartitionArgs, _: &Plan, _: &str) -> Result<()> {
+    bail!(
+        "this hier-part was built without MPI: build it with `cargo build --release -p hier-part --features mpi` and run it under mpirun"
+    )
+}
+
+/// Writes the parts file and prints the report (table or JSON). `mpi` = (points, ranks) of an
+/// MPI run, whose `set` may hold no coordinates.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    a: &PartitionArgs,
+    plan: &Plan,
+    origin: &str,
+    set: &hsfc::io::PointSet,
+    mpi: Option<(usize, usize)>,
+    r: &HierPartition,
+    parts: &[u32],
+    times: &[f64],
+) -> Result<()> {
+    let dim = set.dim;
+    let (coords, weights) = (&set.coords[..], set.weights.as_deref());
+    let n = mpi.map_or(coords.len() / dim, |m| m.0);
+    let time_s = median(times);
     if let Some(out) = &a.out {
-        hsfc::io::write_parts(out, &parts).context("writing the parts")?;
+        hsfc::io::write_parts(out, parts).context("writing the parts")?;
     }
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
     let quality = if a.knn > 0 {
         let g = Csr::knn(coords, dim, a.knn, Par::rayon(0))?;
-        let q = Quality::new(&parts, weights, plan.part_sizes(), Some(&g))?;
+        let q = Quality::new(parts, weights, plan.part_sizes(), Some(&g))?;
         let per_level = (1..=plan.depth())
             .map(|d| q.grouped(&plan.rank_groups(d)))
             .collect::<Result<Vec<_>, _>>()?;
@@ -225,6 +366,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     } else {
         None
     };
+    let backend = format!("{:?}", a.backend).to_lowercase();
     if a.json {
         let parts_json: Vec<_> = (0..plan.num_ranks())
             .map(|rk| {
@@ -240,7 +382,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
             })
             .collect();
         let levels: Vec<_> = r
-            .levels(&plan)
+            .levels(plan)
             .iter()
             .map(|l| {
                 serde_json::json!({
@@ -254,11 +396,16 @@ fn partition(a: &PartitionArgs) -> Result<()> {
                 })
             })
             .collect();
+        let level_times: Vec<_> = r
+            .level_times
+            .iter()
+            .map(|(id, t)| serde_json::json!({"node": plan.node(*id).nodenum, "time_s": t}))
+            .collect();
         let mut j = serde_json::json!({
             "ranks": plan.num_ranks(),
-            "n": set.coords.len() / dim,
+            "n": n,
             "dim": dim,
-            "backend": format!("{:?}", a.backend).to_lowercase(),
+            "backend": backend,
             "threads": a.threads,
             "powers": origin,
             "time_s": time_s,
@@ -267,7 +414,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
             "max_ratio": r.max_ratio,
             "parts": parts_json,
             "levels": levels,
-            "level_times_s": r.level_times.iter().map(|(id, t)| serde_json::json!({"node": plan.node(*id).nodenum, "time_s": t})).collect::<Vec<_>>(),
+            "level_times_s": level_times,
             "warnings": r.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
         if let Some((q, per_level)) = &quality {
@@ -278,19 +425,20 @@ fn partition(a: &PartitionArgs) -> Result<()> {
         emit(&format!("{j}\n"))
     } else {
         let mut s = format!(
-            "{}: {} ranks ({origin}); {}: {} points, dim {}{}\npartition {:.3} ms (median of {}, {:?} backend, {} thread(s))\n",
+            "{}: {} ranks ({origin}); {}: {n} points, dim {dim}{}\npartition {:.3} ms (median of {}, {backend} backend, {} thread(s) per rank)\n",
             a.machine.display(),
             plan.num_ranks(),
             a.points.display(),
-            coords.len() / dim,
-            dim,
-            if weights.is_some() { ", weighted" } else { "" },
+            if r.total_weight != n as f64 || weights.is_some() {
+                ", weighted"
+            } else {
+                ""
+            },
             time_s * 1e3,
             a.repeat,
-            a.backend,
             a.threads
         );
-        s += &r.table(&plan);
+        s += &r.table(plan);
         if let Some((q, per_level)) = &quality {
             s += &format!(
                 "\nquality on a {}-nearest-neighbour graph, per rank:\n{q}",
@@ -302,7 +450,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
         }
         if a.picture {
             s += "\n";
-            s += &picture(coords, dim, &parts, 72, 30);
+            s += &picture(coords, dim, parts, 72, 30);
         }
         emit(&s)
     }

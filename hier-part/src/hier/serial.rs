@@ -141,13 +141,13 @@ impl Walk<'_> {
         }
         let dim = self.dim;
         let mut child = std::mem::take(&mut self.child);
-        if let Some((p, entry)) = self.prev.filter(|_| method.keep_cuts) {
-            if p.cuts.contains_key(&id) {
-                let lookup = rank_to_child(self.plan, id);
-                for j in lo..hi {
-                    let prev = entry[self.index(src, j)] as usize;
-                    child[j] = lookup.get(prev).copied().unwrap_or(u32::MAX);
-                }
+        if let Some((p, entry)) = self.prev.filter(|_| method.keep_cuts)
+            && p.cuts.contains_key(&id)
+        {
+            let lookup = rank_to_child(self.plan, id);
+            for j in lo..hi {
+                let prev = entry[self.index(src, j)] as usize;
+                child[j] = lookup.get(prev).copied().unwrap_or(u32::MAX);
             }
         }
         let prev = self
