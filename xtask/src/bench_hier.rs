@@ -11,19 +11,12 @@
 //!
 //! Data and the Zoltan driver live in `target/bench-hier/` and `target/bench-hsfc/`.
 
-use crate::bench_hsfc::{build_zoltan, output, uptime};
+use crate::bench_hsfc::{Run, build_zoltan, output, uptime, zoltan_result};
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// A measured run: median time (s) and max |W_r/T_r − 1|.
-#[derive(Clone, Copy)]
-struct Run {
-    time: f64,
-    dev: f64,
-}
 
 fn json(line: &str) -> Result<serde_json::Value> {
     serde_json::from_str(line.trim()).with_context(|| format!("parsing `{line}`"))
@@ -264,7 +257,7 @@ fn run_zoltan(
         Some(_) => {
             let mut c = Command::new("mpirun");
             c.args(["--oversubscribe", "-np", &ranks.to_string()]);
-            if std::env::var("USER").is_ok_and(|u| u == "root") || is_root() {
+            if crate::mpi::is_root() {
                 c.arg("--allow-run-as-root");
             }
             c.arg(bin);
@@ -279,28 +272,5 @@ fn run_zoltan(
     if let Some((fan, _)) = hier {
         cmd.args(["-H", fan, "-M", "HSFC,RCB"]);
     }
-    let out = output(cmd)?;
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("RESULT"))
-        .with_context(|| format!("no RESULT line from zdriver:\n{out}"))?;
-    let field = |k: &str| -> Result<f64> {
-        line.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-            .with_context(|| format!("zdriver RESULT lacks {k}: {line}"))?
-            .parse()
-            .with_context(|| format!("zdriver {k} is not a number: {line}"))
-    };
-    Ok(Run {
-        time: field("t_med")?,
-        dev: field("max_rel_dev")?,
-    })
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find(|l| l.starts_with("Uid:"))
-            .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"))
-    })
+    zoltan_result(cmd)
 }

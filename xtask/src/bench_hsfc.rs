@@ -42,9 +42,9 @@ fn sizes_of(name: &str) -> Vec<f64> {
 
 /// A measured run: median time (s) and max |W_k/T_k − 1|.
 #[derive(Clone, Copy)]
-struct Run {
-    time: f64,
-    dev: f64,
+pub(crate) struct Run {
+    pub(crate) time: f64,
+    pub(crate) dev: f64,
 }
 
 pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
@@ -310,6 +310,11 @@ fn run_zoltan(bin: &Path, file: &Path, sizes: &Path, reps: usize) -> Result<Run>
         .args(["-m", "HSFC", "-s"])
         .arg(sizes)
         .args(["-r", &reps.to_string()]);
+    zoltan_result(cmd)
+}
+
+/// Runs a `zdriver` command and reads `t_med` and `max_rel_dev` from its RESULT line.
+pub(crate) fn zoltan_result(cmd: Command) -> Result<Run> {
     let out = output(cmd)?;
     let line = out
         .lines()

@@ -614,7 +614,7 @@ fn target_dir() -> PathBuf {
 }
 
 /// Whether this process runs as root (uid 0), from `/proc/self/status`.
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

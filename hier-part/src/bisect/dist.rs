@@ -14,7 +14,7 @@
 use super::select::{before, wt};
 use super::{
     AxisKey, Bisection, Cut, Dot, InertialKey, Key, Method, MomentSums, Plane, Stats, between,
-    imbalance, inertial_from, moment_sums,
+    inertial_from, moment_sums,
 };
 use crate::input::{Input, check_points, exponent, fractions, pow2};
 use crate::{Error, Par};
@@ -684,24 +684,14 @@ pub(crate) fn bisect_dist<C: Comm>(
             }
         })
         .collect();
-    let total_weight: f64 = part_weights.iter().sum();
-    let targets_abs: Vec<f64> = input.fractions.iter().map(|f| f * total_weight).collect();
-    let (max_ratio, max_rel_dev, max_abs_dev) = imbalance(&part_weights, &targets_abs);
-    let depth = cuts.iter().map(|c| c.depth + 1).max().unwrap_or(0);
-    Ok(Bisection {
+    Ok(Bisection::assemble(
         method,
         dim,
         cuts,
         part_weights,
-        part_counts: counts,
-        targets: targets_abs,
-        total_weight,
-        max_object_weight: input.w_max,
-        depth,
-        max_ratio,
-        max_rel_dev,
-        max_abs_dev,
-    })
+        counts,
+        &input,
+    ))
 }
 
 fn run_dim<const D: usize, C: Comm>(

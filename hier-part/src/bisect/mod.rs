@@ -182,19 +182,8 @@ impl Rcb {
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Bisection, Error> {
-        let gids = rank_order_ids(comm, coords.len() / dim.max(1))?;
-        dist::bisect_dist(
-            comm,
-            Method::Rcb,
-            self.keep_ties,
-            self.par,
-            coords,
-            dim,
-            weights,
-            &gids,
-            targets,
-            parts,
-        )
+        let m = (Method::Rcb, self.keep_ties, self.par);
+        run_dist(comm, m, coords, dim, weights, targets, parts)
     }
 }
 
@@ -209,20 +198,25 @@ impl Rib {
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Bisection, Error> {
-        let gids = rank_order_ids(comm, coords.len() / dim.max(1))?;
-        dist::bisect_dist(
-            comm,
-            Method::Rib,
-            self.keep_ties,
-            self.par,
-            coords,
-            dim,
-            weights,
-            &gids,
-            targets,
-            parts,
-        )
+        let m = (Method::Rib, self.keep_ties, self.par);
+        run_dist(comm, m, coords, dim, weights, targets, parts)
     }
+}
+
+/// The public distributed entry: global ids in rank order, then [`dist::bisect_dist`].
+fn run_dist<C: comm::Comm>(
+    comm: &C,
+    (method, keep_ties, par): (Method, bool, Par),
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    targets: &[f64],
+    parts: &mut [u32],
+) -> Result<Bisection, Error> {
+    let gids = rank_order_ids(comm, coords.len() / dim.max(1))?;
+    dist::bisect_dist(
+        comm, method, keep_ties, par, coords, dim, weights, &gids, targets, parts,
+    )
 }
 
 /// Global ids of this rank's `n` objects when the ranks' objects are taken in rank order.
@@ -270,24 +264,46 @@ fn run(
             }
         }
     }
-    let total_weight: f64 = part_weights.iter().sum();
-    let targets_abs: Vec<f64> = input.fractions.iter().map(|f| f * total_weight).collect();
-    let (max_ratio, max_rel_dev, max_abs_dev) = imbalance(&part_weights, &targets_abs);
-    let depth = cuts.iter().map(|c| c.depth + 1).max().unwrap_or(0);
-    Ok(Bisection {
+    Ok(Bisection::assemble(
         method,
         dim,
         cuts,
         part_weights,
-        part_counts: counts,
-        targets: targets_abs,
-        total_weight,
-        max_object_weight: input.w_max,
-        depth,
-        max_ratio,
-        max_rel_dev,
-        max_abs_dev,
-    })
+        counts,
+        &input,
+    ))
+}
+
+impl Bisection {
+    /// The result from its cuts and per-part weights and counts: targets from the input's
+    /// fractions, imbalance figures, depth.
+    pub(crate) fn assemble(
+        method: Method,
+        dim: usize,
+        cuts: Vec<Cut>,
+        part_weights: Vec<f64>,
+        part_counts: Vec<usize>,
+        input: &Input,
+    ) -> Bisection {
+        let total_weight: f64 = part_weights.iter().sum();
+        let targets: Vec<f64> = input.fractions.iter().map(|f| f * total_weight).collect();
+        let (max_ratio, max_rel_dev, max_abs_dev) = imbalance(&part_weights, &targets);
+        let depth = cuts.iter().map(|c| c.depth + 1).max().unwrap_or(0);
+        Bisection {
+            method,
+            dim,
+            cuts,
+            part_weights,
+            part_counts,
+            targets,
+            total_weight,
+            max_object_weight: input.w_max,
+            depth,
+            max_ratio,
+            max_rel_dev,
+            max_abs_dev,
+        }
+    }
 }
 
 /// Bounding box and key range of a set of dots.
