@@ -178,12 +178,15 @@ pub(crate) struct Assign<'a> {
 /// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
 const CELL_FLAG: u32 = 1 << 31;
 
-/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's.
+/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's;
+/// where its key bit counts start (`usize::MAX` when it does not count them) and how many.
 #[derive(Clone, Copy)]
 struct SlotGeom {
     off: usize,
     shift: u32,
     mask: u64,
+    ones: usize,
+    width: u32,
 }
 
 #[inline(always)]
@@ -209,6 +212,9 @@ struct Active {
     depth: u32,
     /// Global number of objects in the cell (estimated from the weight at level 0).
     count: u64,
+    /// The last round did not split the cell (all its objects fell in one sub-bin, e.g.
+    /// duplicate points): the next round counts its key bits (see [`BIT_COUNT_MAX`]).
+    stalled: bool,
     /// Set when refining inside one cell of the 64-bit keys: the candidates' `key` is then
     /// their sub-key.
     inner: Option<Inner>,
@@ -235,6 +241,13 @@ fn sub_bits(count: u64) -> u32 {
     let len = 64 - count.leading_zeros();
     len.saturating_sub(3).clamp(8, 16)
 }
+
+/// Active cells of at most this many objects (and those inside a cell, or that the last round
+/// did not split) also count, for each key bit, how many of their objects have it set: when a
+/// round leaves all of a cell's objects in one sub-bin, the counts give the key prefix they all
+/// share, and the cell jumps to it (duplicate points: straight to their cell, then, inside it,
+/// to their atom) instead of descending 8 bits a round. One word per key bit and cell.
+const BIT_COUNT_MAX: u64 = 64;
 
 /// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
 /// the global weights per part.
@@ -310,6 +323,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                     base: cum,
                     depth: B0,
                     count,
+                    stalled: false,
                     inner: None,
                 });
             }
@@ -434,21 +448,42 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             .map(|s| width(&active[s]) - active[s].depth - bits[s])
             .collect();
         let mask: Vec<u64> = bits.iter().map(|&b| (1u64 << b) - 1).collect();
+        // After the sub-bins, per active cell that counts its key bits (see BIT_COUNT_MAX):
+        // how many of its objects have each bit set.
+        let mut bit_off = vec![usize::MAX; nact];
+        let mut hist_len = cells * 3;
+        if !from_keys {
+            for (s, a) in active.iter().enumerate() {
+                if a.inner.is_some() || a.stalled || a.count <= BIT_COUNT_MAX {
+                    bit_off[s] = hist_len;
+                    hist_len += width(a) as usize;
+                }
+            }
+        }
         let geom: Vec<SlotGeom> = (0..nact)
             .map(|s| SlotGeom {
                 off: off[s],
                 shift: shift[s],
                 mask: mask[s],
+                ones: bit_off[s],
+                width: width(&active[s]),
             })
             .collect();
         let cell_of = |c: &Cand| geom_cell(&geom, c.slot, c.key);
-        // Weight, count and key sum per sub-bin.
+        // Weight, count and key sum per sub-bin (and the bit counts).
         let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
             for c in cs {
-                let idx = cell_of(c) * 3;
+                let g = geom[c.slot as usize];
+                let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
                 h[idx] += c.w;
                 h[idx + 1] += 1;
                 h[idx + 2] = h[idx + 2].wrapping_add(c.key);
+                if g.ones != usize::MAX {
+                    let ones = &mut h[g.ones..g.ones + g.width as usize];
+                    for (bit, o) in ones.iter_mut().enumerate() {
+                        *o += (c.key >> bit) & 1;
+                    }
+                }
             }
         };
         let mut hist = if from_keys {
@@ -506,7 +541,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             h
         } else {
             let acc_group = |g: &[Vec<Cand>]| {
-                let mut h = scratch::zeroed(cells * 3);
+                let mut h = scratch::zeroed(hist_len);
                 for cs in g {
                     accumulate_into(&mut h, cs);
                 }
@@ -519,7 +554,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 vec![acc_group(&cands)]
             };
             let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(cells * 3));
+            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(hist_len));
             for o in it {
                 for (x, y) in h.iter_mut().zip(&o) {
                     *x = x.wrapping_add(*y);
@@ -533,6 +568,32 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
         let stride = if from_keys { 1 } else { 3 };
         // For a cell that counted its key bits and has all its `all` objects in one sub-bin:
         // the length of the key prefix they share and the key bits (those below it are junk).
+        // The exact number of objects of each cell that counted its key bits (else 0).
+        let cell_total: Vec<u64> = (0..nact)
+            .map(|s| {
+                if bit_off[s] == usize::MAX {
+                    return 0;
+                }
+                (off[s]..off[s + 1]).map(|c| hist[c * 3 + 1]).sum()
+            })
+            .collect();
+        let shared_prefix = |s: usize, all: u64| -> Option<(u32, u64)> {
+            let bo = bit_off[s];
+            if bo == usize::MAX {
+                return None;
+            }
+            let w = width(&active[s]);
+            let (mut len, mut key) = (0u32, 0u64);
+            for bit in (0..w).rev() {
+                match hist[bo + bit as usize] {
+                    0 => {}
+                    ones if ones == all => key |= 1 << bit,
+                    _ => break,
+                }
+                len += 1;
+            }
+            Some((len, key))
+        };
         let total_w: u64 = hist0.iter().sum::<u64>().max(1);
 
         let mut next_active: Vec<Active> = Vec::new();
@@ -571,8 +632,18 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             };
             let b = bits[s as usize];
             let cell = off[s as usize] + sb;
-            let (depth, prefix) = (a.depth + b, (a.prefix << b) | sb as u64);
-            let full = depth == width(a);
+            // The sub-bin's key prefix, lengthened to the prefix that all its objects share
+            // when they are all of the cell's and it counted its key bits.
+            let width_a = width(a);
+            let (mut depth, mut prefix) = (a.depth + b, (a.prefix << b) | sb as u64);
+            if count > 1
+                && count == cell_total[s as usize]
+                && let Some((len, key)) = shared_prefix(s as usize, count)
+                && len > depth
+            {
+                (depth, prefix) = (len, key >> (width_a - len));
+            }
+            let full = depth == width_a;
             // The key of the sub-bin's single atom, if it holds one: a single point (its key is
             // the key sum), or inside a cell a single fine key (at full depth).
             let atom = match a.inner {
@@ -604,6 +675,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                             base: cum,
                             depth: 0,
                             count,
+                            stalled: false,
                             inner: Some(Inner {
                                 key: prefix,
                                 count,
@@ -616,6 +688,8 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                             base: cum,
                             depth,
                             count,
+                            // Not split, and no bit counts to jump with: count them next time.
+                            stalled: count == a.count && bit_off[s as usize] == usize::MAX,
                             inner: a.inner.map(|c| Inner {
                                 before: c.before + cnt,
                                 ..c

@@ -1137,7 +1137,9 @@ fn graded_3d_reaches_the_balance_limit() {
 #[test]
 fn graded_3d_duplicates_stay_together_in_split_cells() {
     // Every 5th point twice, every 7th five times: atoms of 1, 2 and 5 points in the crowded
-    // cells; the limit is the heaviest atom, and equal points share a part.
+    // cells; the limit is the heaviest atom, and equal points share a part. Every 11th point
+    // also has 3 near copies, 1e-12 apart along x (a few fine cells): distinct atoms sharing a
+    // long key prefix, which the refinement jumps over with the bit counts.
     let (g, w) = graded_3d(15_000, 8, WeightKind::Random);
     let w = w.unwrap();
     let (mut pts, mut ws) = (Vec::new(), Vec::new());
@@ -1149,9 +1151,16 @@ fn graded_3d_duplicates_stay_together_in_split_cells() {
         } else {
             1
         };
+        let x = &g[3 * i..3 * i + 3];
         for _ in 0..copies {
-            pts.extend_from_slice(&g[3 * i..3 * i + 3]);
+            pts.extend_from_slice(x);
             ws.push(w[i]);
+        }
+        if i % 11 == 0 {
+            for j in 1..=3 {
+                pts.extend_from_slice(&[x[0] + f64::from(j) * 1e-12, x[1], x[2]]);
+                ws.push(w[i]);
+            }
         }
     }
     for weights in [None, Some(&ws[..])] {
