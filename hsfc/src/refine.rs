@@ -247,7 +247,7 @@ fn sub_bits(count: u64) -> u32 {
 /// round leaves all of a cell's objects in one sub-bin, the counts give the key prefix they all
 /// share, and the cell jumps to it (duplicate points: straight to their cell, then, inside it,
 /// to their atom) instead of descending 8 bits a round. One word per key bit and cell.
-const BIT_COUNT_MAX: u64 = 64;
+const BIT_COUNT_MAX: u64 = 16;
 
 /// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
 /// the global weights per part.
@@ -855,9 +855,6 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                                 counts[p as usize] += 1;
                                 false
                             } else {
-                                if enters[c.slot as usize] {
-                                    c.key = sub_key(c.idx as usize);
-                                }
                                 true
                             }
                         });
@@ -878,9 +875,6 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                             cs.retain_mut(|c| {
                                 let cell = cell_of(c);
                                 c.slot = remap[cell];
-                                if c.slot != u32::MAX && enters[c.slot as usize] {
-                                    c.key = sub_key(c.idx as usize);
-                                }
                                 c.slot != u32::MAX
                             })
                         };
@@ -894,6 +888,20 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             }
             for c in cands.extract_if(.., |c| c.is_empty()) {
                 scratch::give_cands(c);
+            }
+            // The candidates of cells entered this round swap their key for the sub-key (in a
+            // pass of its own, rare, so that the loops above stay lean).
+            if enters.contains(&true) {
+                let swap = |cs: &mut Vec<Cand>| {
+                    for c in cs.iter_mut().filter(|c| enters[c.slot as usize]) {
+                        c.key = sub_key(c.idx as usize);
+                    }
+                };
+                if exec.parallel_for(count_of(&cands)) {
+                    exec.map_items(cands.iter_mut().collect(), swap);
+                } else {
+                    cands.iter_mut().for_each(swap);
+                }
             }
         }
         active = next_active;
