@@ -23,6 +23,15 @@ pub(crate) const fn key_bits(dim: usize) -> u32 {
     bits_per_axis(dim) * dim as u32
 }
 
+/// Bits per axis of a point's position inside its cell (both dimensions): the fine grid has
+/// `bits_per_axis + SUB_BITS` bits per axis (53 in 2-D, 42 in 3-D).
+pub(crate) const SUB_BITS: u32 = 21;
+
+/// Number of sub-key bits (the curve continued inside a cell): 42 in 2-D, 63 in 3-D.
+pub(crate) const fn sub_key_bits(dim: usize) -> u32 {
+    SUB_BITS * dim as u32
+}
+
 /// Skilling's state before the Gray step: a signed permutation of the axes (`perm[i]` is the
 /// raw axis read as transformed axis `i`, `flip` bit `i` inverts it) and the running parity `t`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -329,13 +338,73 @@ pub(crate) fn key_of_cell(cell: &[u32]) -> u64 {
     }
 }
 
+/// Walks `bits` levels of the curve from `state` over the coordinates `c` (`c.len()` = n axes,
+/// `bits` bits each, a multiple of `t.levels`): the key digits and the state reached.
+#[inline]
+fn walk(t: &Tables, mut state: usize, c: &[u32], bits: u32) -> (u64, usize) {
+    let n = c.len();
+    let lv = t.levels;
+    let width = n as u32 * lv;
+    let mask = (1u32 << lv) - 1;
+    let mut key = 0u64;
+    let mut shift = bits as i32 - lv as i32;
+    while shift >= 0 {
+        let mut idx = 0usize;
+        for (a, &v) in c.iter().enumerate() {
+            idx |= (((v >> shift) & mask) as usize) << ((n - 1 - a) as u32 * lv);
+        }
+        let e = t.multi[(state << width) | idx];
+        key = (key << width) | u64::from(e >> 6);
+        state = (e & 63) as usize;
+        shift -= lv as i32;
+    }
+    (key, state)
+}
+
+/// Fine key of a point given by its cell and its position inside the cell (`sub`,
+/// [`SUB_BITS`] bits per axis): the cell's key in the high 64 bits and, in the low 64, the
+/// sub-key: the curve continued inside the cell, i.e. the key of `sub` in the orientation the
+/// curve has in that cell. The curve is self-similar, so this is the Hilbert key of the fine
+/// coordinate `cell·2^SUB_BITS + sub` (split into two words), and fine keys order points along
+/// the same curve as cell keys, only more finely: `fine >> 64` is [`key_of_cell`].
+pub(crate) fn fine_key_of_cell(cell: &[u32], sub: &[u32]) -> u128 {
+    let n = cell.len();
+    let t = tables(n);
+    let (key, state) = walk(t, 0, cell, bits_per_axis(n));
+    // Pad the sub-coordinates to whole lookups (in 2-D, 21 levels to 24) and drop the padding
+    // levels' digits: the digits of a level depend only on the levels above it.
+    let lv = t.levels;
+    let pad = (lv - SUB_BITS % lv) % lv;
+    let mut padded = [0u32; 3];
+    for (p, &s) in padded.iter_mut().zip(sub) {
+        *p = s << pad;
+    }
+    let (sk, _) = walk(t, state, &padded[..n], SUB_BITS + pad);
+    (u128::from(key) << 64) | u128::from(sk >> (n as u32 * pad))
+}
+
+/// Converts a contiguous Hilbert index over the fine grid (`key_bits + sub_key_bits` bits)
+/// into the fine key layout (cell key in the high word, sub-key in the low word).
+#[inline]
+pub(crate) fn fine_from_index(index: u128, dim: usize) -> u128 {
+    let sb = sub_key_bits(dim);
+    ((index >> sb) << 64) | (index & ((1u128 << sb) - 1))
+}
+
 /// Skilling's AxestoTranspose followed by bit interleaving, transcribed loop for loop: the slow
 /// reference for the table encoder. `b` bits per axis, `x.len()` axes; axis 0 gives the most
 /// significant bit of each key digit.
 #[cfg(test)]
 pub(crate) fn reference_key(x: &[u32], b: u32) -> u64 {
+    let x: Vec<u64> = x.iter().map(|&v| u64::from(v)).collect();
+    reference_key_wide(&x, b) as u64
+}
+
+/// [`reference_key`] for up to 64 bits per axis and 128-bit keys (fine grids).
+#[cfg(test)]
+pub(crate) fn reference_key_wide(x: &[u64], b: u32) -> u128 {
     let n = x.len();
-    let mut x: Vec<u64> = x.iter().map(|&v| u64::from(v)).collect();
+    let mut x: Vec<u64> = x.to_vec();
     let m = 1u64 << (b - 1);
     // Inverse undo.
     let mut q = m;
@@ -368,10 +437,10 @@ pub(crate) fn reference_key(x: &[u32], b: u32) -> u64 {
         *v ^= t;
     }
     // Interleave the transposed bits into one key.
-    let mut key = 0u64;
+    let mut key = 0u128;
     for bit in (0..b).rev() {
         for v in &x {
-            key = (key << 1) | ((v >> bit) & 1);
+            key = (key << 1) | u128::from((v >> bit) & 1);
         }
     }
     key
@@ -380,6 +449,16 @@ pub(crate) fn reference_key(x: &[u32], b: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Deterministic pseudo-random words (xorshift64).
+    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
 
     fn fast(cell: &[u32], b: u32) -> u64 {
         // Place a b-bit grid in the top bits of the full resolution, so the table key's top
@@ -421,13 +500,7 @@ mod tests {
     #[test]
     fn table_encoder_matches_reference_at_full_resolution() {
         // Pseudo-random cells over the whole 32-bit (2-D) and 21-bit (3-D) range.
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..20_000 {
             let (x, y) = (next() as u32, next() as u32);
             assert_eq!(key_of_cell(&[x, y]), reference_key(&[x, y], 32));
@@ -460,6 +533,42 @@ mod tests {
         }
         // It ends at a corner of the grid.
         assert!(at[cells - 1].iter().all(|&c| c == 0 || c == side - 1));
+    }
+
+    #[test]
+    fn fine_keys_continue_the_curve_inside_cells() {
+        // The fine key is the Hilbert key of the fine coordinate cell·2^SUB_BITS + sub
+        // (reference at 53 bits per axis in 2-D, 42 in 3-D), and its high word is the cell key.
+        let mut next = xorshift(0x0DDB_1A5E_5BAD_5EED);
+        let sm = (1u32 << SUB_BITS) - 1;
+        for i in 0..20_000 {
+            for dim in [2usize, 3] {
+                let cm = if dim == 2 { u32::MAX } else { (1 << 21) - 1 };
+                let mut cell = [0u32; 3];
+                let mut sub = [0u32; 3];
+                let mut wide = [0u64; 3];
+                for a in 0..dim {
+                    // Small values too, so that the curve's first cells are covered.
+                    cell[a] = if i % 4 == 0 {
+                        next() as u32 & 3
+                    } else {
+                        next() as u32 & cm
+                    };
+                    sub[a] = if i % 8 == 0 {
+                        next() as u32 & 3
+                    } else {
+                        next() as u32 & sm
+                    };
+                    wide[a] = (u64::from(cell[a]) << SUB_BITS) | u64::from(sub[a]);
+                }
+                let fine = fine_key_of_cell(&cell[..dim], &sub[..dim]);
+                assert_eq!((fine >> 64) as u64, key_of_cell(&cell[..dim]));
+                assert!((fine as u64) < 1u64 << sub_key_bits(dim));
+                let b = bits_per_axis(dim) + SUB_BITS;
+                let index = reference_key_wide(&wide[..dim], b);
+                assert_eq!(fine, fine_from_index(index, dim), "{cell:?} {sub:?}");
+            }
+        }
     }
 
     #[test]

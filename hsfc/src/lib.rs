@@ -23,7 +23,10 @@
 //! 2. one pass computes a 64-bit Hilbert key per point ([`Partition::key`]) with a
 //!    table-driven encoder and a weight histogram over the top key bits;
 //! 3. the histogram is refined only in the bins where a cut falls, a few key bits at a time,
-//!    over the points of those bins only, until each cut is exact to one object;
+//!    over the points of those bins only, until each cut is exact to one object; where a cut
+//!    falls in a cell of the 64-bit keys that holds several points, the refinement goes on
+//!    inside the cell along the curve continued there ([`Partition::fine_key`]), so cuts are
+//!    fine keys ([`Partition::fine_cuts`]);
 //! 4. one pass writes the parts and sums the weight of each part.
 //!
 //! Weights are summed as fixed-point integers (see [`Partition::weight_quantum`]), so every
@@ -108,10 +111,12 @@ impl Hsfc {
     /// the part of point `i` into `parts[i]`.
     ///
     /// `weights`: `None` for unit weights, or one non-negative finite weight per point.
-    /// Parts follow the curve: part `k` owns the keys in `[cuts[k-1], cuts[k])`.
-    /// Every part `k` with weight `W_k` and target `T_k` satisfies `|W_k − T_k| ≤` the largest
-    /// weight of the points that share one key (points with identical keys, e.g. duplicates,
-    /// always go to one part). Parts with target 0 get no point.
+    /// Parts follow the curve: part `k` owns the fine keys in `[fine_cuts[k-1], fine_cuts[k])`
+    /// ([`Partition::fine_cuts`]). Every part `k` with weight `W_k` and target `T_k` satisfies
+    /// `|W_k − T_k| ≤` the largest weight of the points that share one fine key: points with
+    /// identical fine keys (duplicates, or points in one cell of the fine grid: 2^53 cells per
+    /// axis of the padded box in 2-D, 2^42 in 3-D) always go to one part, so for distinct
+    /// points the bound is the largest single weight. Parts with target 0 get no point.
     pub fn partition(
         &self,
         points: &[f64],

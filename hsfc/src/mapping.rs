@@ -1,6 +1,6 @@
 //! From coordinates to grid cells over the padded bounding box.
 
-use crate::curve::bits_per_axis;
+use crate::curve::{SUB_BITS, bits_per_axis};
 
 /// The axis-aligned box of the input points (smallest and largest coordinate per axis).
 ///
@@ -59,17 +59,39 @@ impl Axis {
         }
     }
 
+    /// The coordinate in cell units, clamped to the grid.
+    #[inline(always)]
+    fn scaled(&self, x: f64) -> f64 {
+        let v = (x * self.pre - self.base) * self.inv + self.off;
+        let v = if v > 0.0 { v } else { 0.0 };
+        if v < self.max_cell { v } else { self.max_cell }
+    }
+
     /// Cell of a finite coordinate (monotone non-decreasing in `x`).
     #[inline(always)]
     pub(crate) fn cell(&self, x: f64) -> u32 {
         // Clamped to the grid, then rounded to the nearest integer by the 2^52 trick (the low
         // mantissa bits of v + 2^52 are round(v)): monotone, and it vectorises.
-        let v = (x * self.pre - self.base) * self.inv + self.off;
-        let v = if v > 0.0 { v } else { 0.0 };
-        let v = if v < self.max_cell { v } else { self.max_cell };
-        (v + 4_503_599_627_370_496.0).to_bits() as u32
+        (self.scaled(x) + TWO52).to_bits() as u32
+    }
+
+    /// Cell of a finite coordinate and the position inside it on a grid of `2^SUB_BITS` steps:
+    /// cell `c` covers `v ∈ [c − ½, c + ½]` (the rounding of [`Axis::cell`], which it
+    /// returns unchanged), and the position is `⌊(v − c + ½)·2^SUB_BITS⌋`, clamped. The pair is
+    /// monotone (lexicographically) in `x`: every operation is.
+    #[inline]
+    pub(crate) fn cell_sub(&self, x: f64) -> (u32, u32) {
+        let v = self.scaled(x);
+        let r = v + TWO52;
+        let c = r.to_bits() as u32;
+        // v − c is exact (Sterbenz), and so is the scaling by a power of two.
+        let frac = (v - (r - TWO52)) + 0.5;
+        let sub = ((frac * f64::from(1u32 << SUB_BITS)) as u32).min((1 << SUB_BITS) - 1);
+        (c, sub)
     }
 }
+
+const TWO52: f64 = 4_503_599_627_370_496.0;
 
 /// The map from points to cells for one bounding box.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,6 +119,35 @@ impl Mapping {
             c[a] = self.axes[a].cell(v);
         }
         c
+    }
+
+    /// Cell and position inside it ([`Axis::cell_sub`]) of a point of the box; for a point
+    /// outside, those of its projection.
+    pub(crate) fn clamped_cell_sub(&self, x: &[f64]) -> ([u32; 3], [u32; 3]) {
+        let mut c = [0u32; 3];
+        let mut s = [0u32; 3];
+        for a in 0..self.dim {
+            let v = x[a].max(self.bbox.lo[a]).min(self.bbox.hi[a]);
+            (c[a], s[a]) = self.axes[a].cell_sub(v);
+        }
+        (c, s)
+    }
+
+    /// Fine key (see [`crate::curve::fine_key_of_cell`]) of a point of the box; for a point
+    /// outside, that of its projection.
+    pub(crate) fn fine_key(&self, x: &[f64]) -> u128 {
+        let (c, s) = self.clamped_cell_sub(x);
+        crate::curve::fine_key_of_cell(&c[..self.dim], &s[..self.dim])
+    }
+
+    /// Fine coordinate (`cell·2^SUB_BITS + sub`) of each axis of a point (projected).
+    pub(crate) fn clamped_fine_coord(&self, x: &[f64]) -> [u64; 3] {
+        let (c, s) = self.clamped_cell_sub(x);
+        let mut f = [0u64; 3];
+        for a in 0..self.dim {
+            f[a] = (u64::from(c[a]) << SUB_BITS) | u64::from(s[a]);
+        }
+        f
     }
 }
 
@@ -140,5 +191,45 @@ mod tests {
             assert!(c >= prev);
             prev = c;
         }
+    }
+
+    #[test]
+    fn positions_inside_cells_are_monotone_and_nested() {
+        // Through whole cells (including exact cell boundaries, where the rounding is to
+        // even), at the bottom and the top of the grid, and between adjacent doubles.
+        for bits in [21u32, 32] {
+            let a = Axis::new(0.0, 1.0, bits);
+            let step = 1.0 / (bits as f64).exp2() / 64.0;
+            for start in [0.0, 0.5, 1.0 - 64.0 * step] {
+                let mut prev = (0u32, 0u32);
+                let mut x = start - 8.0 * step;
+                while x <= start + 64.0 * step {
+                    let (c, s) = a.cell_sub(x);
+                    assert_eq!(c, a.cell(x), "the cell is Axis::cell's");
+                    assert!(s < 1 << SUB_BITS);
+                    assert!(
+                        (c, s) >= prev,
+                        "{bits} bits at {x}: {prev:?} -> {:?}",
+                        (c, s)
+                    );
+                    prev = (c, s);
+                    x += step / 3.0;
+                }
+            }
+            let mut x = 0.3f64;
+            let mut prev = a.cell_sub(x);
+            for _ in 0..10_000 {
+                x = x.next_up();
+                let cur = a.cell_sub(x);
+                assert!(cur >= prev);
+                prev = cur;
+            }
+        }
+        // In 3-D the fine grid resolves about 2^-42 of the box.
+        let a = Axis::new(0.0, 1.0, 21);
+        assert_ne!(a.cell_sub(0.25), a.cell_sub(0.25 + 4.0 * (-42f64).exp2()));
+        // A zero-extent axis: the middle cell, the middle of it.
+        let z = Axis::new(5.0, 5.0, 21);
+        assert_eq!(z.cell_sub(5.0), (1 << 20, 1 << (SUB_BITS - 1)));
     }
 }

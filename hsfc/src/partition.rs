@@ -1,6 +1,6 @@
 //! The partition pipeline and its result.
 
-use crate::curve::{self, key_bits, tables};
+use crate::curve::{self, key_bits, sub_key_bits, tables};
 use crate::dist::Reduce;
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
@@ -22,12 +22,18 @@ pub struct Migration {
 
 /// The result of a partition: the curve (bounding box), the cuts, and per-part figures.
 ///
-/// Part `k` owns the keys in `[cuts[k-1], cuts[k])` (with `cuts[-1] = 0` and `cuts[K-1] = ∞`);
-/// [`Partition::point_assign`] and [`Partition::box_assign`] answer from these alone.
+/// Part `k` owns the fine keys in `[fine_cuts[k-1], fine_cuts[k])` (with `fine_cuts[-1] = 0`
+/// and `fine_cuts[K-1] = ∞`); [`Partition::point_assign`] and [`Partition::box_assign`] answer
+/// from these alone. A fine key ([`Partition::fine_key`]) is the 64-bit curve key of the
+/// point's cell ([`Partition::key`]) in the high word and the curve continued inside the cell
+/// in the low word, so a cut can split a cell whose points must go to different parts for the
+/// balance to reach its limit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Partition {
     pub(crate) map: Mapping,
+    /// The cells of the fine cuts (their high words).
     cuts: Vec<u64>,
+    fine_cuts: Vec<u128>,
     part_weights: Vec<f64>,
     part_counts: Vec<u64>,
     targets: Vec<f64>,
@@ -51,9 +57,16 @@ impl Partition {
     pub fn bbox(&self) -> BoundingBox {
         self.map.bbox
     }
-    /// The K−1 cut keys, non-decreasing.
+    /// The cells of the K−1 cuts (the high words of [`Partition::fine_cuts`]), non-decreasing:
+    /// part `k` starts in cell `cuts()[k-1]`, at its beginning unless the fine cut splits it.
     pub fn cuts(&self) -> &[u64] {
         &self.cuts
+    }
+    /// The K−1 cuts as fine keys, non-decreasing: part `k` owns the fine keys in
+    /// `[fine_cuts[k-1], fine_cuts[k])`. A cut has a non-zero low word (a sub-key) only where
+    /// it separates points of one cell; elsewhere it lies on a cell boundary.
+    pub fn fine_cuts(&self) -> &[u128] {
+        &self.fine_cuts
     }
     /// Weight of each part (unit weights: the number of points).
     pub fn part_weights(&self) -> &[f64] {
@@ -137,22 +150,39 @@ impl Partition {
         Ok(())
     }
 
-    /// The Hilbert key of a point (projected onto the box if outside).
+    /// The Hilbert key of a point's cell (projected onto the box if outside): 2^32 cells per
+    /// axis in 2-D, 2^21 in 3-D. It is the high word of [`Partition::fine_key`].
     pub fn key(&self, x: &[f64]) -> Result<u64, Error> {
         self.check_point(x)?;
         Ok(curve::key_of_cell(&self.map.clamped_cell(x)[..self.dim()]))
     }
 
-    /// Part owning `key`: the number of cuts `<= key`.
+    /// The fine Hilbert key of a point (projected onto the box if outside): the key of its cell
+    /// ([`Partition::key`]) in the high 64 bits, and in the low bits the key of its position
+    /// inside the cell on a grid of 2^21 per axis, along the curve continued inside the cell
+    /// (42 bits in 2-D, 63 in 3-D). Fine keys follow the same curve on a grid of 2^53 cells per
+    /// axis in 2-D, 2^42 in 3-D; points with equal fine keys always go to the same part.
+    pub fn fine_key(&self, x: &[f64]) -> Result<u128, Error> {
+        self.check_point(x)?;
+        Ok(self.map.fine_key(x))
+    }
+
+    /// Part owning the start of cell `key`: the number of fine cuts `<= key << 64`. It owns the
+    /// whole cell unless a cut splits the cell (see [`Partition::part_of_fine_key`]).
     pub fn part_of_key(&self, key: u64) -> u32 {
-        self.cuts.partition_point(|&c| c <= key) as u32
+        self.part_of_fine_key(u128::from(key) << 64)
+    }
+
+    /// Part owning the fine key `key`: the number of fine cuts `<= key`.
+    pub fn part_of_fine_key(&self, key: u128) -> u32 {
+        self.fine_cuts.partition_point(|&c| c <= key) as u32
     }
 
     /// The part the partition gives a point at `x` (Zoltan's `Point_PP_Assign`); a point
     /// outside the bounding box is projected onto it. For every input point this is the part
     /// the partition wrote.
     pub fn point_assign(&self, x: &[f64]) -> Result<u32, Error> {
-        Ok(self.part_of_key(self.key(x)?))
+        Ok(self.part_of_fine_key(self.fine_key(x)?))
     }
 
     /// [`Partition::point_assign`] for many points (interleaved, this partition's `dim`),
@@ -188,9 +218,10 @@ impl Partition {
 
     /// Every part owning a point of the box `[lo, hi]` (Zoltan's `Box_PP_Assign`), sorted, into
     /// `out` (cleared first). The box is first projected onto the bounding box, as points are.
-    /// Exact at the curve's resolution (2^32 cells per axis in 2-D, 2^21 in 3-D): a part is
-    /// reported if and only if it owns a grid cell meeting the box; parts with no cell (empty
-    /// parts) are never reported.
+    /// Exact at the resolution of the fine keys (2^53 cells per axis in 2-D, 2^42 in 3-D): a
+    /// part is reported if and only if it owns a fine cell meeting the box; parts with no cell
+    /// (empty parts) are never reported. The walk goes below the cells of the 64-bit keys only
+    /// in cells that a cut splits.
     pub fn box_assign(&self, lo: &[f64], hi: &[f64], out: &mut Vec<u32>) -> Result<(), Error> {
         let dim = self.dim();
         for (what, v) in [("box lo", lo), ("box hi", hi)] {
@@ -211,10 +242,13 @@ impl Partition {
                 });
             }
         }
-        let (clo, chi) = (self.map.clamped_cell(lo), self.map.clamped_cell(hi));
+        let (clo, chi) = (
+            self.map.clamped_fine_coord(lo),
+            self.map.clamped_fine_coord(hi),
+        );
         out.clear();
         let mut seen = vec![false; self.num_parts()];
-        let bits = curve::bits_per_axis(dim);
+        let bits = curve::bits_per_axis(dim) + curve::SUB_BITS;
         let walker = BoxWalk {
             t: tables(dim),
             dim,
@@ -234,12 +268,13 @@ impl Partition {
     }
 }
 
-/// Depth-first walk of the curve's cell tree, pruned by the box and by the cuts.
+/// Depth-first walk of the curve's tree of fine cells, pruned by the box and by the cuts.
 struct BoxWalk<'a> {
     t: &'static curve::Tables,
     dim: usize,
-    clo: [u32; 3],
-    chi: [u32; 3],
+    /// The box's fine coordinates ([`Mapping::clamped_fine_coord`]).
+    clo: [u64; 3],
+    chi: [u64; 3],
     part: &'a Partition,
     seen: &'a mut [bool],
 }
@@ -249,37 +284,36 @@ impl BoxWalk<'_> {
         self.visit(0, bits, [0; 3], 0);
     }
 
-    /// Node: `state`, `level` bits left per axis, cell `origin`, key `prefix` of its digits.
-    fn visit(&mut self, state: usize, level: u32, origin: [u32; 3], prefix: u64) {
+    /// Node: `state`, `level` bits left per axis, fine cell `origin`, `prefix` of its digits
+    /// (the node's contiguous Hilbert index over the fine grid, without its `level` low digits).
+    fn visit(&mut self, state: usize, level: u32, origin: [u64; 3], prefix: u128) {
         let n = self.dim;
-        let span = (1u64 << level) - 1; // cells per axis in the node, minus one
+        let span = (1u64 << level) - 1; // fine cells per axis in the node, minus one
         let mut inside = true;
-        for (a, &org) in origin.iter().enumerate().take(n) {
-            let (o, e) = (u64::from(org), u64::from(org) + span);
-            if e < u64::from(self.clo[a]) || o > u64::from(self.chi[a]) {
+        for (a, &o) in origin.iter().enumerate().take(n) {
+            let e = o + span;
+            if e < self.clo[a] || o > self.chi[a] {
                 return;
             }
-            inside &= o >= u64::from(self.clo[a]) && e <= u64::from(self.chi[a]);
+            inside &= o >= self.clo[a] && e <= self.chi[a];
         }
-        let low_bits = n as u32 * level;
-        let first = if low_bits >= 64 {
-            0
-        } else {
-            prefix << low_bits
-        };
-        let last = if low_bits >= 64 {
-            u64::MAX
-        } else {
-            first | ((1u64 << low_bits) - 1)
-        };
-        let (p_first, p_last) = (self.part.part_of_key(first), self.part.part_of_key(last));
+        let low_bits = n as u32 * level; // < 128
+        let first = prefix << low_bits;
+        let last = first | ((1u128 << low_bits) - 1);
+        let (first, last) = (
+            curve::fine_from_index(first, n),
+            curve::fine_from_index(last, n),
+        );
+        let part = self.part;
+        let (p_first, p_last) = (part.part_of_fine_key(first), part.part_of_fine_key(last));
         if p_first == p_last {
             self.seen[p_first as usize] = true;
             return;
         }
         if inside {
-            // Every non-empty part between them owns a key of this node.
-            let cuts = &self.part.cuts;
+            // Every non-empty part between them owns a key of this node: cuts are fine keys
+            // of points or cell boundaries, so a non-empty range starts at a fine cell.
+            let cuts = &part.fine_cuts;
             for p in p_first..=p_last {
                 let p = p as usize;
                 let start = if p == 0 { 0 } else { cuts[p - 1] };
@@ -290,7 +324,7 @@ impl BoxWalk<'_> {
             }
             return;
         }
-        let half = 1u32 << (level - 1);
+        let half = 1u64 << (level - 1);
         for digit in 0..(1usize << n) {
             let e = self.t.inv[(state << n) | digit];
             let raw = e >> 8;
@@ -304,7 +338,7 @@ impl BoxWalk<'_> {
                 (e & 255) as usize,
                 level - 1,
                 child,
-                (prefix << n) | digit as u64,
+                (prefix << n) | digit as u128,
             );
         }
     }
@@ -881,13 +915,17 @@ pub(crate) fn run<R: Reduce>(
     }
     let positive_u32: Vec<u32> = positive.iter().map(|&p| p as u32).collect();
     let fresh = prev.is_none();
+    // The sub-key of a local point, for the few whose cell a target reaches with several
+    // points in it (the low word of its fine key).
+    let sub_key = |i: usize| map.fine_key(&points[i * dim..(i + 1) * dim]) as u64;
     let (found, fresh_tally) = refine::locate(
         comm,
         &exec,
         keys,
+        &sub_key,
         quant,
         &hist0,
-        kb,
+        (kb, sub_key_bits(dim)),
         n_total,
         &queries,
         fresh.then(|| refine::Assign {
@@ -900,12 +938,12 @@ pub(crate) fn run<R: Reduce>(
     .map_err(comm_err)?;
     let lookup = |q: u64| -> Found { found[queries.binary_search(&q).expect("queried")] };
 
-    // Compressed cuts C_i.
-    let mut ccuts = Vec::with_capacity(m.saturating_sub(1));
+    // Compressed cuts C_i (fine keys).
+    let mut ccuts: Vec<u128> = Vec::with_capacity(m.saturating_sub(1));
     for i in 0..m.saturating_sub(1) {
         let t = tau[positive[i]];
         let nearest = if t >= total {
-            u64::MAX
+            u128::MAX
         } else {
             lookup(t).nearest_cut(t)
         };
@@ -915,12 +953,12 @@ pub(crate) fn run<R: Reduce>(
                 let cl = if t <= e {
                     0
                 } else {
-                    lookup(t - e - 1).key.saturating_add(1)
+                    lookup(t - e - 1).cut_after
                 };
                 let ch = if t + e >= total {
-                    u64::MAX
+                    u128::MAX
                 } else {
-                    lookup(t + e).key
+                    lookup(t + e).cut_before
                 };
                 let (cl, ch) = if cl > ch {
                     (nearest, nearest)
@@ -929,28 +967,29 @@ pub(crate) fn run<R: Reduce>(
                 };
                 // The previous cut of the same boundary (the first of a run of cuts when the
                 // previous partition had parts of size 0 in between).
-                let reference = p.cuts[positive[i]];
+                let reference = p.fine_cuts[positive[i]];
                 reference.clamp(cl, ch)
             }
             _ => nearest,
         };
-        let cut = ccuts.last().map_or(cut, |&last: &u64| cut.max(last));
+        let cut = ccuts.last().map_or(cut, |&last| cut.max(last));
         ccuts.push(cut);
     }
     // Expand to the K−1 cuts.
-    let mut cuts = vec![0u64; k - 1];
-    for (j, c) in cuts.iter_mut().enumerate() {
+    let mut fine_cuts = vec![0u128; k - 1];
+    for (j, c) in fine_cuts.iter_mut().enumerate() {
         // Cut j separates part j from part j+1: it is the compressed cut after the last
         // positive part <= j, or 0 before the first one, or ∞ after the last one.
         let done = positive.partition_point(|&p| p <= j);
         *c = if done == 0 {
             0
         } else if done == m {
-            u64::MAX
+            u128::MAX
         } else {
             ccuts[done - 1]
         };
     }
+    let cuts: Vec<u64> = fine_cuts.iter().map(|&c| (c >> 64) as u64).collect();
 
     // Pass 3 (repartition only; a fresh partition assigned the points while locating):
     // assign, tally weights and counts, and the migration.
@@ -984,7 +1023,13 @@ pub(crate) fn run<R: Reduce>(
             for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
                 let b = (key >> shift0) as usize;
                 let (lo, hi) = (first[b] as usize, first[b + 1] as usize);
-                let part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
+                let mut part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
+                // The cuts in this cell (the last ones counted) are sorted by sub-key: when the
+                // last has none, the cell is not split. Else the point's sub-key decides.
+                if part > 0 && cuts[part - 1] == key && fine_cuts[part - 1] as u64 != 0 {
+                    let fine = (u128::from(key) << 64) | sub_key(r.start + j) as u128;
+                    part = fine_cuts.partition_point(|&c| c <= fine);
+                }
                 let q = quant.q(r.start + j);
                 t.counts[part] += 1;
                 t.weights[part] += q;
@@ -1032,6 +1077,7 @@ pub(crate) fn run<R: Reduce>(
     Ok(Partition {
         map,
         cuts,
+        fine_cuts,
         part_weights,
         part_counts: sums[..k].to_vec(),
         targets: target_w,

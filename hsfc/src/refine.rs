@@ -1,14 +1,18 @@
 //! Locating weight targets on the curve: adaptive binning refined only where a target falls.
 //!
-//! The objects, sorted by key, have prefix weights `P`. For a target `q` (in fixed-point
-//! weight units, `q < W`) we look for the *atom* `a` (the set of objects sharing one key) that
-//! straddles it: `P(before a) <= q < P(before a) + w_a`. We never sort: a histogram of the
-//! weight over the top `B0` key bits (made in the key pass) puts each target in one bin; the
-//! points of those bins only are gathered, and each round histograms them over the next few
-//! key bits, per active bin, keeping only the sub-bins that hold a target. A sub-bin holding
-//! a single object (count 1) is resolved at once: its key is the sum of the keys in the bin.
-//! All histograms are integer sums, reduced with `sum_u64`, so every rank and every thread
-//! count takes the same decisions.
+//! The objects, sorted by fine key (see [`crate::curve::fine_key_of_cell`]), have prefix
+//! weights `P`. For a target `q` (in fixed-point weight units, `q < W`) we look for the *atom*
+//! `a` (the set of objects sharing one fine key) that straddles it:
+//! `P(before a) <= q < P(before a) + w_a`. We never sort: a histogram of the weight over the
+//! top `B0` key bits (made in the key pass) puts each target in one bin; the points of those
+//! bins only are gathered, and each round histograms them over the next few key bits, per
+//! active bin, keeping only the sub-bins that hold a target. A sub-bin holding a single object
+//! (count 1) is resolved at once: its key is the sum of the keys in the bin. A target that
+//! reaches a single cell of the 64-bit keys holding several points goes on *inside* the cell:
+//! its candidates swap their cell key for their sub-key (the curve continued inside the cell,
+//! computed only for them) and the rounds go on over the sub-key bits. All histograms are
+//! integer sums, reduced with `sum_u64`, so every rank and every thread count takes the same
+//! decisions.
 
 use crate::dist::Reduce;
 use crate::exec::Exec;
@@ -89,22 +93,51 @@ impl Quant<'_> {
     }
 }
 
-/// What a target found: the straddling atom's key, the weight before it and its weight.
+/// What a target found: the weight before the straddling atom, its weight, and the cuts
+/// just before and just after it.
+///
+/// The cuts are canonical (they depend on the points only, not on how the atom was found):
+/// a cut between two atoms of different cells is at a cell boundary (the start of the later
+/// atom's cell, `key << 64`, or the end of the earlier one's, `(key + 1) << 64`); only a cut
+/// between two atoms of one cell has a sub-key (the later atom's fine key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Found {
-    pub key: u64,
     pub before: u64,
     pub weight: u64,
+    pub cut_before: u128,
+    pub cut_after: u128,
 }
 
 impl Found {
-    /// The cut for target `q` (which this atom straddles): before the atom if that is at least
-    /// as near `q` as after it, else just after it.
-    pub(crate) fn nearest_cut(&self, q: u64) -> u64 {
-        if q - self.before <= self.before + self.weight - q {
-            self.key
+    /// The atom at sub-key `sub` of cell `cell`; `first`/`last`: no point of the cell comes
+    /// before/after it.
+    fn new(before: u64, weight: u64, cell: u64, sub: u64, first: bool, last: bool) -> Found {
+        let start = u128::from(cell) << 64;
+        let fine = start | u128::from(sub);
+        Found {
+            before,
+            weight,
+            cut_before: if first { start } else { fine },
+            cut_after: if last {
+                start.saturating_add(1 << 64)
+            } else {
+                fine + 1
+            },
+        }
+    }
+
+    /// Whether the cut for target `q` (which this atom straddles) goes before the atom: when
+    /// that is at least as near `q` as after it.
+    pub(crate) fn goes_before(&self, q: u64) -> bool {
+        q - self.before <= self.before + self.weight - q
+    }
+
+    /// The cut for target `q`: [`Found::cut_before`] or [`Found::cut_after`], the nearer.
+    pub(crate) fn nearest_cut(&self, q: u64) -> u128 {
+        if self.goes_before(q) {
+            self.cut_before
         } else {
-            self.key.saturating_add(1)
+            self.cut_after
         }
     }
 }
@@ -145,12 +178,15 @@ pub(crate) struct Assign<'a> {
 /// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
 const CELL_FLAG: u32 = 1 << 31;
 
-/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's.
+/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's;
+/// where its key bit counts start (`usize::MAX` when it does not count them) and how many.
 #[derive(Clone, Copy)]
 struct SlotGeom {
     off: usize,
     shift: u32,
     mask: u64,
+    ones: usize,
+    width: u32,
 }
 
 #[inline(always)]
@@ -168,15 +204,36 @@ struct Cand {
 }
 
 struct Active {
-    /// The cell's key bits (its first `depth` bits).
+    /// The cell's key bits (its first `depth` bits); inside a cell (`inner`), of the sub-key.
     prefix: u64,
     /// Global weight before the cell.
     base: u64,
-    /// Key bits fixed so far.
+    /// Key bits fixed so far (of the sub-key when `inner`).
     depth: u32,
     /// Global number of objects in the cell (estimated from the weight at level 0).
     count: u64,
+    /// The last round did not split the cell (all its objects fell in one sub-bin, e.g.
+    /// duplicate points): the next round counts its key bits (see [`BIT_COUNT_MAX`]).
+    stalled: bool,
+    /// Set when refining inside one cell of the 64-bit keys: the candidates' `key` is then
+    /// their sub-key.
+    inner: Option<Inner>,
 }
+
+/// A cell of the 64-bit keys being refined by sub-key.
+#[derive(Clone, Copy)]
+struct Inner {
+    /// The cell's key.
+    key: u64,
+    /// Global number of points in the cell.
+    count: u64,
+    /// Global number of points of the cell before the active sub-cell.
+    before: u64,
+}
+
+// The first round may histogram straight from the keys, without counts; it must not reach a
+// single cell, where counts decide whether to go on inside it (sub-bins have at most 2^16).
+const _: () = assert!(B0 + 16 < crate::curve::key_bits(3));
 
 /// Sub-bin bits for a cell of `count` objects: about 8 objects per sub-bin, between 2^8 and
 /// 2^16 sub-bins, so that dense cells are split finely and need fewer rounds.
@@ -185,6 +242,13 @@ fn sub_bits(count: u64) -> u32 {
     len.saturating_sub(3).clamp(8, 16)
 }
 
+/// Active cells of at most this many objects (and those inside a cell, or that the last round
+/// did not split) also count, for each key bit, how many of their objects have it set: when a
+/// round leaves all of a cell's objects in one sub-bin, the counts give the key prefix they all
+/// share, and the cell jumps to it (duplicate points: straight to their cell, then, inside it,
+/// to their atom) instead of descending 8 bits a round. One word per key bit and cell.
+const BIT_COUNT_MAX: u64 = 16;
+
 /// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
 /// the global weights per part.
 pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
@@ -192,21 +256,32 @@ pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
 /// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
 ///
 /// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
+/// `sub_key(i)` is the `sub_key_bits`-bit sub-key of local point `i` (needed only for the
+/// points of cells that a target reaches while they still hold several points).
 /// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
 /// local point's part and returns the local counts per part and the global weights per
 /// part (summed from the reduced histograms, so not to be reduced again).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn locate<R: Reduce>(
+pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
     comm: &R,
     exec: &Exec,
     keys: &[u64],
+    sub_key: &S,
     quant: Quant<'_>,
     hist0: &[u64],
-    key_bits: u32,
+    (key_bits, sub_key_bits): (u32, u32),
     n_total: u64,
     queries: &[u64],
     mut assign: Option<Assign<'_>>,
 ) -> Result<Located, R::Error> {
+    // Bits of the key an active cell's candidates carry (cell keys, or sub-keys inside a cell).
+    let width = |a: &Active| {
+        if a.inner.is_some() {
+            sub_key_bits
+        } else {
+            key_bits
+        }
+    };
     let mut found: Vec<Option<Found>> = vec![None; queries.len()];
     // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
     let cuts_below: Vec<u32> = match &assign {
@@ -248,6 +323,8 @@ pub(crate) fn locate<R: Reduce>(
                     base: cum,
                     depth: B0,
                     count,
+                    stalled: false,
+                    inner: None,
                 });
             }
             slot_of_query[qi] = (active.len() - 1) as u32;
@@ -350,7 +427,7 @@ pub(crate) fn locate<R: Reduce>(
         // Sub-bins per active cell, within a global budget.
         let mut bits: Vec<u32> = active
             .iter()
-            .map(|a| sub_bits(a.count).min(key_bits - a.depth))
+            .map(|a| sub_bits(a.count).min(width(a) - a.depth))
             .collect();
         while bits.iter().map(|&b| 1usize << b).sum::<usize>() > (1 << 17) {
             let i = (0..nact)
@@ -368,24 +445,45 @@ pub(crate) fn locate<R: Reduce>(
         }
         let cells = off[nact];
         let shift: Vec<u32> = (0..nact)
-            .map(|s| key_bits - active[s].depth - bits[s])
+            .map(|s| width(&active[s]) - active[s].depth - bits[s])
             .collect();
         let mask: Vec<u64> = bits.iter().map(|&b| (1u64 << b) - 1).collect();
+        // After the sub-bins, per active cell that counts its key bits (see BIT_COUNT_MAX):
+        // how many of its objects have each bit set.
+        let mut bit_off = vec![usize::MAX; nact];
+        let mut hist_len = cells * 3;
+        if !from_keys {
+            for (s, a) in active.iter().enumerate() {
+                if a.inner.is_some() || a.stalled || a.count <= BIT_COUNT_MAX {
+                    bit_off[s] = hist_len;
+                    hist_len += width(a) as usize;
+                }
+            }
+        }
         let geom: Vec<SlotGeom> = (0..nact)
             .map(|s| SlotGeom {
                 off: off[s],
                 shift: shift[s],
                 mask: mask[s],
+                ones: bit_off[s],
+                width: width(&active[s]),
             })
             .collect();
         let cell_of = |c: &Cand| geom_cell(&geom, c.slot, c.key);
-        // Weight, count and key sum per sub-bin.
+        // Weight, count and key sum per sub-bin (and the bit counts).
         let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
             for c in cs {
-                let idx = cell_of(c) * 3;
+                let g = geom[c.slot as usize];
+                let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
                 h[idx] += c.w;
                 h[idx + 1] += 1;
                 h[idx + 2] = h[idx + 2].wrapping_add(c.key);
+                if g.ones != usize::MAX {
+                    let ones = &mut h[g.ones..g.ones + g.width as usize];
+                    for (bit, o) in ones.iter_mut().enumerate() {
+                        *o += (c.key >> bit) & 1;
+                    }
+                }
             }
         };
         let mut hist = if from_keys {
@@ -443,7 +541,7 @@ pub(crate) fn locate<R: Reduce>(
             h
         } else {
             let acc_group = |g: &[Vec<Cand>]| {
-                let mut h = scratch::zeroed(cells * 3);
+                let mut h = scratch::zeroed(hist_len);
                 for cs in g {
                     accumulate_into(&mut h, cs);
                 }
@@ -456,7 +554,7 @@ pub(crate) fn locate<R: Reduce>(
                 vec![acc_group(&cands)]
             };
             let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(cells * 3));
+            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(hist_len));
             for o in it {
                 for (x, y) in h.iter_mut().zip(&o) {
                     *x = x.wrapping_add(*y);
@@ -467,30 +565,63 @@ pub(crate) fn locate<R: Reduce>(
         };
         comm.sum_u64(&mut hist)?;
         // The first round from the keys sums weights only (no count, no key sum).
-        let stride = hist.len() / cells.max(1);
+        let stride = if from_keys { 1 } else { 3 };
+        // For a cell that counted its key bits and has all its `all` objects in one sub-bin:
+        // the length of the key prefix they share and the key bits (those below it are junk).
+        // The exact number of objects of each cell that counted its key bits (else 0).
+        let cell_total: Vec<u64> = (0..nact)
+            .map(|s| {
+                if bit_off[s] == usize::MAX {
+                    return 0;
+                }
+                (off[s]..off[s + 1]).map(|c| hist[c * 3 + 1]).sum()
+            })
+            .collect();
+        let shared_prefix = |s: usize, all: u64| -> Option<(u32, u64)> {
+            let bo = bit_off[s];
+            if bo == usize::MAX {
+                return None;
+            }
+            let w = width(&active[s]);
+            let (mut len, mut key) = (0u32, 0u64);
+            for bit in (0..w).rev() {
+                match hist[bo + bit as usize] {
+                    0 => {}
+                    ones if ones == all => key |= 1 << bit,
+                    _ => break,
+                }
+                len += 1;
+            }
+            Some((len, key))
+        };
         let total_w: u64 = hist0.iter().sum::<u64>().max(1);
 
         let mut next_active: Vec<Active> = Vec::new();
+        // Next slots whose candidates enter their cell: they swap their key for the sub-key.
+        let mut enters: Vec<bool> = Vec::new();
         let mut remap = vec![u32::MAX; cells];
         let mut still = Vec::new();
-        // Where each pending query went: (cell, resolved key or None).
-        let mut placed: Vec<(usize, Option<u64>)> = Vec::with_capacity(pending.len());
-        // Walk state: (slot, sub-bin, weight before it).
-        let mut walk: Option<(u32, usize, u64)> = None;
+        // Where each pending query went: (cell, whether it was resolved).
+        let mut placed: Vec<(usize, bool)> = Vec::with_capacity(pending.len());
+        // Walk state: (slot, sub-bin, weight before it, count before it in the slot).
+        let mut walk: Option<(u32, usize, u64, u64)> = None;
         for &qi in &pending {
             let q = queries[qi];
             let s = slot_of_query[qi];
             let a = &active[s as usize];
-            let (mut sb, mut cum) = match walk {
-                Some((ws, sb, cum)) if ws == s => (sb, cum),
-                _ => (0, a.base),
+            let (mut sb, mut cum, mut cnt) = match walk {
+                Some((ws, sb, cum, cnt)) if ws == s => (sb, cum, cnt),
+                _ => (0, a.base, 0),
             };
             let row = &hist[off[s as usize] * stride..off[s as usize + 1] * stride];
             while cum + row[sb * stride] <= q {
                 cum += row[sb * stride];
+                if stride == 3 {
+                    cnt += row[sb * 3 + 1];
+                }
                 sb += 1;
             }
-            walk = Some((s, sb, cum));
+            walk = Some((s, sb, cum, cnt));
             let w = row[sb * stride];
             let (count, keysum) = if stride == 3 {
                 (row[sb * 3 + 1], row[sb * 3 + 2])
@@ -500,35 +631,76 @@ pub(crate) fn locate<R: Reduce>(
                 (est.max(2), 0)
             };
             let b = bits[s as usize];
-            let prefix = (a.prefix << b) | sb as u64;
             let cell = off[s as usize] + sb;
-            if count == 1 {
-                found[qi] = Some(Found {
-                    key: keysum,
-                    before: cum,
-                    weight: w,
+            // The sub-bin's key prefix, lengthened to the prefix that all its objects share
+            // when they are all of the cell's and it counted its key bits.
+            let width_a = width(a);
+            let (mut depth, mut prefix) = (a.depth + b, (a.prefix << b) | sb as u64);
+            if count > 1
+                && count == cell_total[s as usize]
+                && let Some((len, key)) = shared_prefix(s as usize, count)
+                && len > depth
+            {
+                (depth, prefix) = (len, key >> (width_a - len));
+            }
+            let full = depth == width_a;
+            // The key of the sub-bin's single atom, if it holds one: a single point (its key is
+            // the key sum), or inside a cell a single fine key (at full depth).
+            let atom = match a.inner {
+                None => (count == 1).then_some(keysum),
+                Some(_) if count == 1 => Some(keysum),
+                Some(_) if full => Some(prefix),
+                Some(_) => None,
+            };
+            if let Some(key) = atom {
+                found[qi] = Some(match a.inner {
+                    // Alone in a sub-bin of cell keys, so alone in its cell.
+                    None => Found::new(cum, w, key, 0, true, true),
+                    Some(c) => {
+                        let first = c.before + cnt == 0;
+                        let last = c.before + cnt + count == c.count;
+                        Found::new(cum, w, c.key, key, first, last)
+                    }
                 });
-                placed.push((cell, Some(keysum)));
-            } else if a.depth + b == key_bits {
-                found[qi] = Some(Found {
-                    key: prefix,
-                    before: cum,
-                    weight: w,
-                });
-                placed.push((cell, Some(prefix)));
+                placed.push((cell, true));
             } else {
                 if remap[cell] == u32::MAX {
                     remap[cell] = next_active.len() as u32;
-                    next_active.push(Active {
-                        prefix,
-                        base: cum,
-                        depth: a.depth + b,
-                        count,
+                    next_active.push(if full {
+                        // A single cell holding several points (counts are exact here, see
+                        // the assertion on B0): go on inside it, over the sub-keys.
+                        debug_assert_eq!(stride, 3);
+                        Active {
+                            prefix: 0,
+                            base: cum,
+                            depth: 0,
+                            count,
+                            stalled: false,
+                            inner: Some(Inner {
+                                key: prefix,
+                                count,
+                                before: 0,
+                            }),
+                        }
+                    } else {
+                        Active {
+                            prefix,
+                            base: cum,
+                            depth,
+                            count,
+                            // Not split, and no bit counts to jump with: count them next time.
+                            stalled: count == a.count && bit_off[s as usize] == usize::MAX,
+                            inner: a.inner.map(|c| Inner {
+                                before: c.before + cnt,
+                                ..c
+                            }),
+                        }
                     });
+                    enters.push(full);
                 }
                 slot_of_query[qi] = remap[cell];
                 still.push(qi);
-                placed.push((cell, None));
+                placed.push((cell, false));
             }
         }
         // Parts of the sub-bins that are done: those with no target follow the cuts before
@@ -547,9 +719,10 @@ pub(crate) fn locate<R: Reduce>(
                             let qi = pending[pi];
                             let m = cuts_below[qi + 1] - cuts_below[qi];
                             here += m;
-                            if let (Some(key), Some(f)) = (placed[pi].1, found[qi]) {
+                            if placed[pi].1 {
                                 resolved = true;
-                                if f.nearest_cut(queries[qi]) <= key {
+                                let f = found[qi].expect("resolved");
+                                if f.goes_before(queries[qi]) {
                                     at_key += m;
                                 }
                             }
@@ -576,6 +749,10 @@ pub(crate) fn locate<R: Reduce>(
         }
         pending = still;
         if from_keys {
+            debug_assert!(
+                enters.iter().all(|&e| !e),
+                "the first round stays above cells"
+            );
             // Pass B: assign the points of the finished sub-bins, gather the others.
             from_keys = false;
             let k = assign.as_ref().map_or(0, |a| a.k);
@@ -711,6 +888,20 @@ pub(crate) fn locate<R: Reduce>(
             }
             for c in cands.extract_if(.., |c| c.is_empty()) {
                 scratch::give_cands(c);
+            }
+            // The candidates of cells entered this round swap their key for the sub-key (in a
+            // pass of its own, rare, so that the loops above stay lean).
+            if enters.contains(&true) {
+                let swap = |cs: &mut Vec<Cand>| {
+                    for c in cs.iter_mut().filter(|c| enters[c.slot as usize]) {
+                        c.key = sub_key(c.idx as usize);
+                    }
+                };
+                if exec.parallel_for(count_of(&cands)) {
+                    exec.map_items(cands.iter_mut().collect(), swap);
+                } else {
+                    cands.iter_mut().for_each(swap);
+                }
             }
         }
         active = next_active;

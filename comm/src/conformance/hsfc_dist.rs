@@ -26,7 +26,7 @@ struct Case {
     threads: usize,
 }
 
-const CASES: [Case; 6] = [
+const CASES: [Case; 7] = [
     Case {
         name: "uniform 2-D, unit weights",
         n: 20_000,
@@ -66,6 +66,18 @@ const CASES: [Case; 6] = [
         lattice: false,
         targets: &[0.0, 16.0, 19.0, 31.0, 34.0, 0.0],
         threads: 1,
+    },
+    Case {
+        // Many distinct points share a cell of the 64-bit keys near the corner: the cuts
+        // there split cells (fine keys, sub-key rounds on the candidates of those cells).
+        name: "graded 3-D, random weights, 64 parts (cuts inside cells)",
+        n: 20_000,
+        dim: 3,
+        dist: Distribution::Graded,
+        weights: WeightKind::Random,
+        lattice: false,
+        targets: &[1.0; 64],
+        threads: 2,
     },
     Case {
         name: "2-D lattice: duplicates, zero weights",
@@ -152,6 +164,10 @@ fn fingerprint(p: &Partition) -> Vec<(String, u64)> {
     };
     let bits = |x: &f64| x.to_bits();
     list("cuts", &mut p.cuts().iter().copied());
+    list(
+        "fine_cuts (low words)",
+        &mut p.fine_cuts().iter().map(|&c| c as u64),
+    );
     list("part_counts", &mut p.part_counts().iter().copied());
     list("part_weights", &mut p.part_weights().iter().map(bits));
     list("targets", &mut p.targets().iter().map(bits));
