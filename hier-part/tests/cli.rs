@@ -84,7 +84,7 @@ fn json_report_and_parts_file() {
     // The parts file: one u32 per point, each a rank, counts as reported.
     let bytes = std::fs::read(&out).unwrap();
     assert_eq!(bytes.len(), 4 * 20_000);
-    let mut counts = vec![0u64; 22];
+    let mut counts = [0u64; 22];
     for c in bytes.chunks(4) {
         let p = u32::from_le_bytes(c.try_into().unwrap()) as usize;
         counts[p] += 1;
