@@ -13,8 +13,8 @@
 
 use super::select::{before, wt};
 use super::{
-    AxisKey, Bisection, Cut, Dot, InertialKey, Key, Method, MomentSums, Plane, Stats, between,
-    inertial_from, moment_sums,
+    AxisKey, Bisection, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane, Stats,
+    between, inertial_from, low_goal, moment_sums,
 };
 use crate::input::{Input, check_points, exponent, fractions, pow2};
 use crate::{Error, Par};
@@ -246,44 +246,37 @@ impl<C: Comm> DistJob<'_, C> {
         let k = counts.len();
         let half = k / 2;
         let mid = p0 + half as u32;
-        let fr = &self.input.fractions[p0 as usize..p0 as usize + k];
-        let t_low: f64 = fr[..half].iter().sum();
-        let t_high: f64 = fr[half..].iter().sum();
         let unit = self.input.unit || total == 0;
-        let sel_total = if unit { len } else { total };
+        let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
         let keys: Vec<f64> = v.iter().map(|d| key.key(&d.x)).collect();
         let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
 
         // The boundary: low side = the `m` first objects in the order, weighing `p`.
-        let mut tau = 0u64;
-        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) =
-            if t_low == 0.0 || len == 0 {
-                (0, 0, Box::new(|_| false))
-            } else if t_high == 0.0 {
-                (len, sel_total, Box::new(|_| true))
-            } else {
-                let f = t_low / (t_low + t_high);
-                tau = ((sel_total as f64 * f).round() as u64).min(sel_total);
-                if tau == 0 {
-                    (0, 0, Box::new(|_| false))
+        let tau = match goal {
+            Goal::Tau(t) => t,
+            _ => 0,
+        };
+        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) = match goal {
+            Goal::Nothing => (0, 0, Box::new(|_| false)),
+            Goal::Everything => (len, sel_total, Box::new(|_| true)),
+            Goal::Tau(tau) => {
+                let (below_n, below_w, pv) = self.crossing(v, g, &keys, len, tau, unit)?;
+                let take = below_w + pv.w - tau < tau - below_w;
+                let (m, p) = if take {
+                    (below_n + 1, below_w + pv.w)
                 } else {
-                    let (below_n, below_w, pv) = self.crossing(v, g, &keys, len, tau, unit)?;
-                    let take = below_w + pv.w - tau < tau - below_w;
-                    let (m, p) = if take {
-                        (below_n + 1, below_w + pv.w)
-                    } else {
-                        (below_n, below_w)
-                    };
-                    let (vv, gg, kk) = (&*v, &*g, &keys);
-                    (
-                        m,
-                        p,
-                        Box::new(move |i: usize| {
-                            pv.after(&vv[i], kk[i], gg[i]) || (take && gg[i] == pv.g)
-                        }),
-                    )
-                }
-            };
+                    (below_n, below_w)
+                };
+                let (vv, gg, kk) = (&*v, &*g, &keys);
+                (
+                    m,
+                    p,
+                    Box::new(move |i: usize| {
+                        pv.after(&vv[i], kk[i], gg[i]) || (take && gg[i] == pv.g)
+                    }),
+                )
+            }
+        };
         let mut low: Vec<bool> = (0..v.len()).map(&low_of).collect();
         drop(low_of);
         let (mut sl, mut sh) = side_stats(comm, v, &keys, &low)?;

@@ -522,41 +522,29 @@ impl Job<'_> {
         let k = counts.len();
         let half = k / 2;
         let mid = p0 + half as u32;
-        let fr = &self.input.fractions[p0 as usize..p0 as usize + k];
-        let t_low: f64 = fr[..half].iter().sum();
-        let t_high: f64 = fr[half..].iter().sum();
+        let len = v.len();
         // A set whose objects all weigh 0 is split by count.
         let unit = self.input.unit || total == 0;
-        let sel_total = if unit { v.len() as u64 } else { total };
-        let len = v.len();
-        let mut tau = 0u64;
-        let mut s = if t_low == 0.0 || v.is_empty() {
-            select::Selected {
+        let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len as u64, total, unit);
+        let tau = match goal {
+            Goal::Tau(t) => t,
+            _ => 0,
+        };
+        let mut s = match (goal, unit) {
+            (Goal::Nothing, _) => select::Selected {
                 m: 0,
                 p: 0,
                 low: Stats::EMPTY,
                 high: st,
-            }
-        } else if t_high == 0.0 {
-            select::Selected {
+            },
+            (Goal::Everything, _) => select::Selected {
                 m: len,
                 p: sel_total,
                 low: st,
                 high: Stats::EMPTY,
-            }
-        } else {
-            let f = t_low / (t_low + t_high);
-            tau = ((sel_total as f64 * f).round() as u64).min(sel_total);
-            match (tau, unit) {
-                (0, _) => select::Selected {
-                    m: 0,
-                    p: 0,
-                    low: Stats::EMPTY,
-                    high: st,
-                },
-                (_, true) => select::<D, true, K>(v, &key, tau, sel_total),
-                (_, false) => select::<D, false, K>(v, &key, tau, sel_total),
-            }
+            },
+            (Goal::Tau(tau), true) => select::<D, true, K>(v, &key, tau, sel_total),
+            (Goal::Tau(tau), false) => select::<D, false, K>(v, &key, tau, sel_total),
         };
         if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
             let (m, p) = if unit {
@@ -629,6 +617,49 @@ impl Job<'_> {
         }
         cuts
     }
+}
+
+/// What the low side of a cut must weigh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Goal {
+    /// Nothing (its parts' targets are 0, the set is empty, or τ rounds to 0).
+    Nothing,
+    /// Everything (the high side's targets are 0).
+    Everything,
+    /// `τ`: the low side's weight is the prefix weight nearest τ, `0 < τ ≤` the set's weight.
+    Tau(u64),
+}
+
+/// The low side's goal when the parts `p0..p0 + k` (fractions of the whole) split a set of
+/// `len` objects of weight `total` into parts `p0..p0 + k/2` and the rest: the low side gets
+/// `τ = round(W · T_low / (T_low + T_high))` of the set's weight `W` (its object count when
+/// `unit`), so errors made above are spread in proportion. Returns the goal and `W`. The serial
+/// and the distributed bisection both take their cuts from here.
+pub(crate) fn low_goal(
+    fractions: &[f64],
+    p0: u32,
+    k: usize,
+    len: u64,
+    total: u64,
+    unit: bool,
+) -> (Goal, u64) {
+    let half = k / 2;
+    let fr = &fractions[p0 as usize..p0 as usize + k];
+    let t_low: f64 = fr[..half].iter().sum();
+    let t_high: f64 = fr[half..].iter().sum();
+    let sel_total = if unit { len } else { total };
+    let goal = if t_low == 0.0 || len == 0 {
+        Goal::Nothing
+    } else if t_high == 0.0 {
+        Goal::Everything
+    } else {
+        let f = t_low / (t_low + t_high);
+        match ((sel_total as f64 * f).round() as u64).min(sel_total) {
+            0 => Goal::Nothing,
+            tau => Goal::Tau(tau),
+        }
+    };
+    (goal, sel_total)
 }
 
 /// Coordinates of the last dot (in key order) of `v` whose key is `kmax`, padded to 3.
