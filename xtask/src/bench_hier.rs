@@ -11,7 +11,7 @@
 //!
 //! Data and the Zoltan driver live in `target/bench-hier/` and `target/bench-hsfc/`.
 
-use crate::bench_hsfc::{Run, build_zoltan, output, uptime, zoltan_result};
+use crate::bench_hsfc::{Run, build_zoltan, output, run_ours, uptime, zoltan_result};
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
@@ -118,9 +118,9 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
                 run(g)?;
             }
             let h1 = run_hier(&hier, &machine, &file, 1, "serial", reps)?;
-            let f1 = run_flat(&hsfc, &file, &sizes_file, 1, reps)?;
+            let (f1, _) = run_ours(&hsfc, &file, &sizes_file, 1, reps)?;
             let h2 = run_hier(&hier, &machine, &file, 2, "serial", reps)?;
-            let f2 = run_flat(&hsfc, &file, &sizes_file, 2, reps)?;
+            let (f2, _) = run_ours(&hsfc, &file, &sizes_file, 2, reps)?;
             let hd = if quick {
                 None
             } else {
@@ -218,23 +218,6 @@ fn run_hier(
             backend,
             "--json",
         ]);
-    let v = json(&output(cmd)?)?;
-    Ok(Run {
-        time: num(&v, "time_s")?,
-        dev: num(&v, "max_rel_dev")?,
-    })
-}
-
-fn run_flat(bin: &Path, file: &Path, sizes: &Path, threads: usize, reps: usize) -> Result<Run> {
-    let mut cmd = Command::new(bin);
-    cmd.arg("partition").arg(file).arg("--sizes").arg(sizes);
-    cmd.args([
-        "--threads",
-        &threads.to_string(),
-        "--repeat",
-        &reps.to_string(),
-        "--json",
-    ]);
     let v = json(&output(cmd)?)?;
     Ok(Run {
         time: num(&v, "time_s")?,

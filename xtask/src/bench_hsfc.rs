@@ -262,7 +262,7 @@ pub(crate) fn output(mut cmd: Command) -> Result<String> {
 }
 
 /// Runs our CLI; also checks the balance limit on every part.
-fn run_ours(
+pub(crate) fn run_ours(
     bin: &Path,
     file: &Path,
     sizes: &Path,
