@@ -1,5 +1,6 @@
 //! P1 stiffness assembly into compressed sparse rows, Dirichlet rows eliminated.
 
+use crate::exact::ExactSum;
 use crate::mesh::{Mesh, NONE};
 
 /// The linear system A u = b of one mesh. Rows are vertices (in the mesh's vertex order).
@@ -217,7 +218,8 @@ impl System {
         }
     }
 
-    /// y = A x and returns x·y (one pass, as CG needs both).
+    /// y = A x and returns x·y (one pass, as CG needs both), summed exactly
+    /// ([`ExactSum`]): the same bits for any order of the rows.
     pub(crate) fn apply_dot(&self, x: &[f64], y: &mut [f64]) -> f64 {
         let n = self.diag.len();
         assert!(
@@ -225,7 +227,7 @@ impl System {
             "apply: vectors must have one entry per row"
         );
         let rp = &self.row_ptr;
-        let mut dot = 0.0;
+        let mut dot = ExactSum::new();
         for i in 0..n {
             let (a, b) = (rp[i] as usize, rp[i + 1] as usize);
             let xi = x[i];
@@ -234,9 +236,9 @@ impl System {
                 s += v * x[c as usize];
             }
             y[i] = s;
-            dot += s * xi;
+            dot.add(s * xi);
         }
-        dot
+        dot.value()
     }
 }
 

@@ -26,6 +26,7 @@ pub mod adapt;
 pub mod assemble;
 pub mod error;
 pub mod estimate;
+pub mod exact;
 pub mod mark;
 pub mod mesh;
 pub mod output;

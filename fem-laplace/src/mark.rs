@@ -1,6 +1,7 @@
 //! Marking: which elements to bisect, from the indicators.
 
 use crate::FemError;
+use crate::exact::ExactSum;
 use crate::mesh::{Marks, Mesh};
 
 /// The marking strategy, parsed once at the edge (`double`, `doerfler:0.5`).
@@ -16,7 +17,9 @@ pub enum Marking {
     Double,
     /// Dörfler's bulk criterion (W. Dörfler, SIAM J. Numer. Anal. 33, 1996): the smallest set
     /// M with Σ_M η_T² ≥ θ Σ η_T² (up to the indicator binning: 8 bins per factor 2), each
-    /// marked element bisected once, also capped at the final target.
+    /// marked element bisected once, also capped at the final target. The shares η_T²/Σ η²
+    /// are summed as integers in units of 2⁻⁵², so the set is the same for any distribution
+    /// of the elements.
     Doerfler(f64),
 }
 
@@ -51,6 +54,26 @@ impl std::fmt::Display for Marking {
             Marking::Doerfler(t) => write!(f, "doerfler:{t}"),
         }
     }
+}
+
+/// Fixed-point scale of the Dörfler sums: an element's share of the total is counted in
+/// units of 2⁻⁵² ([`dorfler_weight`]), so the running sum is an exact integer whatever the
+/// order or the distribution of the elements.
+const DORFLER_UNIT: f64 = (1u64 << 52) as f64;
+
+/// An element's share η_T² / Σ η² in units of 2⁻⁵² (rounded down; 0 if the total is 0).
+#[inline]
+pub(crate) fn dorfler_weight(eta2: f64, total: f64) -> u64 {
+    if total > 0.0 {
+        (eta2.max(0.0) / total * DORFLER_UNIT) as u64
+    } else {
+        0
+    }
+}
+
+/// θ in the units of [`dorfler_weight`] (rounded up).
+pub(crate) fn dorfler_goal(theta: f64) -> u64 {
+    (theta * DORFLER_UNIT).ceil() as u64
 }
 
 /// Bin of a non-negative indicator: exponent and the top 3 mantissa bits of the f64, so 8
@@ -121,17 +144,18 @@ pub fn mark(mesh: &Mesh, eta2: &[f64], strategy: Marking, target: usize) -> Mark
         }
         Marking::Doerfler(theta) => {
             let order = order_by_indicator(eta2);
-            let total: f64 = eta2.iter().sum();
-            let mut acc = 0.0;
+            let total = ExactSum::from_slice(eta2).value();
+            let goal = dorfler_goal(theta);
+            let mut acc = 0u64;
             for (i, &t) in order.iter().enumerate() {
                 // At least one element, even if every indicator is zero.
-                if i > 0 && (acc >= theta * total || nv + marks.new_vertices() >= target) {
+                if i > 0 && (acc >= goal || nv + marks.new_vertices() >= target) {
                     break;
                 }
                 if !marks.is_marked(t as usize) {
                     marks.mark_element(mesh, t as usize);
                 }
-                acc += eta2[t as usize];
+                acc += dorfler_weight(eta2[t as usize], total);
             }
         }
     }

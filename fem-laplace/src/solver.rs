@@ -27,6 +27,7 @@
 //! Storage: two numbers per vertex (the level residuals of a and b at v's bisection).
 
 use crate::assemble::System;
+use crate::exact::ExactSum;
 use crate::mesh::{Mesh, NONE};
 
 /// Weight of the Jacobi term on the finest mesh added to the local multilevel sum. The
@@ -260,22 +261,11 @@ pub fn pcg(
     stats
 }
 
+/// x·y, summed exactly and rounded once ([`ExactSum`]): the same bits for any order of the
+/// terms, so a distributed run's dot products equal the serial ones.
 #[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    // Four partial sums: vectorises, and the order is fixed, so results are reproducible.
-    let mut s = [0.0f64; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            s[k] += x[k] * y[k];
-        }
-    }
-    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
-    for (x, y) in ra.iter().zip(rb) {
-        t += x * y;
-    }
-    t
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    ExactSum::dot(a, b).value()
 }
 
 /// Extreme eigenvalues of the Lanczos tridiagonal matrix built from CG's α and β
