@@ -341,7 +341,7 @@ mod tests {
             let xs: Vec<f64> = (0..n)
                 .map(|_| {
                     let m = (rng(&mut seed) >> 11) as f64 / (1u64 << 53) as f64;
-                    let e = (rng(&mut seed) % (2 * spread as u64)) as i32 - spread as i32;
+                    let e = (rng(&mut seed) % (2 * spread as u64)) as i32 - spread;
                     let s = if rng(&mut seed) & 1 == 0 { 1.0 } else { -1.0 };
                     s * m * 2f64.powi(e)
                 })
