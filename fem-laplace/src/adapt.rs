@@ -44,7 +44,7 @@ impl Default for AdaptConfig {
 }
 
 impl AdaptConfig {
-    fn validate(&self) -> Result<(), FemError> {
+    pub(crate) fn validate(&self) -> Result<(), FemError> {
         let bad = |field, value: String, reason| {
             Err(FemError::InvalidConfig {
                 field,

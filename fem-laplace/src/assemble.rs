@@ -48,6 +48,15 @@ impl System {
 
     /// Like [`System::assemble`], reusing this system's allocations where it can.
     pub fn assemble_into(&mut self, mesh: &Mesh, u: &[f64]) {
+        self.assemble_rows(mesh, u, |_| true);
+    }
+
+    /// Assembles the rows `i` with `owned(i)` (a rank's own vertices, whose elements are all
+    /// present: owned or ghost); the other rows are empty identity rows with a zero
+    /// right-hand side. Each owned row gets its entries in the order of the elements along the
+    /// curve, exactly as in the whole mesh, so a rank's rows are bit-identical to the serial
+    /// ones.
+    pub(crate) fn assemble_rows(&mut self, mesh: &Mesh, u: &[f64], owned: impl Fn(usize) -> bool) {
         let nv = mesh.num_vertices();
         let ne = mesh.num_elements();
         assert_eq!(u.len(), nv, "assemble: u must hold one value per vertex");
@@ -73,8 +82,8 @@ impl System {
                 }
                 let (i, j) = (tv[(k + 1) % 3] as usize, tv[(k + 2) % 3] as usize);
                 if !bnd[i] && !bnd[j] {
-                    row_ptr[i + 2] += 1;
-                    row_ptr[j + 2] += 1;
+                    row_ptr[i + 2] += u32::from(owned(i));
+                    row_ptr[j + 2] += u32::from(owned(j));
                 }
             }
         }
@@ -104,23 +113,31 @@ impl System {
                 let (i, j) = (tv[(k + 1) % 3] as usize, tv[(k + 2) % 3] as usize);
                 match (bnd[i], bnd[j]) {
                     (false, false) => {
-                        let p = row_ptr[i + 1] as usize;
-                        col[p] = j as u32;
-                        val[p] = a;
-                        row_ptr[i + 1] += 1;
-                        let q = row_ptr[j + 1] as usize;
-                        col[q] = i as u32;
-                        val[q] = a;
-                        row_ptr[j + 1] += 1;
+                        if owned(i) {
+                            let p = row_ptr[i + 1] as usize;
+                            col[p] = j as u32;
+                            val[p] = a;
+                            row_ptr[i + 1] += 1;
+                        }
+                        if owned(j) {
+                            let q = row_ptr[j + 1] as usize;
+                            col[q] = i as u32;
+                            val[q] = a;
+                            row_ptr[j + 1] += 1;
+                        }
                     }
                     // Edges to Dirichlet vertices (few: near the boundary only).
                     (false, true) => {
-                        rhs[i] -= a * u[j];
-                        diag[i] -= a;
+                        if owned(i) {
+                            rhs[i] -= a * u[j];
+                            diag[i] -= a;
+                        }
                     }
                     (true, false) => {
-                        rhs[j] -= a * u[i];
-                        diag[j] -= a;
+                        if owned(j) {
+                            rhs[j] -= a * u[i];
+                            diag[j] -= a;
+                        }
                     }
                     (true, true) => {}
                 }
@@ -138,7 +155,10 @@ impl System {
         let mut start = 0usize;
         for i in 0..nv {
             let end = row_ptr[i + 1] as usize;
-            if bnd[i] {
+            if !owned(i) {
+                diag[i] = 1.0;
+                rhs[i] = 0.0;
+            } else if bnd[i] {
                 diag[i] = 1.0;
                 rhs[i] = u[i];
                 nb += 1;
@@ -202,33 +222,29 @@ impl System {
 
     /// y = A x.
     pub fn apply(&self, x: &[f64], y: &mut [f64]) {
-        let n = self.diag.len();
-        assert!(
-            x.len() == n && y.len() == n,
-            "apply: vectors must have one entry per row"
-        );
-        let rp = &self.row_ptr;
-        for i in 0..n {
-            let (a, b) = (rp[i] as usize, rp[i + 1] as usize);
-            let mut s = self.diag[i] * x[i];
-            for (&c, &v) in self.col[a..b].iter().zip(&self.val[a..b]) {
-                s += v * x[c as usize];
-            }
-            y[i] = s;
-        }
+        self.apply_rows(x, y, false, |_| true);
     }
 
-    /// y = A x and returns x·y (one pass, as CG needs both), summed exactly
-    /// ([`ExactSum`]): the same bits for any order of the rows.
-    pub(crate) fn apply_dot(&self, x: &[f64], y: &mut [f64]) -> f64 {
+    /// y = A x on the rows with `owned(i)` (the others are left as they are) and, if `dot`,
+    /// the exact sum of x_i·y_i over those rows (one pass, as CG needs both).
+    pub(crate) fn apply_rows(
+        &self,
+        x: &[f64],
+        y: &mut [f64],
+        dot: bool,
+        owned: impl Fn(usize) -> bool,
+    ) -> ExactSum {
         let n = self.diag.len();
         assert!(
             x.len() == n && y.len() == n,
             "apply: vectors must have one entry per row"
         );
         let rp = &self.row_ptr;
-        let mut dot = ExactSum::new();
+        let mut sum = ExactSum::new();
         for i in 0..n {
+            if !owned(i) {
+                continue;
+            }
             let (a, b) = (rp[i] as usize, rp[i + 1] as usize);
             let xi = x[i];
             let mut s = self.diag[i] * xi;
@@ -236,9 +252,11 @@ impl System {
                 s += v * x[c as usize];
             }
             y[i] = s;
-            dot.add(s * xi);
+            if dot {
+                sum.add(s * xi);
+            }
         }
-        dot.value()
+        sum
     }
 }
 

@@ -58,6 +58,28 @@ pub enum FemError {
     /// The mesh fails a structural check (used by tests and by `Mesh::check`).
     #[error("mesh check failed: {0}")]
     MeshCheck(String),
+    /// A collective failed: a peer rank panicked, died or disagreed.
+    #[error("communication failed: {0}")]
+    Comm(#[from] comm::CommError),
+    /// Another rank failed in a local phase; every rank stops (the failing one reports why).
+    #[error("rank {rank} stops: another rank failed (see its error)")]
+    PeerFailed {
+        /// This rank.
+        rank: usize,
+    },
+    /// A migration lost or duplicated elements.
+    #[error("step {step}, rank {rank}: the migration lost or duplicated elements: {detail}")]
+    Migration {
+        /// The step.
+        step: usize,
+        /// The rank that noticed.
+        rank: usize,
+        /// Counts and checksums.
+        detail: String,
+    },
+    /// The partitioner failed.
+    #[error("partitioning the elements failed: {0}")]
+    Partition(String),
     /// Writing an output file failed.
     #[error("cannot write {path}: {source}")]
     Io {

@@ -49,6 +49,22 @@ pub fn estimate_into(
     grad: &mut Vec<[f64; 2]>,
     eta2: &mut Vec<f64>,
 ) -> f64 {
+    estimate_part(mesh, u, g, grad, eta2, |_| true)
+        .value()
+        .sqrt()
+}
+
+/// [`estimate_into`] on a rank's part: the indicators of the elements with `owned(t)` (whose
+/// neighbours are all present) are exact, and the returned sum holds each edge term once, on
+/// the rank that owns the element first along the curve of the edge's two.
+pub(crate) fn estimate_part(
+    mesh: &Mesh,
+    u: &[f64],
+    g: &dyn ExactSolution,
+    grad: &mut Vec<[f64; 2]>,
+    eta2: &mut Vec<f64>,
+    owned: impl Fn(usize) -> bool,
+) -> ExactSum {
     gradients_into(mesh, u, grad);
     let ne = mesh.num_elements();
     eta2.clear();
@@ -61,6 +77,7 @@ pub fn estimate_into(
     for t in 0..ne {
         let tv = tri[t];
         let gt = grad[t];
+        let mine = owned(t);
         for k in 0..3 {
             let n = nbr[t][k];
             let (a, b) = (tv[(k + 1) % 3] as usize, tv[(k + 2) % 3] as usize);
@@ -68,7 +85,9 @@ pub fn estimate_into(
             if n == NONE {
                 let d = g.value(0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1])) - 0.5 * (u[a] + u[b]);
                 let e = 16.0 / 3.0 * d * d;
-                total.add(e);
+                if mine {
+                    total.add(e);
+                }
                 eta2[t] += e;
                 continue;
             }
@@ -78,12 +97,14 @@ pub fn estimate_into(
             let gn = grad[n as usize];
             let j = (gt[0] - gn[0]) * (q[1] - p[1]) - (gt[1] - gn[1]) * (q[0] - p[0]);
             let e = j * j;
-            total.add(e);
+            if mine {
+                total.add(e);
+            }
             eta2[t] += 0.5 * e;
             eta2[n as usize] += 0.5 * e;
         }
     }
-    total.value().sqrt()
+    total
 }
 
 /// Errors of a discrete solution against the exact one.
@@ -108,9 +129,38 @@ pub fn errors(
     exact: &dyn ExactSolution,
     per_element: Option<&mut Vec<f64>>,
 ) -> Result<Errors, FemError> {
+    let p = errors_part(mesh, uh, grad, exact, per_element, |_| true, |_| true)?;
+    Ok(Errors {
+        energy: p.energy2.map(|s| s.value().sqrt()),
+        max_vertex: p.max_vertex,
+    })
+}
+
+/// A rank's part of [`Errors`]: the squared energy error of its elements as an exact sum,
+/// and the maximum over its vertices.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorsPart {
+    pub(crate) energy2: Option<ExactSum>,
+    pub(crate) max_vertex: f64,
+}
+
+/// [`errors`] over the vertices with `own_vertex(v)` and the elements with `own_element(t)`
+/// (whose neighbours are all present).
+pub(crate) fn errors_part(
+    mesh: &Mesh,
+    uh: &[f64],
+    grad: &[[f64; 2]],
+    exact: &dyn ExactSolution,
+    per_element: Option<&mut Vec<f64>>,
+    own_vertex: impl Fn(usize) -> bool,
+    own_element: impl Fn(usize) -> bool,
+) -> Result<ErrorsPart, FemError> {
     let c = mesh.coords();
     let mut max_vertex: f64 = 0.0;
     for (v, p) in c.iter().enumerate() {
+        if !own_vertex(v) {
+            continue;
+        }
         let value = exact.value(p[0], p[1]);
         if !value.is_finite() {
             let (x, y) = (p[0], p[1]);
@@ -167,14 +217,16 @@ pub fn errors(
             let area =
                 0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
             e2[t] *= area / 3.0;
-            sum.add(e2[t]);
+            if own_element(t) {
+                sum.add(e2[t]);
+            }
         }
     }
     if let Some(pe) = per_element {
         *pe = e2;
     }
-    Ok(Errors {
-        energy: have_gradient.then(|| sum.value().sqrt()),
+    Ok(ErrorsPart {
+        energy2: have_gradient.then_some(sum),
         max_vertex,
     })
 }

@@ -80,11 +80,12 @@ pub(crate) fn dorfler_goal(theta: f64) -> u64 {
 /// bins per factor of 2 and order-preserving (PHAML bins its error indicators the same way,
 /// to avoid a sort).
 #[inline]
-fn bin(e: f64) -> usize {
+pub(crate) fn bin(e: f64) -> usize {
     (e.max(0.0).to_bits() >> 49) as usize
 }
 
-const NBINS: usize = 1 << 14;
+/// Number of indicator bins.
+pub(crate) const NBINS: usize = 1 << 14;
 
 /// Entries in decreasing order of their bin, ties in entry order: a stable counting sort.
 fn order_by_bin(n: usize, key: impl Fn(usize) -> usize) -> Vec<u32> {

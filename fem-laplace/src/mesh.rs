@@ -26,6 +26,11 @@ use std::ops::Range;
 /// "No element / no vertex": the neighbour of a boundary edge, the parents of an initial vertex.
 pub const NONE: u32 = u32::MAX;
 
+/// The neighbour of an element of a rank's part across an edge shared with an element owned
+/// by another rank, between a refinement and the rebuild of the ghost layer (never seen by
+/// the numerical kernels).
+pub(crate) const REMOTE: u32 = u32::MAX - 1;
+
 /// The deepest level an element may reach (levels are stored as `u8`).
 pub const MAX_LEVEL: u8 = 200;
 
@@ -39,7 +44,6 @@ pub struct Mesh {
     pub(crate) tri: Vec<[u32; 3]>,
     pub(crate) nbr: Vec<[u32; 3]>,
     pub(crate) level: Vec<u8>,
-    pub(crate) n_owned: usize,
 }
 
 /// How to weigh an element for a partitioner (PHAML's `balance_what` choices).
@@ -91,7 +95,6 @@ impl Mesh {
             tri,
             nbr,
             level: vec![0; 4],
-            n_owned: 4,
         }
     }
 
@@ -139,18 +142,6 @@ impl Mesh {
     /// Number of interior vertices (the unknowns of the linear system).
     pub fn num_interior_vertices(&self) -> usize {
         self.boundary.iter().filter(|&&b| !b).count()
-    }
-
-    /// The elements this process owns: a contiguous range in curve order. In a distributed
-    /// run each rank owns one such range (a piece of the curve) and keeps a layer of ghost
-    /// elements after it; in this single-process build the range is everything.
-    pub fn owned_elements(&self) -> Range<usize> {
-        0..self.n_owned
-    }
-    /// The ghost elements (copies of neighbours owned elsewhere), stored after the owned ones.
-    /// Empty in a single-process mesh.
-    pub fn ghost_elements(&self) -> Range<usize> {
-        self.n_owned..self.tri.len()
     }
 
     /// Writes the centroid of every element into `out` (interleaved x, y: `dim = 2`, the
@@ -332,7 +323,23 @@ impl Mesh {
     /// # Ok::<(), fem_laplace::FemError>(())
     /// ```
     pub fn refine(&mut self, marks: &Marks) -> Result<Range<usize>, FemError> {
+        self.refine_part(marks, None, None)
+    }
+
+    /// [`Mesh::refine`] on one rank's part of a distributed mesh: only the elements with
+    /// `owned[t]` are refined and kept; the others (ghosts) carry the marks of the edges they
+    /// share with owned elements and only create the new vertices of those edges where they
+    /// come first along the curve, as the serial refinement would. A child's neighbour across
+    /// an edge shared with a ghost is [`REMOTE`]. `created(v, t, k)` is told, for every new
+    /// vertex `v`, the element `t` that created it and the edge `k` it bisects.
+    pub(crate) fn refine_part(
+        &mut self,
+        marks: &Marks,
+        owned: Option<&[bool]>,
+        mut created: Option<&mut dyn FnMut(u32, u32, u8)>,
+    ) -> Result<Range<usize>, FemError> {
         let ne = self.tri.len();
+        let is_owned = |t: usize| owned.is_none_or(|o| o[t]);
         assert_eq!(marks.bits.len(), ne, "marks belong to another mesh");
         let bits = &marks.bits;
 
@@ -341,7 +348,7 @@ impl Mesh {
         let mut total = 0u32;
         for (t, &b) in bits.iter().enumerate() {
             first.push(total);
-            let c = children_count(b);
+            let c = if is_owned(t) { children_count(b) } else { 0 };
             if c > 1 && self.level[t] >= MAX_LEVEL - 1 {
                 return Err(FemError::LevelLimit {
                     element: t,
@@ -359,6 +366,7 @@ impl Mesh {
         let mut new_parents: Vec<[u32; 2]> = Vec::with_capacity(marks.new_vertices);
         let mut new_gen: Vec<u8> = Vec::with_capacity(marks.new_vertices);
         let mut new_boundary: Vec<bool> = Vec::with_capacity(marks.new_vertices);
+        let mut new_creator: Vec<(u32, u8)> = Vec::new();
         for t in 0..ne {
             let b = bits[t];
             if b == 0 {
@@ -381,6 +389,9 @@ impl Mesh {
                 new_parents.push([tri[(k + 1) % 3], tri[(k + 2) % 3]]);
                 new_gen.push(self.level[t] + u8::from(k != 1));
                 new_boundary.push(n == NONE);
+                if created.is_some() {
+                    new_creator.push((t as u32, k as u8));
+                }
             }
         }
         let n_new = new_parents.len();
@@ -402,6 +413,12 @@ impl Mesh {
             start[g as usize] += 1;
         }
         drop(new_gen);
+        if let Some(created) = created.as_mut() {
+            for (p, &(t, k)) in new_creator.iter().enumerate() {
+                created(perm[p], t, k);
+            }
+        }
+        drop(new_creator);
         let nv = nv0 + n_new;
         self.coords.reserve_exact(n_new);
         self.parents.reserve_exact(n_new);
@@ -431,6 +448,9 @@ impl Mesh {
             first: &first,
         };
         for t in 0..ne {
+            if !is_owned(t) {
+                continue;
+            }
             let b = bits[t];
             let [v0, v1, v2] = self.tri[t];
             let lev = self.level[t];
@@ -440,6 +460,8 @@ impl Mesh {
                 let n = nb[k];
                 if n == NONE {
                     NONE
+                } else if n == REMOTE || !is_owned(n as usize) {
+                    REMOTE
                 } else {
                     ctx.child_across(n, t as u32, x)
                 }
@@ -486,7 +508,6 @@ impl Mesh {
         self.tri = tri_new;
         self.nbr = nbr_new;
         self.level = lev_new;
-        self.n_owned = total;
         Ok(nv0..nv)
     }
 }
@@ -562,6 +583,16 @@ impl Marks {
         Marks {
             bits: vec![0; num_elements],
             new_vertices: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    /// Marks given as edge bits per element (bit k: the edge opposite vertex k), which the
+    /// caller has closed, with the number of vertices they create on this rank.
+    pub(crate) fn from_bits(bits: Vec<u8>, new_vertices: usize) -> Marks {
+        Marks {
+            bits,
+            new_vertices,
             stack: Vec::new(),
         }
     }
@@ -781,7 +812,5 @@ mod tests {
         assert!((area_weighted - 0.5).abs() < 1e-12);
         m.refine(&marks).unwrap();
         assert_eq!(predicted, m.num_elements());
-        assert_eq!(m.owned_elements(), 0..m.num_elements());
-        assert!(m.ghost_elements().is_empty());
     }
 }

@@ -22,11 +22,13 @@ pub struct VtuFields<'a> {
     /// Per-element squared energy error (cell data `error`, written as its square root);
     /// may be empty.
     pub element_errors: &'a [f64],
+    /// The rank that owns these elements (cell data `rank`; 0 in one process).
+    pub rank: u32,
 }
 
 /// Writes the mesh as an unstructured-grid `.vtu` file with raw appended binary data:
-/// points, triangles, cell data `level`, `estimate`, `error` (if given), `sfc_index` (position
-/// along the curve) and point data `u_h`.
+/// points, triangles, cell data `level`, `rank`, `sfc_index` (position along the curve in this
+/// file), `estimate`, `error` (if given), and point data `u_h`.
 pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &VtuFields<'_>) -> Result<(), FemError> {
     let file = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(file);
@@ -47,6 +49,7 @@ fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::
         ("offsets", "UInt32", 1, 4 * ne),
         ("types", "UInt8", 1, ne),
         ("level", "UInt8", 1, ne),
+        ("rank", "UInt32", 1, 4 * ne),
         ("sfc_index", "UInt32", 1, 4 * ne),
         ("estimate", "Float64", 1, 8 * ne),
     ];
@@ -133,6 +136,12 @@ fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::
     block(w, ne, &mut |w| w.write_all(&vec![5u8; ne]))?;
     block(w, ne, &mut |w| w.write_all(mesh.levels()))?;
     block(w, 4 * ne, &mut |w| {
+        for _ in 0..ne {
+            w.write_all(&f.rank.to_le_bytes())?;
+        }
+        Ok(())
+    })?;
+    block(w, 4 * ne, &mut |w| {
         for i in 0..ne as u32 {
             w.write_all(&i.to_le_bytes())?;
         }
@@ -159,6 +168,77 @@ fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::
         Ok(())
     })?;
     writeln!(w, "\n</AppendedData>\n</VTKFile>")
+}
+
+/// Writes the elements `keep[t]` of `mesh` (a rank's owned elements of its local part) as one
+/// piece of a parallel VTK file: the vertices they use, renumbered, with their fields.
+pub fn write_vtu_piece(
+    path: &Path,
+    mesh: &Mesh,
+    keep: &[bool],
+    fields: &VtuFields<'_>,
+) -> Result<(), FemError> {
+    let mut new = vec![crate::mesh::NONE; mesh.num_vertices()];
+    let mut part = Mesh::unit_square();
+    part.coords.clear();
+    part.parents.clear();
+    part.boundary.clear();
+    part.tri.clear();
+    part.nbr.clear();
+    part.level.clear();
+    let mut u = Vec::new();
+    let (mut eta, mut err) = (Vec::new(), Vec::new());
+    for (t, tv) in mesh.tri.iter().enumerate() {
+        if !keep[t] {
+            continue;
+        }
+        let tri = tv.map(|v| {
+            if new[v as usize] == crate::mesh::NONE {
+                new[v as usize] = part.coords.len() as u32;
+                part.coords.push(mesh.coords[v as usize]);
+                part.boundary.push(mesh.boundary[v as usize]);
+                part.parents.push([crate::mesh::NONE; 2]);
+                u.push(fields.solution[v as usize]);
+            }
+            new[v as usize]
+        });
+        part.tri.push(tri);
+        part.nbr.push([crate::mesh::NONE; 3]);
+        part.level.push(mesh.level[t]);
+        eta.push(fields.indicators[t]);
+        if fields.element_errors.len() == mesh.num_elements() {
+            err.push(fields.element_errors[t]);
+        }
+    }
+    let f = VtuFields {
+        solution: &u,
+        indicators: &eta,
+        element_errors: &err,
+        rank: fields.rank,
+    };
+    write_vtu(path, &part, &f)
+}
+
+/// Writes the parallel VTK file (`.pvtu`) that joins the pieces `pieces` (file names
+/// relative to it).
+pub fn write_pvtu(path: &Path, pieces: &[String], with_error: bool) -> Result<(), FemError> {
+    let mut s = String::from(
+        "<?xml version=\"1.0\"?>\n<VTKFile type=\"PUnstructuredGrid\" version=\"1.0\" \
+         byte_order=\"LittleEndian\" header_type=\"UInt64\">\n<PUnstructuredGrid GhostLevel=\"0\">\n\
+         <PPoints><PDataArray type=\"Float64\" NumberOfComponents=\"3\"/></PPoints>\n\
+         <PCellData Scalars=\"level\">\n<PDataArray type=\"UInt8\" Name=\"level\"/>\n\
+         <PDataArray type=\"UInt32\" Name=\"rank\"/>\n<PDataArray type=\"UInt32\" Name=\"sfc_index\"/>\n\
+         <PDataArray type=\"Float64\" Name=\"estimate\"/>\n",
+    );
+    if with_error {
+        s.push_str("<PDataArray type=\"Float64\" Name=\"error\"/>\n");
+    }
+    s.push_str("</PCellData>\n<PPointData Scalars=\"u_h\"><PDataArray type=\"Float64\" Name=\"u_h\"/></PPointData>\n");
+    for p in pieces {
+        s.push_str(&format!("<Piece Source=\"{p}\"/>\n"));
+    }
+    s.push_str("</PUnstructuredGrid>\n</VTKFile>\n");
+    std::fs::write(path, s).map_err(io_err(path))
 }
 
 /// Writes a ParaView collection (`.pvd`) listing the per-step `.vtu` files.
@@ -201,18 +281,60 @@ fn level_colour(level: u8, max_level: u8) -> String {
 /// are drawn with their edges; smaller ones are merged into per-pixel squares coloured by
 /// the deepest level they hold, so the file stays small for any mesh size.
 pub fn write_svg(path: &Path, mesh: &Mesh, title: &str) -> Result<(), FemError> {
-    let s = svg_string(mesh, title);
+    let s = svg_string(mesh, title, Colouring::Level);
     std::fs::write(path, s).map_err(io_err(path))
+}
+
+/// Like [`write_svg`], elements coloured by the rank that owns them (`ranks[t]`): the
+/// partition of a distributed run.
+pub fn write_svg_ranks(
+    path: &Path,
+    mesh: &Mesh,
+    ranks: &[u32],
+    title: &str,
+) -> Result<(), FemError> {
+    assert_eq!(ranks.len(), mesh.num_elements(), "one rank per element");
+    let s = svg_string(mesh, title, Colouring::Rank(ranks));
+    std::fs::write(path, s).map_err(io_err(path))
+}
+
+/// What the colours of an SVG drawing show.
+#[derive(Debug, Clone, Copy)]
+enum Colouring<'a> {
+    Level,
+    Rank(&'a [u32]),
+}
+
+/// A categorical colour for rank r (Tableau 10, repeating).
+fn rank_colour(r: u8) -> String {
+    const C: [&str; 10] = [
+        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+        "#9c755f", "#bab0ac",
+    ];
+    C[r as usize % C.len()].to_string()
 }
 
 const PANEL: f64 = 360.0;
 const MIN_PX: f64 = 3.0;
 
-fn svg_string(mesh: &Mesh, title: &str) -> String {
+fn svg_string(mesh: &Mesh, title: &str, colouring: Colouring<'_>) -> String {
     use std::fmt::Write as _;
     let zooms = [1.0f64, 32.0, 1024.0, 32768.0];
     let (w, h) = (4.0 * PANEL + 5.0 * 20.0, PANEL + 110.0);
     let max_level = mesh.max_level();
+    // The value drawn per element (at most 254: u8::MAX marks an empty pixel) and its colour.
+    let (value, max_value, legend): (Box<dyn Fn(usize) -> u8>, u8, &str) = match colouring {
+        Colouring::Level => (Box::new(|t| mesh.levels()[t]), max_level, "level"),
+        Colouring::Rank(r) => (
+            Box::new(move |t| (r[t] % 254) as u8),
+            r.iter().map(|&x| (x % 254) as u8).max().unwrap_or(0),
+            "rank",
+        ),
+    };
+    let colour = |v: u8| match colouring {
+        Colouring::Level => level_colour(v, max_value),
+        Colouring::Rank(_) => rank_colour(v),
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -261,7 +383,7 @@ fn svg_string(mesh: &Mesh, title: &str) -> String {
             if xmin >= side || ymin >= side {
                 continue;
             }
-            let level = mesh.levels()[t];
+            let level = value(t);
             let size = (xmax - xmin).max(ymax - ymin) * scale;
             if size >= MIN_PX {
                 let pts: Vec<String> = p
@@ -272,7 +394,7 @@ fn svg_string(mesh: &Mesh, title: &str) -> String {
                     polys,
                     "<polygon points=\"{}\" fill=\"{}\"/>",
                     pts.join(" "),
-                    level_colour(level, max_level)
+                    colour(level)
                 );
             } else {
                 // Every pixel the element's bounding box touches (at most 3×3).
@@ -312,7 +434,7 @@ fn svg_string(mesh: &Mesh, title: &str) -> String {
                         "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"1\" fill=\"{}\"/>",
                         npx - 1 - y,
                         e - x,
-                        level_colour(l, max_level)
+                        colour(l)
                     );
                 }
                 x = e;
@@ -325,19 +447,19 @@ fn svg_string(mesh: &Mesh, title: &str) -> String {
     }
     // Legend.
     let ly = 40.0 + PANEL + 34.0;
-    let _ = writeln!(out, "<text x=\"20\" y=\"{}\">level</text>", ly + 12.0);
-    let steps = (max_level as usize + 1).min(40);
+    let _ = writeln!(out, "<text x=\"20\" y=\"{}\">{legend}</text>", ly + 12.0);
+    let steps = (max_value as usize + 1).min(40);
     for i in 0..steps {
         let l = if steps == 1 {
             0
         } else {
-            (i * max_level as usize / (steps - 1)) as u8
+            (i * max_value as usize / (steps - 1)) as u8
         };
         let x = 70.0 + i as f64 * 16.0;
         let _ = writeln!(
             out,
             "<rect x=\"{x}\" y=\"{ly}\" width=\"16\" height=\"16\" fill=\"{}\"/>",
-            level_colour(l, max_level)
+            colour(l)
         );
         if i % 5 == 0 || i + 1 == steps {
             let _ = writeln!(out, "<text x=\"{x}\" y=\"{}\">{l}</text>", ly + 32.0);
@@ -391,15 +513,17 @@ mod tests {
                 solution: &u,
                 indicators: &eta,
                 element_errors: &[],
+                rank: 3,
             },
         )
         .unwrap();
         let text = String::from_utf8_lossy(&buf);
         assert!(text.contains(&format!("NumberOfPoints=\"{nv}\" NumberOfCells=\"{ne}\"")));
         assert!(text.contains("Name=\"level\"") && !text.contains("Name=\"error\""));
-        // Appended block: 8 arrays, each with its byte-count header; total bytes add up.
+        // Appended block: 9 arrays, each with its byte-count header; total bytes add up.
         let start = buf.windows(2).position(|w| w == b"\n_").unwrap() + 2;
-        let expect = 8 * 8 + 24 * nv + 12 * ne + 4 * ne + ne + ne + 4 * ne + 8 * ne + 8 * nv;
+        let expect =
+            9 * 8 + 24 * nv + 12 * ne + 4 * ne + ne + ne + 4 * ne + 4 * ne + 8 * ne + 8 * nv;
         let end = buf.len() - "\n</AppendedData>\n</VTKFile>\n".len();
         assert_eq!(end - start, expect);
         // First block header is the points' byte count.
@@ -410,11 +534,14 @@ mod tests {
     #[test]
     fn svg_draws_every_panel_and_writing_fails_with_the_path() {
         let m = small_mesh();
-        let s = svg_string(&m, "test <mesh>");
+        let s = svg_string(&m, "test <mesh>", Colouring::Level);
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
         assert_eq!(s.matches("zoom ×").count(), 4);
         assert!(s.contains("test &lt;mesh&gt;"));
         assert!(s.matches("<polygon").count() >= m.num_elements() / 2);
+        let ranks: Vec<u32> = (0..m.num_elements() as u32).map(|t| t % 3).collect();
+        let r = svg_string(&m, "p", Colouring::Rank(&ranks));
+        assert!(r.contains(&rank_colour(2)) && r.contains(">rank<"));
         let bad = Path::new("/nonexistent-dir/x.svg");
         let e = write_svg(bad, &m, "t").unwrap_err().to_string();
         assert!(e.contains("/nonexistent-dir/x.svg"), "{e}");

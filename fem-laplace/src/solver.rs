@@ -29,6 +29,7 @@
 use crate::assemble::System;
 use crate::exact::ExactSum;
 use crate::mesh::{Mesh, NONE};
+use std::ops::Range;
 
 /// Weight of the Jacobi term on the finest mesh added to the local multilevel sum. The
 /// decomposition above only contains the finest hat function of a vertex through its last
@@ -81,41 +82,144 @@ impl Multilevel {
             "precondition: not the mesh of setup"
         );
         z.copy_from_slice(r);
+        self.restrict(mesh, z, &Whole);
+        self.prolongate(mesh, z, &Whole);
+        self.fine_jacobi(r, z, |_| true);
+    }
+
+    /// The reverse sweep over the vertices `scope` keeps: undoing the bisections, z[v] becomes
+    /// (r, φ^i_v) and the level residuals (r, φ^i_a), (r, φ^i_b) of the bisected edge's ends are
+    /// recorded; then the diagonal solve on the initial vertices. `z` holds r on entry. A
+    /// parent outside the scope receives nothing here (its sums are formed apart).
+    pub(crate) fn restrict(&mut self, mesh: &Mesh, z: &mut [f64], scope: &impl Sweep) {
         let par = mesh.vertex_parents();
-        let n0 = mesh.num_initial_vertices();
         let lr = &mut self.level_res;
-        // Undo the bisections: z[v] becomes (r, φ^i_v); record (r, φ^i_a), (r, φ^i_b).
-        for v in (n0..n).rev() {
+        let mut undo = |v: usize| {
             let [a, b] = par[v];
             let (a, b) = (a as usize, b as usize);
             let zv = 0.5 * z[v];
             lr[v] = [z[a], z[b]];
-            z[a] += zv;
-            z[b] += zv;
-        }
+            if scope.local(a) {
+                z[a] += zv;
+            }
+            if scope.local(b) {
+                z[b] += zv;
+            }
+        };
+        let (initial, later) = scope.order(mesh);
+        later.each(true, |v| {
+            if scope.local(v) {
+                undo(v)
+            }
+        });
         let inv = &self.inv_diag;
         // Coarse mesh: diagonal solve (the initial mesh has a single interior vertex, where
         // this is exact).
-        for i in 0..n0 {
-            z[i] *= inv[i];
-        }
-        // Redo them: prolongate, then add the three local corrections of level i.
-        for v in n0..n {
+        initial.each(false, |i| {
+            if scope.local(i) {
+                z[i] *= inv[i];
+            }
+        });
+    }
+
+    /// The forward sweep over the vertices `scope` keeps: redoing the bisections, each new
+    /// vertex is prolongated from its parents' current values, and the three local corrections
+    /// of its level are added (to parents in the scope; the others get theirs apart, and their
+    /// values at the time of the bisection come from [`Sweep::parent_value`]).
+    pub(crate) fn prolongate(&self, mesh: &Mesh, z: &mut [f64], scope: &impl Sweep) {
+        let par = mesh.vertex_parents();
+        let (lr, inv) = (&self.level_res, &self.inv_diag);
+        let mut redo = |v: usize| {
             let [a, b] = par[v];
             let (a, b) = (a as usize, b as usize);
-            z[v] = 0.5 * (z[a] + z[b]) + z[v] * inv[v];
-            z[a] += lr[v][0] * inv[a];
-            z[b] += lr[v][1] * inv[b];
+            let (la, lb) = (scope.local(a), scope.local(b));
+            let za = if la { z[a] } else { scope.parent_value(v, 0) };
+            let zb = if lb { z[b] } else { scope.parent_value(v, 1) };
+            z[v] = 0.5 * (za + zb) + z[v] * inv[v];
+            if la {
+                z[a] += lr[v][0] * inv[a];
+            }
+            if lb {
+                z[b] += lr[v][1] * inv[b];
+            }
+        };
+        scope.order(mesh).1.each(false, |v| {
+            if scope.local(v) {
+                redo(v)
+            }
+        });
+    }
+
+    /// The Jacobi term on the finest mesh, on the rows with `owned(i)`.
+    pub(crate) fn fine_jacobi(&self, r: &[f64], z: &mut [f64], owned: impl Fn(usize) -> bool) {
+        for (i, ((zi, ri), di)) in z.iter_mut().zip(r).zip(&self.inv_diag).enumerate() {
+            if owned(i) {
+                *zi += FINE_JACOBI_WEIGHT * ri * di;
+            }
         }
-        // Finest level: a Jacobi term on every vertex.
-        for ((zi, ri), di) in z.iter_mut().zip(r).zip(inv) {
-            *zi += FINE_JACOBI_WEIGHT * ri * di;
-        }
+    }
+
+    /// 1/D_v of each vertex (0 on Dirichlet vertices).
+    pub(crate) fn inv_diag(&self) -> &[f64] {
+        &self.inv_diag
     }
 
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         8 * self.inv_diag.capacity() + 16 * self.level_res.capacity()
+    }
+}
+
+/// Which vertices the sweeps of [`Multilevel`] handle, in which order. In one process all
+/// of them, in vertex order ([`Whole`]); on a rank of a distributed run its own vertices
+/// outside the skeleton, in birth order, while the skeleton's sums are formed apart,
+/// identically on every rank (`dist::skeleton`).
+pub(crate) trait Sweep {
+    /// Whether vertex v is swept here.
+    fn local(&self, v: usize) -> bool;
+    /// For a swept vertex v whose parent in `slot` (0 or 1) is not: that parent's value at the
+    /// time of v's bisection in the forward sweep.
+    fn parent_value(&self, v: usize, slot: usize) -> f64;
+    /// The initial vertices, and the others in birth order.
+    fn order<'a>(&'a self, mesh: &Mesh) -> (Order<'a>, Order<'a>);
+}
+
+/// Vertices in birth order.
+pub(crate) enum Order<'a> {
+    /// Numbered in birth order.
+    Range(Range<usize>),
+    /// A list of vertex numbers in birth order.
+    List(&'a [u32]),
+}
+
+impl Order<'_> {
+    /// Calls `f` on each vertex, in order or (`rev`) in reverse.
+    #[inline(always)]
+    fn each(&self, rev: bool, mut f: impl FnMut(usize)) {
+        match (self, rev) {
+            (Order::Range(r), false) => r.clone().for_each(f),
+            (Order::Range(r), true) => r.clone().rev().for_each(f),
+            (Order::List(l), false) => l.iter().for_each(|&v| f(v as usize)),
+            (Order::List(l), true) => l.iter().rev().for_each(|&v| f(v as usize)),
+        }
+    }
+}
+
+/// Every vertex: the serial sweeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Whole;
+
+impl Sweep for Whole {
+    #[inline(always)]
+    fn local(&self, _v: usize) -> bool {
+        true
+    }
+    fn parent_value(&self, _v: usize, _slot: usize) -> f64 {
+        unreachable!("every parent is swept in one process")
+    }
+    fn order<'a>(&'a self, mesh: &Mesh) -> (Order<'a>, Order<'a>) {
+        let n0 = mesh.num_initial_vertices();
+        (Order::Range(0..n0), Order::Range(n0..mesh.num_vertices()))
     }
 }
 
@@ -189,6 +293,58 @@ impl CgWork {
     }
 }
 
+/// What conjugate gradients needs from the layout of its vectors: one process has every row;
+/// a rank of a distributed run has its own rows, fills in the others from their owners and
+/// completes its sums over all ranks. Every sum is exact ([`ExactSum`]), so the iterates are
+/// the same bits for any number of ranks.
+pub(crate) trait CgOps {
+    /// Why an operation failed (a peer rank, for instance).
+    type Error;
+    /// Length of the vectors.
+    fn len(&self) -> usize;
+    /// The right-hand side.
+    fn rhs(&self) -> &[f64];
+    /// y = A x on the own rows (filling x's other entries first if needed); if `dot`, the own
+    /// rows' part of x·y.
+    fn matvec(&mut self, x: &mut [f64], y: &mut [f64], dot: bool) -> Result<ExactSum, Self::Error>;
+    /// z = B r (own rows).
+    fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), Self::Error>;
+    /// The own rows' part of a·b.
+    fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum;
+    /// Completes a sum over all ranks.
+    fn global(&mut self, s: &mut ExactSum) -> Result<(), Self::Error>;
+}
+
+/// One process: every row is its own.
+struct SerialOps<'a> {
+    mesh: &'a Mesh,
+    sys: &'a System,
+    pre: &'a mut Multilevel,
+}
+
+impl CgOps for SerialOps<'_> {
+    type Error = std::convert::Infallible;
+    fn len(&self) -> usize {
+        self.sys.num_rows()
+    }
+    fn rhs(&self) -> &[f64] {
+        &self.sys.rhs
+    }
+    fn matvec(&mut self, x: &mut [f64], y: &mut [f64], dot: bool) -> Result<ExactSum, Self::Error> {
+        Ok(self.sys.apply_rows(x, y, dot, |_| true))
+    }
+    fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), Self::Error> {
+        self.pre.apply(self.mesh, r, z);
+        Ok(())
+    }
+    fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum {
+        ExactSum::dot(a, b)
+    }
+    fn global(&mut self, _s: &mut ExactSum) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
 /// Solves `sys` for `x` (which holds the initial guess with the Dirichlet values) by
 /// preconditioned conjugate gradients. `tol` is the absolute energy-norm target for the
 /// algebraic error (the adaptive loop passes `tol_factor · η`).
@@ -201,7 +357,22 @@ pub fn pcg(
     cfg: &CgConfig,
     work: &mut CgWork,
 ) -> SolveStats {
-    let n = sys.num_rows();
+    let mut ops = SerialOps { mesh, sys, pre };
+    match pcg_with(&mut ops, x, tol, cfg, work) {
+        Ok(s) => s,
+        Err(never) => match never {},
+    }
+}
+
+/// [`pcg`] over any row layout ([`CgOps`]).
+pub(crate) fn pcg_with<O: CgOps>(
+    ops: &mut O,
+    x: &mut [f64],
+    tol: f64,
+    cfg: &CgConfig,
+    work: &mut CgWork,
+) -> Result<SolveStats, O::Error> {
+    let n = ops.len();
     assert_eq!(x.len(), n, "pcg: x must have one entry per row");
     for v in [&mut work.r, &mut work.z, &mut work.p, &mut work.q] {
         if v.len() != n {
@@ -209,12 +380,15 @@ pub fn pcg(
         }
     }
     let CgWork { r, z, p, q } = work;
-    sys.apply(x, q);
+    ops.matvec(x, q, false)?;
+    let rhs = ops.rhs();
     for i in 0..n {
-        r[i] = sys.rhs[i] - q[i];
+        r[i] = rhs[i] - q[i];
     }
-    pre.apply(mesh, r, z);
-    let mut rz = dot(r, z);
+    ops.precondition(r, z)?;
+    let mut s = ops.local_dot(r, z);
+    ops.global(&mut s)?;
+    let mut rz = s.value();
     let rz0 = rz;
     let mut stats = SolveStats {
         initial_residual: rz0.max(0.0).sqrt(),
@@ -222,13 +396,15 @@ pub fn pcg(
         ..Default::default()
     };
     if rz0 <= 0.0 {
-        return stats;
+        return Ok(stats);
     }
     p.copy_from_slice(z);
     let mut alphas = Vec::new();
     let mut betas = Vec::new();
     while stats.iterations < cfg.max_iter {
-        let pq = sys.apply_dot(p, q);
+        let mut s = ops.matvec(p, q, true)?;
+        ops.global(&mut s)?;
+        let pq = s.value();
         if pq <= 0.0 {
             break;
         }
@@ -240,8 +416,10 @@ pub fn pcg(
         stats.iterations += 1;
         alphas.push(alpha);
         stats.algebraic_error = (alpha * rz).sqrt();
-        pre.apply(mesh, r, z);
-        let rz_new = dot(r, z);
+        ops.precondition(r, z)?;
+        let mut s = ops.local_dot(r, z);
+        ops.global(&mut s)?;
+        let rz_new = s.value();
         stats.final_residual = rz_new.max(0.0).sqrt();
         if stats.algebraic_error <= tol || rz_new <= cfg.rel_residual * cfg.rel_residual * rz0 {
             break;
@@ -258,13 +436,12 @@ pub fn pcg(
         stats.eig_min = lo;
         stats.eig_max = hi;
     }
-    stats
+    Ok(stats)
 }
 
-/// x·y, summed exactly and rounded once ([`ExactSum`]): the same bits for any order of the
-/// terms, so a distributed run's dot products equal the serial ones.
-#[inline]
-pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+/// x·y, summed exactly and rounded once ([`ExactSum`]).
+#[cfg(test)]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
     ExactSum::dot(a, b).value()
 }
 

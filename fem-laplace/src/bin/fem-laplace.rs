@@ -1,15 +1,19 @@
-//! `fem-laplace`: the adaptive loop of PHAML's Laplace experiment (DRUM 2005 §4), one process.
+//! `fem-laplace`: the adaptive loop of PHAML's Laplace experiment (DRUM 2005 §4), in one
+//! process or over ranks (threads, or MPI processes under `mpirun`).
 
-use anyhow::{Context, Result};
-use clap::Parser;
-use fem_laplace::output::{VtuFields, write_pvd, write_svg, write_vtu};
+use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
+use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, mesh_hash};
+use fem_laplace::output::{VtuFields, write_pvd, write_svg, write_svg_ranks, write_vtu};
 use fem_laplace::{
-    AdaptConfig, Adaptive, CgConfig, Marking, PHAML_TARGET_VERTICES, Problem, StepReport,
+    AdaptConfig, Adaptive, CgConfig, ExactSolution, FemError, Marking, PHAML_TARGET_VERTICES,
+    Problem, StepReport,
 };
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-/// Adaptive P1 solution of −Δu = 0 on the unit square (PHAML's experiment in DRUM 2005 §4).
+/// Adaptive P1 solution of −Δu = 0 on the unit square (PHAML's experiment in DRUM 2005 §4),
+/// in one process or distributed over ranks with the same result to the bit.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
@@ -28,12 +32,37 @@ struct Args {
     /// One JSON object per step on stdout instead of the table.
     #[arg(long)]
     json: bool,
-    /// Write a `.vtu` file per step (and `steps.pvd`) into this directory.
+    /// Write a `.vtu` file per step (and `steps.pvd`) into this directory; over ranks, one
+    /// piece per rank and a `.pvtu` per step.
     #[arg(long)]
     vtk: Option<PathBuf>,
-    /// Write an SVG picture of the final mesh.
+    /// Write an SVG picture of the final mesh (over ranks: coloured by rank).
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Run over this many ranks (with `--backend mpi`: must equal mpirun's -np). Without it
+    /// (and without `--machine`) the run is one process.
+    #[arg(long)]
+    ranks: Option<usize>,
+    /// `threads` (ranks as threads of this process) or `mpi` (one process per rank, under
+    /// mpirun; needs a build with the `mpi` feature).
+    #[arg(long, value_enum, default_value_t = Backend::Threads)]
+    backend: Backend,
+    /// Partition along this machine description with `hier-part` (its ranks are the run's
+    /// ranks, its static ratings the part sizes); default: flat HSFC into equal parts.
+    #[arg(long)]
+    machine: Option<PathBuf>,
+    /// Leave out the per-step mesh hash (it gathers the whole mesh on rank 0).
+    #[arg(long)]
+    no_hash: bool,
+    /// For tests of failure handling: `RANK:STEP` makes that rank fail at that step.
+    #[arg(long, hide = true)]
+    fail_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Threads,
+    Mpi,
 }
 
 fn main() -> Result<()> {
@@ -47,6 +76,14 @@ fn main() -> Result<()> {
         }
         other => other,
     }
+}
+
+/// Settings shared by every path.
+struct Setup {
+    args: Args,
+    problem: Problem,
+    marking: Marking,
+    cfg: AdaptConfig,
 }
 
 fn run() -> Result<()> {
@@ -67,121 +104,464 @@ fn run() -> Result<()> {
     if let Some(dir) = &args.vtk {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let exact = problem.solution();
-    let mut run = Adaptive::new(exact.as_ref(), cfg)?;
-    let progress = !args.json && std::io::stderr().is_terminal();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if !args.json {
+    if args.ranks == Some(0) {
+        bail!("--ranks 0: a run needs at least one rank");
+    }
+    let setup = Setup {
+        args,
+        problem,
+        marking,
+        cfg,
+    };
+    match (setup.args.backend, setup.args.ranks, &setup.args.machine) {
+        (Backend::Mpi, ..) => run_mpi(&setup),
+        (Backend::Threads, None, None) => run_serial(&setup),
+        (Backend::Threads, ..) => run_threads(&setup),
+    }
+}
+
+fn header(
+    out: &mut impl Write,
+    s: &Setup,
+    exact: &dyn ExactSolution,
+    ranks: Option<usize>,
+) -> Result<()> {
+    if s.args.json {
+        return Ok(());
+    }
+    let over = match ranks {
+        Some(r) => format!(", {r} ranks ({:?})", s.args.backend).to_lowercase(),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "fem-laplace: −Δu = 0 on (0,1)², u = {} on the boundary, marking {}, target {} vertices{over}",
+        exact.name(),
+        s.marking,
+        s.args.target_vertices
+    )?;
+    write!(
+        out,
+        "{:>4} {:>9} {:>9} {:>4} {:>10} {:>10} {:>10} {:>4} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "step",
+        "vertices",
+        "elements",
+        "lev",
+        "err_energy",
+        "err_max",
+        "estimate",
+        "cg",
+        "κ",
+        "refine",
+        "assemble",
+        "solve",
+        "estim.",
+        "total"
+    )?;
+    if ranks.is_some() {
+        write!(out, " {:>7} {:>7} {:>8}", "balance", "imbal.", "moved")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn row(out: &mut impl Write, r: &StepReport, total: f64) -> Result<()> {
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4e}"));
+    write!(
+        out,
+        "{:>4} {:>9} {:>9} {:>4} {:>10} {:>10} {:>10.4e} {:>4} {:>5.1} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4}",
+        r.step,
+        r.vertices,
+        r.elements,
+        r.max_level,
+        f(r.error_energy),
+        f(r.error_max),
+        r.estimate,
+        r.cg_iterations,
+        r.condition_estimate,
+        r.times.refine,
+        r.times.assemble,
+        r.times.solve,
+        r.times.estimate,
+        total
+    )?;
+    Ok(())
+}
+
+fn rate_line(out: &mut impl Write, reports: &[StepReport]) -> Result<()> {
+    if let (Some(first), Some(last)) =
+        (reports.get(reports.len().saturating_sub(6)), reports.last())
+        && let (Some(e0), Some(e1)) = (first.error_energy, last.error_energy)
+    {
+        let rate = (e1 / e0).ln() / (last.vertices as f64 / first.vertices as f64).ln();
         writeln!(
             out,
-            "fem-laplace: −Δu = 0 on (0,1)², u = {} on the boundary, marking {}, target {} vertices",
-            exact.name(),
-            marking,
-            args.target_vertices
-        )?;
-        writeln!(
-            out,
-            "{:>4} {:>9} {:>9} {:>4} {:>10} {:>10} {:>10} {:>4} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "step",
-            "vertices",
-            "elements",
-            "lev",
-            "err_energy",
-            "err_max",
-            "estimate",
-            "cg",
-            "κ",
-            "refine",
-            "assemble",
-            "solve",
-            "estim.",
-            "total"
+            "energy error ~ N^{rate:.3} over the last steps (optimal for P1: N^-0.5)"
         )?;
     }
+    Ok(())
+}
+
+fn progress(on: bool, k: usize, goal: usize) {
+    if on {
+        if k == 0 {
+            eprint!("\r  step 0: solving on the initial mesh…\x1b[K");
+        } else {
+            eprint!("\r  step {k}: refining towards {goal} vertices, solving…\x1b[K");
+        }
+    }
+}
+
+/// One process: the serial [`Adaptive`] loop.
+fn run_serial(s: &Setup) -> Result<()> {
+    let exact = s.problem.solution();
+    let mut run = Adaptive::new(exact.as_ref(), s.cfg)?;
+    let progress_on = !s.args.json && std::io::stderr().is_terminal();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    header(&mut out, s, exact.as_ref(), None)?;
     let mut vtus = Vec::new();
     let mut total = 0.0;
     let mut reports: Vec<StepReport> = Vec::new();
     loop {
-        if progress {
-            let k = reports.len();
-            let goal = match marking {
-                Marking::Double => run.step_target(k),
-                Marking::Doerfler(_) => args.target_vertices,
-            };
-            if k == 0 {
-                eprint!("\r  step 0: solving on the initial mesh…\x1b[K");
-            } else {
-                eprint!("\r  step {k}: refining towards {goal} vertices, solving…\x1b[K");
-            }
-        }
+        let k = reports.len();
+        let goal = match s.marking {
+            Marking::Double => run.step_target(k),
+            Marking::Doerfler(_) => s.args.target_vertices,
+        };
+        progress(progress_on, k, goal);
         let Some(r) = run.step()? else { break };
-        if progress {
+        if progress_on {
             eprint!("\r\x1b[K");
         }
         total += r.times.method();
-        if args.json {
-            writeln!(out, "{}", serde_json::to_string(&r)?)?;
+        if s.args.json {
+            let mut v = serde_json::to_value(r)?;
+            if !s.args.no_hash {
+                v["mesh_hash"] = format!("{:016x}", mesh_hash(run.mesh())).into();
+            }
+            writeln!(out, "{v}")?;
         } else {
-            let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4e}"));
-            writeln!(
-                out,
-                "{:>4} {:>9} {:>9} {:>4} {:>10} {:>10} {:>10.4e} {:>4} {:>5.1} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4}",
-                r.step,
-                r.vertices,
-                r.elements,
-                r.max_level,
-                f(r.error_energy),
-                f(r.error_max),
-                r.estimate,
-                r.cg_iterations,
-                r.condition_estimate,
-                r.times.refine,
-                r.times.assemble,
-                r.times.solve,
-                r.times.estimate,
-                total
-            )?;
+            row(&mut out, &r, total)?;
+            writeln!(out)?;
         }
         out.flush()?;
-        if let Some(dir) = &args.vtk {
+        if let Some(dir) = &s.args.vtk {
             let name = format!("step_{:02}.vtu", r.step);
-            let path = dir.join(&name);
             let fields = VtuFields {
                 solution: run.solution(),
                 indicators: run.indicators(),
                 element_errors: run.element_errors(),
+                rank: 0,
             };
-            write_vtu(&path, run.mesh(), &fields)?;
+            write_vtu(&dir.join(&name), run.mesh(), &fields)?;
             vtus.push((r.step, name));
         }
         reports.push(r);
     }
-    if let Some(dir) = &args.vtk {
+    if let Some(dir) = &s.args.vtk {
         write_pvd(&dir.join("steps.pvd"), &vtus)?;
     }
-    if !args.json {
-        if let (Some(first), Some(last)) =
-            (reports.get(reports.len().saturating_sub(6)), reports.last())
-            && let (Some(e0), Some(e1)) = (first.error_energy, last.error_energy)
-        {
-            let rate = (e1 / e0).ln() / (last.vertices as f64 / first.vertices as f64).ln();
-            writeln!(
-                out,
-                "energy error ~ N^{rate:.3} over the last steps (optimal for P1: N^-0.5)"
-            )?;
-        }
+    if !s.args.json {
+        rate_line(&mut out, &reports)?;
         writeln!(
             out,
             "method time (refine+assemble+solve+estimate): {total:.3} s"
         )?;
     }
-    if let Some(svg) = &args.svg {
-        let title = format!("fem-laplace, {} problem, {} marking", exact.name(), marking);
+    if let Some(svg) = &s.args.svg {
+        let title = format!(
+            "fem-laplace, {} problem, {} marking",
+            exact.name(),
+            s.marking
+        );
         write_svg(svg, run.mesh(), &title)?;
-        if !args.json {
+        if !s.args.json {
             writeln!(out, "mesh picture: {}", svg.display())?;
         }
     }
     Ok(())
+}
+
+/// The balancer of the run and its number of ranks (`--machine` or flat).
+fn balancer(s: &Setup, size: Option<usize>) -> Result<(Balancer, usize)> {
+    let Some(path) = &s.args.machine else {
+        let r = size.or(s.args.ranks).unwrap_or(1);
+        return Ok((Balancer::flat(), r));
+    };
+    let machine = drum_model::Machine::from_file(path)
+        .with_context(|| format!("--machine {}", path.display()))?;
+    let powers = drum_model::static_powers(&machine, &drum_model::PowerConfig::default())
+        .with_context(|| format!("part sizes of {}", path.display()))?;
+    let plan = hier_part::Plan::new(&machine, &powers)
+        .with_context(|| format!("--machine {}", path.display()))?;
+    let n = plan.num_ranks();
+    for (what, r) in [("--ranks", s.args.ranks), ("the MPI world", size)] {
+        if let Some(r) = r
+            && r != n
+        {
+            bail!(
+                "{what} has {r} ranks but {} describes {n}: they must match",
+                path.display()
+            );
+        }
+    }
+    Ok((Balancer::machine(plan), n))
+}
+
+fn fail_at(s: &Setup) -> Result<Option<(usize, usize)>> {
+    let Some(f) = &s.args.fail_at else {
+        return Ok(None);
+    };
+    let (r, k) = f
+        .split_once(':')
+        .with_context(|| format!("--fail-at {f}: expected RANK:STEP"))?;
+    Ok(Some((
+        r.parse().context("--fail-at rank")?,
+        k.parse().context("--fail-at step")?,
+    )))
+}
+
+/// What rank 0 passes to the printer.
+enum Event {
+    Step(Box<DistStepReport>),
+    Done,
+}
+
+/// The loop of one rank: steps, files; rank 0 sends its reports to `tx`.
+fn rank_loop<C: comm::Comm>(
+    comm: C,
+    s: &Setup,
+    exact: &dyn ExactSolution,
+    balancer: Balancer,
+    tx: &dyn Fn(Event),
+) -> Result<(), FemError> {
+    let mut cfg = DistConfig::new(s.cfg);
+    cfg.mesh_hash = !s.args.no_hash && s.args.json;
+    cfg.fail_at = fail_at(s).map_err(|e| FemError::Partition(e.to_string()))?;
+    let mut run = RankRun::new(comm, exact, cfg, balancer)?;
+    let mut pvtus = Vec::new();
+    while let Some(r) = run.step()? {
+        if let Some(dir) = &s.args.vtk
+            && let Some(name) = run.write_vtu(dir, r.base.step)?
+        {
+            pvtus.push((r.base.step, name));
+        }
+        if run.comm().rank() == 0 {
+            tx(Event::Step(Box::new(r)));
+        }
+    }
+    if let Some(dir) = &s.args.vtk
+        && run.comm().rank() == 0
+    {
+        write_pvd(&dir.join("steps.pvd"), &pvtus)?;
+    }
+    if let Some(svg) = &s.args.svg
+        && let Some((mesh, ranks)) = run.gather_partition()?
+    {
+        let title = format!(
+            "fem-laplace over {} ranks, {} problem, {} marking: the partition",
+            run.comm().size(),
+            exact.name(),
+            s.marking
+        );
+        write_svg_ranks(svg, &mesh, &ranks, &title)?;
+    }
+    if run.comm().rank() == 0 {
+        tx(Event::Done);
+    }
+    Ok(())
+}
+
+/// Prints rank 0's reports as they come.
+struct Printer {
+    json: bool,
+    total: f64,
+    reports: Vec<StepReport>,
+    progress: bool,
+}
+
+impl Printer {
+    fn step(&mut self, out: &mut impl Write, r: &DistStepReport) -> Result<()> {
+        if self.progress {
+            eprint!("\r\x1b[K");
+        }
+        self.total += r.wall_s;
+        if self.json {
+            writeln!(out, "{}", serde_json::to_string(r)?)?;
+        } else {
+            row(out, &r.base, self.total)?;
+            let owned: Vec<usize> = r.ranks.iter().map(|x| x.owned).collect();
+            let mean = owned.iter().sum::<usize>() as f64 / owned.len().max(1) as f64;
+            let max = owned.iter().copied().max().unwrap_or(0) as f64;
+            let balance = r
+                .ranks
+                .iter()
+                .map(|x| x.times.partition + x.times.migrate + x.times.setup)
+                .fold(0.0, f64::max);
+            writeln!(
+                out,
+                " {:>7.4} {:>7.3} {:>8}",
+                balance,
+                max / mean.max(1.0),
+                r.migration.elements
+            )?;
+        }
+        out.flush()?;
+        if self.progress {
+            eprint!(
+                "\r  step {} done ({} vertices), next step…\x1b[K",
+                r.base.step, r.base.vertices
+            );
+        }
+        self.reports.push(r.base);
+        Ok(())
+    }
+
+    fn summary(&self, out: &mut impl Write, ranks: usize) -> Result<()> {
+        if self.progress {
+            eprint!("\r\x1b[K");
+        }
+        if self.json {
+            return Ok(());
+        }
+        rate_line(out, &self.reports)?;
+        writeln!(
+            out,
+            "wall time of the steps on rank 0: {:.3} s over {ranks} ranks",
+            self.total
+        )?;
+        Ok(())
+    }
+}
+
+/// Ranks as threads of this process.
+fn run_threads(s: &Setup) -> Result<()> {
+    let (balancer, n) = balancer(s, None)?;
+    let exact = s.problem.solution();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    header(&mut out, s, exact.as_ref(), Some(n))?;
+    let (tx, rx) = std::sync::mpsc::channel::<Event>();
+    let tx = std::sync::Mutex::new(tx);
+    let mut printer = Printer {
+        json: s.args.json,
+        total: 0.0,
+        reports: Vec::new(),
+        progress: !s.args.json && std::io::stderr().is_terminal(),
+    };
+    let results = std::thread::scope(|scope| {
+        let exact = exact.as_ref();
+        let handle = scope.spawn(|| {
+            comm::ThreadComm::run(n, &comm::ThreadOptions::default(), |c| {
+                let send = |e: Event| {
+                    let _ = tx.lock().map(|t| t.send(e));
+                };
+                rank_loop(c, s, exact, balancer.clone(), &send)
+            })
+        });
+        let mut printed: Result<()> = Ok(());
+        for e in rx.iter() {
+            match e {
+                Event::Step(r) => {
+                    if printed.is_ok() {
+                        printed = printer.step(&mut out, &r);
+                    }
+                }
+                Event::Done => break,
+            }
+            if handle.is_finished() {
+                break;
+            }
+        }
+        // Reports left when the ranks ended early.
+        for e in rx.try_iter() {
+            if let Event::Step(r) = e
+                && printed.is_ok()
+            {
+                printed = printer.step(&mut out, &r);
+            }
+        }
+        (handle.join(), printed)
+    });
+    let (joined, printed) = results;
+    let per_rank = joined
+        .map_err(|_| anyhow::anyhow!("the ranks' thread panicked"))?
+        .context("the run over threads failed")?;
+    first_error(per_rank)?;
+    printed?;
+    printer.summary(&mut out, n)?;
+    if let Some(svg) = &s.args.svg
+        && !s.args.json
+    {
+        writeln!(out, "partition picture: {}", svg.display())?;
+    }
+    Ok(())
+}
+
+/// The first error of the ranks, preferring a rank's own failure to the others' reactions.
+fn first_error(results: Vec<Result<(), FemError>>) -> Result<()> {
+    let mut errs: Vec<(usize, FemError)> = results
+        .into_iter()
+        .enumerate()
+        .filter_map(|(r, x)| x.err().map(|e| (r, e)))
+        .collect();
+    errs.sort_by_key(|(_, e)| matches!(e, FemError::PeerFailed { .. } | FemError::Comm(_)));
+    match errs.into_iter().next() {
+        None => Ok(()),
+        Some((r, e)) => Err(anyhow::Error::new(e).context(format!("rank {r}"))),
+    }
+}
+
+/// One MPI process per rank, under mpirun.
+#[cfg(feature = "mpi")]
+fn run_mpi(s: &Setup) -> Result<()> {
+    use comm::Comm;
+    let world = comm::MpiComm::init().context("starting MPI")?;
+    let (rank, size) = (world.rank(), world.size());
+    if let Some(r) = s.args.ranks
+        && r != size
+    {
+        bail!("--ranks {r} but mpirun started {size} processes: they must match");
+    }
+    let (balancer, _) = balancer(s, Some(size))?;
+    let exact = s.problem.solution();
+    let stdout = std::io::stdout();
+    let out = std::cell::RefCell::new(stdout.lock());
+    if rank == 0 {
+        header(&mut *out.borrow_mut(), s, exact.as_ref(), Some(size))?;
+    }
+    let printer = std::cell::RefCell::new(Printer {
+        json: s.args.json,
+        total: 0.0,
+        reports: Vec::new(),
+        progress: false,
+    });
+    let printed = std::cell::RefCell::new(Ok(()));
+    let send = |e: Event| {
+        if let Event::Step(r) = e
+            && printed.borrow().is_ok()
+        {
+            let res = printer.borrow_mut().step(&mut *out.borrow_mut(), &r);
+            *printed.borrow_mut() = res;
+        }
+    };
+    let result = rank_loop(world, s, exact.as_ref(), balancer, &send);
+    if let Err(e) = result {
+        // mpirun ends the job when a rank exits with an error.
+        eprintln!("fem-laplace: rank {rank}: {e}");
+        std::process::exit(1);
+    }
+    printed.into_inner()?;
+    if rank == 0 {
+        printer.borrow().summary(&mut *out.borrow_mut(), size)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(_: &Setup) -> Result<()> {
+    bail!(
+        "this fem-laplace was built without MPI: build it with `cargo build --release -p fem-laplace --features mpi` and run it under mpirun"
+    )
 }

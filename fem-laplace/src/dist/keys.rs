@@ -1,0 +1,156 @@
+//! Global identities without a central counter.
+//!
+//! - An element is named by its place in the refinement tree: the index of its initial
+//!   triangle (2 bits) and the path of first/second children down to it (one bit per level),
+//!   left-aligned in a `u128` ([`child_key`]). Since the leaves are in Sierpiński-curve order
+//!   and the children of an element are its first and second halves along the curve, the
+//!   numeric order of the keys of the leaf elements is the curve order.
+//! - A vertex is named by its coordinates: every vertex of a bisection mesh of the unit square
+//!   is a dyadic point, computed exactly as the midpoint of two others, so the bits of (x, y)
+//!   are the same on every rank ([`vertex_key`]). An edge is named by its midpoint.
+//! - A vertex's *birth* is its place in the serial vertex numbering: refinement step, level of
+//!   the bisection, then the curve order of the element that created it and the edge within
+//!   that element ([`Birth`]). Sorting by birth gives the serial order, which the multilevel
+//!   preconditioner's sweeps follow.
+
+/// Element tree key.
+pub(crate) type EKey = u128;
+/// Vertex key: the bits of x (high half) and y (low half).
+pub(crate) type VKey = u128;
+
+/// The deepest level of an element a distributed run may bisect: the key of a level-l
+/// element uses bits 127 down to 126 − l, the birth key of a vertex it creates two more.
+pub(crate) const LEVEL_LIMIT: u8 = 126;
+
+/// Key of initial triangle `r` (0..4).
+pub(crate) fn root_key(r: usize) -> EKey {
+    (r as u128) << 126
+}
+
+/// Key of the first (`second = false`) or second child of an element at `level`.
+#[inline]
+pub(crate) fn child_key(parent: EKey, level: u8, second: bool) -> EKey {
+    debug_assert!(
+        level < LEVEL_LIMIT,
+        "level {level} has no room for a child bit"
+    );
+    parent | (u128::from(second) << (125 - u32::from(level)))
+}
+
+/// Vertex key of a point.
+#[inline]
+pub(crate) fn vertex_key(p: [f64; 2]) -> VKey {
+    (u128::from(p[0].to_bits()) << 64) | u128::from(p[1].to_bits())
+}
+
+/// The point of a vertex key.
+#[inline]
+pub(crate) fn key_point(k: VKey) -> [f64; 2] {
+    [f64::from_bits((k >> 64) as u64), f64::from_bits(k as u64)]
+}
+
+/// Key of the edge between two points (its midpoint, exact).
+#[inline]
+pub(crate) fn edge_key(a: [f64; 2], b: [f64; 2]) -> VKey {
+    vertex_key([0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1])])
+}
+
+/// Where a vertex comes in the serial numbering. Ordered by `(sg, key)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Birth {
+    /// Refinement step (high byte; 0 for the initial vertices) and bisection level.
+    pub(crate) sg: u16,
+    /// The creating element's key with the edge's rank in the creation order (refinement
+    /// edge, then the edges opposite v0 and v2) in the two lowest bits; for an initial vertex
+    /// its index.
+    pub(crate) key: u128,
+}
+
+impl Birth {
+    /// The birth of initial vertex `i`.
+    pub(crate) fn initial(i: usize) -> Birth {
+        Birth {
+            sg: 0,
+            key: i as u128,
+        }
+    }
+
+    /// The birth of the vertex created at `step` by the element with `key` at `level`
+    /// bisecting its edge `k` (opposite vertex k).
+    pub(crate) fn created(step: usize, key: EKey, level: u8, k: u8) -> Birth {
+        let generation = level + u8::from(k != 1);
+        // The serial refinement creates an element's vertices edge 1 first, then 0, then 2.
+        let slot = match k {
+            1 => 0u128,
+            0 => 1,
+            _ => 2,
+        };
+        Birth {
+            sg: ((step.min(255) as u16) << 8) | u16::from(generation),
+            key: key | slot,
+        }
+    }
+}
+
+/// A 64-bit mix of a key (for hashing and for order-independent checksums).
+#[inline]
+pub(crate) fn mix(k: u128) -> u64 {
+    let lo = k as u64;
+    let hi = (k >> 64) as u64;
+    let mut x = lo ^ hi.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_keys_follow_the_curve() {
+        let r = root_key(2);
+        let a = child_key(r, 0, false);
+        let b = child_key(r, 0, true);
+        assert!(r <= a && a < b && b < root_key(3));
+        let aa = child_key(a, 1, false);
+        let ab = child_key(a, 1, true);
+        assert!(aa < ab && ab < b);
+        // The deepest allowed children still have a bit of their own.
+        let mut k = root_key(3);
+        for l in 0..LEVEL_LIMIT {
+            k = child_key(k, l, true);
+        }
+        assert_eq!(k, u128::MAX);
+    }
+
+    #[test]
+    fn births_order_like_the_serial_numbering() {
+        let e = child_key(root_key(1), 0, true);
+        let f = child_key(root_key(2), 0, false);
+        // Same step: lower level first; same level: curve order, then edge 1, 0, 2.
+        assert!(Birth::created(3, f, 4, 1) < Birth::created(3, e, 4, 0));
+        assert!(Birth::created(3, e, 4, 1) < Birth::created(3, e, 4, 0));
+        assert!(Birth::created(3, e, 4, 0) < Birth::created(3, e, 4, 2));
+        assert!(Birth::created(3, e, 4, 2) < Birth::created(3, f, 4, 1));
+        assert!(Birth::created(3, e, 5, 1) > Birth::created(3, f, 4, 0));
+        assert!(Birth::created(4, e, 1, 1) > Birth::created(3, f, 9, 0));
+        assert!(Birth::initial(4) < Birth::created(1, root_key(0), 0, 1));
+    }
+
+    #[test]
+    fn vertex_keys_round_trip() {
+        for p in [
+            [0.0, 0.0],
+            [0.5, 0.25],
+            [1.0, 0.75],
+            [3.0f64.powi(-3), 2f64.powi(-40)],
+        ] {
+            assert_eq!(key_point(vertex_key(p)), p);
+        }
+        assert_eq!(edge_key([0.0, 0.0], [1.0, 0.5]), vertex_key([0.5, 0.25]));
+        assert_ne!(mix(1), mix(2));
+    }
+}

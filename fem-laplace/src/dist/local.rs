@@ -1,0 +1,943 @@
+//! One rank's part of the distributed mesh, and how it changes in a step: refinement of the
+//! owned elements, migration to a new partition, and the rebuild of the ghost layer and the
+//! vertex ownership.
+//!
+//! # What a rank stores
+//! - **Elements**: its owned leaf elements and one ghost layer (every element that shares a
+//!   vertex with an owned element), all in one array sorted by tree key, hence in curve
+//!   order (`ekey`, `eowner`, and the element arrays of [`Mesh`]). Neighbour links are local
+//!   indices; an owned element's neighbours are always present, a ghost's may be [`NONE`].
+//! - **Vertices**: a table holding the vertices of its elements and all their ancestors in
+//!   the bisection hierarchy (the vertices whose bisections created them), so that every
+//!   vertex's parents are in the table. Table order is arrival order; `order` lists the table
+//!   by birth (the serial numbering), which is also how a vertex is looked up: a sorted list
+//!   of births is matched against `order` in one merge. Each vertex has an owner (`vowner`):
+//!   the rank owning the element that comes first along the curve among the elements around
+//!   it. Vertices no element needs any more stay as dead entries until a compaction.
+//!
+//! # A step's changes (see [`Local::refine`] and [`Local::rebuild`])
+//! 1. The owned elements are bisected by the agreed marks; ghosts create the new vertices of
+//!    the edges they share with owned elements where they come first along the curve, as the
+//!    serial refinement would. Ghosts are then dropped.
+//! 2. Elements whose new part is another rank move there with their vertices and those
+//!    vertices' ancestors (keys, births, parents, solution values); a receiver merges what it
+//!    already has by birth.
+//! 3. Edges left unlinked are matched by their midpoint; the ends of edges shared with other
+//!    ranks are the interface vertices. Each interface vertex has a coordinator rank (a hash
+//!    of its key): every rank holding it reports the smallest key of its elements around it,
+//!    the coordinator names the owner and the ranks involved, and each of those sends the
+//!    others its elements around the vertex: the ghost layer.
+
+use super::keys::{
+    Birth, EKey, LEVEL_LIMIT, VKey, child_key, edge_key, key_point, mix, vertex_key,
+};
+use super::wire::{Outbox, Reader, Writer};
+use crate::FemError;
+use crate::mesh::{Marks, Mesh, NONE, REMOTE};
+use crate::problem::{ExactSolution, dirichlet_value};
+use comm::{Comm, CommError};
+use std::collections::HashMap;
+
+/// Owner of a vertex not (yet) known on this rank.
+pub(crate) const UNKNOWN: u32 = u32::MAX;
+
+/// One rank's part of the mesh (see the module documentation).
+#[derive(Debug, Clone)]
+pub(crate) struct Local {
+    pub(crate) rank: u32,
+    pub(crate) size: usize,
+    pub(crate) mesh: Mesh,
+    pub(crate) ekey: Vec<EKey>,
+    pub(crate) eowner: Vec<u32>,
+    pub(crate) bsg: Vec<u16>,
+    pub(crate) bkey: Vec<u128>,
+    pub(crate) vowner: Vec<u32>,
+    /// The table in birth order.
+    pub(crate) order: Vec<u32>,
+    /// The solution (valid on the vertices of local elements).
+    pub(crate) u: Vec<f64>,
+    /// The ghost elements.
+    pub(crate) ghosts: Vec<u32>,
+    /// Owned elements' edges (element, edge) whose neighbour is a ghost.
+    pub(crate) shared: Vec<(u32, u8)>,
+    /// Vertices added from other ranks since the last compaction.
+    absorbed: usize,
+}
+
+/// Counts of one migration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Moved {
+    /// Elements sent by this rank.
+    pub(crate) elements: usize,
+    /// Bytes sent by this rank.
+    pub(crate) bytes: usize,
+}
+
+/// An interface vertex after the coordinator round: the vertex, the ranks holding elements
+/// around it, and this rank's elements around it.
+type Around = (u32, Vec<u32>, Vec<u32>);
+
+/// A vertex as it travels between ranks.
+#[derive(Debug, Clone, Copy)]
+struct VertexRecord {
+    birth: Birth,
+    key: VKey,
+    /// Parents as indices in the same batch.
+    parents: [u32; 2],
+    boundary: bool,
+    /// The solution value is current (a vertex of a sent element; an ancestor's may not be).
+    current: bool,
+    u: f64,
+    owner: u32,
+}
+
+impl Local {
+    /// The initial mesh on every rank; rank 0 holds the four initial elements, the others
+    /// none. The ghost layer is not built yet (call [`Local::rebuild`]).
+    pub(crate) fn initial(rank: usize, size: usize) -> Local {
+        let mut mesh = Mesh::unit_square();
+        let me = rank as u32;
+        let ne = if rank == 0 { 4 } else { 0 };
+        mesh.tri.truncate(ne);
+        mesh.nbr.truncate(ne);
+        mesh.level.truncate(ne);
+        let nv = mesh.num_vertices();
+        Local {
+            rank: me,
+            size,
+            ekey: (0..ne).map(super::keys::root_key).collect(),
+            eowner: vec![me; ne],
+            bsg: vec![0; nv],
+            bkey: (0..nv).map(|i| Birth::initial(i).key).collect(),
+            vowner: vec![UNKNOWN; nv],
+            order: (0..nv as u32).collect(),
+            u: vec![0.0; nv],
+            ghosts: Vec::new(),
+            shared: Vec::new(),
+            absorbed: 0,
+            mesh,
+        }
+    }
+
+    /// Vertex v's birth.
+    #[inline]
+    pub(crate) fn birth(&self, v: usize) -> Birth {
+        Birth {
+            sg: self.bsg[v],
+            key: self.bkey[v],
+        }
+    }
+
+    /// Whether local element t is owned here.
+    #[inline]
+    pub(crate) fn owns_element(&self, t: usize) -> bool {
+        self.eowner[t] == self.rank
+    }
+
+    /// Whether vertex v is owned here.
+    #[inline]
+    pub(crate) fn owns_vertex(&self, v: usize) -> bool {
+        self.vowner[v] == self.rank
+    }
+
+    /// For births sorted in increasing order (distinct), the local vertex of each, or
+    /// [`NONE`]: one merge against `order`.
+    pub(crate) fn find_sorted(&self, births: &[Birth]) -> Vec<u32> {
+        let mut out = Vec::with_capacity(births.len());
+        let mut i = 0;
+        for b in births {
+            while i < self.order.len() && self.birth(self.order[i] as usize) < *b {
+                i += 1;
+            }
+            if i < self.order.len() && self.birth(self.order[i] as usize) == *b {
+                out.push(self.order[i]);
+            } else {
+                out.push(NONE);
+            }
+        }
+        out
+    }
+
+    // ----------------------------------------------------------------------------------
+    // 1. Refinement
+    // ----------------------------------------------------------------------------------
+
+    /// Bisects the owned elements by `bits` (closed edge marks of every local element; a
+    /// ghost's bits are those of the edges it shares with owned elements), creates the new
+    /// vertices with their births and prolongated solution values, and drops the ghosts.
+    /// Afterwards every element is owned; edges shared with other ranks are [`REMOTE`].
+    pub(crate) fn refine(
+        &mut self,
+        bits: Vec<u8>,
+        step: usize,
+        exact: &dyn ExactSolution,
+    ) -> Result<(), FemError> {
+        let ne = self.ekey.len();
+        let all_owned = self.ghosts.is_empty();
+        let owned: Vec<bool> = if all_owned {
+            Vec::new()
+        } else {
+            (0..ne).map(|t| self.owns_element(t)).collect()
+        };
+        // Children's keys, in the order the refinement writes the children.
+        let total: usize = (0..ne)
+            .filter(|&t| all_owned || owned[t])
+            .map(|t| crate::mesh::children_count(bits[t]) as usize)
+            .sum();
+        let mut keys = Vec::with_capacity(total);
+        for t in 0..ne {
+            if !(all_owned || owned[t]) {
+                continue;
+            }
+            let (k, l, b) = (self.ekey[t], self.mesh.level[t], bits[t]);
+            if b == 0 {
+                keys.push(k);
+                continue;
+            }
+            if l >= LEVEL_LIMIT - 1 {
+                return Err(FemError::LevelLimit {
+                    element: t,
+                    level: l,
+                    limit: LEVEL_LIMIT,
+                });
+            }
+            let (first, second) = (child_key(k, l, false), child_key(k, l, true));
+            if b & 4 != 0 {
+                keys.extend([
+                    child_key(first, l + 1, false),
+                    child_key(first, l + 1, true),
+                ]);
+            } else {
+                keys.push(first);
+            }
+            if b & 1 != 0 {
+                keys.extend([
+                    child_key(second, l + 1, false),
+                    child_key(second, l + 1, true),
+                ]);
+            } else {
+                keys.push(second);
+            }
+        }
+        let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+        let marks = Marks::from_bits(bits, new_vertices);
+        let nv0 = self.mesh.coords.len();
+        let mut births: Vec<Birth> = Vec::with_capacity(new_vertices);
+        {
+            let levels = std::mem::take(&mut self.mesh.level);
+            let ekey = &self.ekey;
+            self.mesh.level = levels.clone();
+            let mut created = |v: u32, t: u32, k: u8| {
+                let b = Birth::created(step, ekey[t as usize], levels[t as usize], k);
+                let i = v as usize - nv0;
+                if births.len() <= i {
+                    births.resize(i + 1, Birth { sg: 0, key: 0 });
+                }
+                births[i] = b;
+            };
+            let scope = if all_owned {
+                None
+            } else {
+                Some(owned.as_slice())
+            };
+            self.mesh.refine_part(&marks, scope, Some(&mut created))?;
+        }
+        let nv = self.mesh.coords.len();
+        self.bsg.extend(births.iter().map(|b| b.sg));
+        self.bkey.extend(births.iter().map(|b| b.key));
+        self.vowner.resize(nv, self.rank);
+        crate::solver::prolongate(&self.mesh, &mut self.u, nv0..nv, |p| {
+            dirichlet_value(exact, p[0], p[1])
+        })?;
+        // New vertices are the latest births, created in birth order.
+        self.order.extend(nv0 as u32..nv as u32);
+        debug_assert_eq!(keys.len(), self.mesh.tri.len());
+        self.eowner = vec![self.rank; keys.len()];
+        self.ekey = keys;
+        self.ghosts.clear();
+        self.shared.clear();
+        Ok(())
+    }
+
+    /// The owned elements' edges left [`REMOTE`] by a refinement.
+    fn remote_slots(&self) -> Vec<(u32, u8)> {
+        let mut out = Vec::new();
+        for (t, nb) in self.mesh.nbr.iter().enumerate() {
+            for (k, &n) in nb.iter().enumerate() {
+                if n == REMOTE {
+                    out.push((t as u32, k as u8));
+                }
+            }
+        }
+        out
+    }
+
+    // ----------------------------------------------------------------------------------
+    // 2. Rebuild: migration, links, ownership, ghosts
+    // ----------------------------------------------------------------------------------
+
+    /// After a refinement (or at the start), with every element owned: moves the elements to
+    /// `parts` (one per element), then rebuilds the links, the vertex owners and the ghost
+    /// layer. Returns what this rank sent.
+    pub(crate) fn rebuild<C: Comm>(&mut self, comm: &C, parts: &[u32]) -> Result<Moved, CommError> {
+        let mut remote = if self.size > 1 {
+            self.remote_slots()
+        } else {
+            Vec::new()
+        };
+        let mut runs = vec![0usize];
+        let moved = if self.size > 1 {
+            self.migrate(comm, parts, &mut remote, &mut runs)?
+        } else {
+            Moved::default()
+        };
+        self.link(&mut remote);
+        self.vowner.fill(UNKNOWN);
+        let me = self.rank;
+        for tv in &self.mesh.tri {
+            for &v in tv {
+                self.vowner[v as usize] = me;
+            }
+        }
+        if self.size > 1 {
+            let interface = self.interface(&remote);
+            let involved = self.coordinate(comm, interface)?;
+            self.exchange_ghosts(comm, &involved, &mut remote, &mut runs)?;
+            self.link(&mut remote);
+            for (t, k) in remote {
+                debug_assert!(
+                    !self.owns_element(t as usize),
+                    "rank {}: an owned element has no neighbour across edge {k}",
+                    self.rank
+                );
+                self.mesh.nbr[t as usize][k as usize] = NONE;
+            }
+            self.merge_runs(&runs);
+        }
+        self.ghosts = (0..self.ekey.len() as u32)
+            .filter(|&t| !self.owns_element(t as usize))
+            .collect();
+        self.shared.clear();
+        for &g in &self.ghosts {
+            for n in self.mesh.nbr[g as usize] {
+                if n != NONE && self.owns_element(n as usize) {
+                    let j = self.mesh.local_index(n, g);
+                    self.shared.push((n, j as u8));
+                }
+            }
+        }
+        if self.absorbed > 1024 && 4 * self.absorbed > self.order.len() {
+            self.compact();
+        }
+        Ok(moved)
+    }
+
+    /// Sends every element with `parts[t] != rank` (all elements are owned on entry) to its
+    /// new rank, with its vertices and their ancestors, and adds what the other ranks send
+    /// (each sender's elements one sorted run, starting at the offsets pushed on `runs`).
+    /// Unlinked edges are added to `remote`.
+    fn migrate<C: Comm>(
+        &mut self,
+        comm: &C,
+        parts: &[u32],
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<Moved, CommError> {
+        let ne = self.ekey.len();
+        assert_eq!(parts.len(), ne, "one part per element");
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); self.size];
+        for t in 0..ne {
+            if parts[t] != self.rank {
+                groups[parts[t] as usize].push(t as u32);
+            }
+        }
+        let mut out = Outbox::new(self.size);
+        let mut moved = Moved::default();
+        let mut stamp = vec![u32::MAX; self.mesh.coords.len()];
+        for (d, elems) in groups.iter().enumerate() {
+            if !elems.is_empty() {
+                moved.elements += elems.len();
+                self.write_elements(&mut out.to[d], elems, d as u32, &mut stamp, false);
+            }
+        }
+        moved.bytes = out.to.iter().map(|w| w.buf.len()).sum();
+        if moved.elements > 0 {
+            let me = self.rank;
+            self.keep_elements(|t| parts[t] == me, remote);
+        }
+        let (bytes, counts) = out.flatten();
+        let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
+        let pieces: Vec<&[u8]> = incoming.iter().filter(|p| !p.is_empty()).collect();
+        self.absorb(&pieces, false, remote, runs);
+        Ok(moved)
+    }
+
+    /// Keeps the elements with `keep(t)` in order; links to dropped ones become [`REMOTE`]
+    /// (and are added to `remote`, whose entries are renumbered).
+    fn keep_elements(&mut self, keep: impl Fn(usize) -> bool, remote: &mut Vec<(u32, u8)>) {
+        let ne = self.ekey.len();
+        let mut new = vec![NONE; ne];
+        let mut w = 0u32;
+        for (t, x) in new.iter_mut().enumerate() {
+            if keep(t) {
+                *x = w;
+                w += 1;
+            }
+        }
+        remote.retain_mut(|(t, _)| {
+            *t = new[*t as usize];
+            *t != NONE
+        });
+        let m = &mut self.mesh;
+        let mut w = 0usize;
+        for t in 0..ne {
+            if new[t] == NONE {
+                continue;
+            }
+            m.tri[w] = m.tri[t];
+            m.level[w] = m.level[t];
+            self.ekey[w] = self.ekey[t];
+            self.eowner[w] = self.eowner[t];
+            let mut nb = m.nbr[t];
+            for (k, n) in nb.iter_mut().enumerate() {
+                if *n != NONE && *n != REMOTE {
+                    *n = new[*n as usize];
+                    if *n == NONE {
+                        *n = REMOTE;
+                        remote.push((w as u32, k as u8));
+                    }
+                }
+            }
+            m.nbr[w] = nb;
+            w += 1;
+        }
+        m.tri.truncate(w);
+        m.level.truncate(w);
+        m.nbr.truncate(w);
+        self.ekey.truncate(w);
+        self.eowner.truncate(w);
+    }
+
+    /// Writes elements `elems` (in key order) for rank `dest`: their vertices and ancestors,
+    /// then the elements with links inside the batch. `stamp` marks the vertices written for
+    /// `dest` already. Ghost batches (`ghost`) carry vertex owners.
+    fn write_elements(
+        &self,
+        w: &mut Writer,
+        elems: &[u32],
+        dest: u32,
+        stamp: &mut [u32],
+        ghost: bool,
+    ) {
+        // Vertices of the elements (their solution values are current; an ancestor's may be
+        // stale), then their ancestors, each once.
+        let mut verts: Vec<(u32, bool)> = Vec::new();
+        for &t in elems {
+            for &v in &self.mesh.tri[t as usize] {
+                if stamp[v as usize] != dest {
+                    stamp[v as usize] = dest;
+                    verts.push((v, true));
+                }
+            }
+        }
+        let mut i = 0;
+        while i < verts.len() {
+            for a in self.mesh.parents[verts[i].0 as usize] {
+                if a != NONE && stamp[a as usize] != dest {
+                    stamp[a as usize] = dest;
+                    verts.push((a, false));
+                }
+            }
+            i += 1;
+        }
+        // Birth order puts parents before children.
+        verts.sort_unstable_by_key(|&(v, _)| self.birth(v as usize));
+        let pos: HashMap<u32, u32> = verts
+            .iter()
+            .enumerate()
+            .map(|(i, &(v, _))| (v, i as u32))
+            .collect();
+        w.u32(verts.len() as u32);
+        for &(v, current) in &verts {
+            let vu = v as usize;
+            w.u16(self.bsg[vu]);
+            w.u128(self.bkey[vu]);
+            w.u128(vertex_key(self.mesh.coords[vu]));
+            for a in self.mesh.parents[vu] {
+                w.u32(if a == NONE { NONE } else { pos[&a] });
+            }
+            w.u8(u8::from(self.mesh.boundary[vu]) | (u8::from(current) << 1));
+            w.f64(self.u[vu]);
+            w.u32(if ghost && current {
+                self.vowner[vu]
+            } else {
+                UNKNOWN
+            });
+        }
+        let epos: HashMap<u32, u32> = elems
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, i as u32))
+            .collect();
+        w.u32(elems.len() as u32);
+        for &t in elems {
+            let tu = t as usize;
+            w.u128(self.ekey[tu]);
+            w.u8(self.mesh.level[tu]);
+            for v in self.mesh.tri[tu] {
+                w.u32(pos[&v]);
+            }
+            for n in self.mesh.nbr[tu] {
+                // Inside the batch: its batch index; the boundary: NONE; else unlinked.
+                w.u32(match n {
+                    NONE => NONE,
+                    n => epos.get(&n).copied().unwrap_or(REMOTE),
+                });
+            }
+        }
+    }
+
+    /// Adds batches written by [`Local::write_elements`] (one per sender): the vertices are
+    /// merged with the table by birth, the elements appended (one sorted run per batch, owned
+    /// here unless `ghost`, then owned by the sender `owners[i]`).
+    fn absorb_with_owners(
+        &mut self,
+        pieces: &[(&[u8], u32)],
+        ghost: bool,
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) {
+        // Vertex records of every batch, then elements (kept encoded).
+        let mut recs: Vec<Vec<VertexRecord>> = Vec::with_capacity(pieces.len());
+        let mut readers: Vec<Reader<'_>> = Vec::with_capacity(pieces.len());
+        for &(piece, _) in pieces {
+            let mut r = Reader::new(piece);
+            let n = r.u32() as usize;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                let birth = Birth {
+                    sg: r.u16(),
+                    key: r.u128(),
+                };
+                let key = r.u128();
+                let parents = [r.u32(), r.u32()];
+                let flags = r.u8();
+                let u = r.f64();
+                let owner = r.u32();
+                v.push(VertexRecord {
+                    birth,
+                    key,
+                    parents,
+                    boundary: flags & 1 != 0,
+                    current: flags & 2 != 0,
+                    u,
+                    owner,
+                });
+            }
+            recs.push(v);
+            readers.push(r);
+        }
+        // All births, sorted and distinct, matched against the table.
+        let mut all: Vec<(Birth, u32, u32)> = Vec::new();
+        for (b, v) in recs.iter().enumerate() {
+            all.extend(
+                v.iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.birth, b as u32, i as u32)),
+            );
+        }
+        all.sort_unstable();
+        let mut distinct: Vec<Birth> = all.iter().map(|x| x.0).collect();
+        distinct.dedup();
+        let found = self.find_sorted(&distinct);
+        let mut local: Vec<Vec<u32>> = recs.iter().map(|v| vec![NONE; v.len()]).collect();
+        let nv0 = self.mesh.coords.len();
+        let mut j = 0;
+        for (d, &birth) in distinct.iter().enumerate() {
+            let first = all[j];
+            let v = if found[d] != NONE {
+                found[d]
+            } else {
+                let r = recs[first.1 as usize][first.2 as usize];
+                let parents = r.parents.map(|a| {
+                    if a == NONE {
+                        NONE
+                    } else {
+                        local[first.1 as usize][a as usize]
+                    }
+                });
+                let v = self.mesh.coords.len() as u32;
+                self.mesh.coords.push(key_point(r.key));
+                self.mesh.parents.push(parents);
+                self.mesh.boundary.push(r.boundary);
+                self.bsg.push(birth.sg);
+                self.bkey.push(birth.key);
+                self.vowner.push(UNKNOWN);
+                self.u.push(r.u);
+                v
+            };
+            while j < all.len() && all[j].0 == birth {
+                let (_, b, i) = all[j];
+                local[b as usize][i as usize] = v;
+                let r = &recs[b as usize][i as usize];
+                // A copy kept from earlier steps may hold an old value.
+                if r.current {
+                    self.u[v as usize] = r.u;
+                }
+                if ghost && r.owner != UNKNOWN {
+                    self.vowner[v as usize] = r.owner;
+                }
+                j += 1;
+            }
+        }
+        let added = self.mesh.coords.len() - nv0;
+        if added > 0 {
+            self.absorbed += added;
+            self.merge_order(nv0);
+        }
+        for (b, mut r) in readers.into_iter().enumerate() {
+            let ne = r.u32() as usize;
+            let base = self.ekey.len() as u32;
+            runs.push(base as usize);
+            for i in 0..ne {
+                self.ekey.push(r.u128());
+                self.mesh.level.push(r.u8());
+                self.eowner
+                    .push(if ghost { pieces[b].1 } else { self.rank });
+                let tri = [r.u32(), r.u32(), r.u32()].map(|v| local[b][v as usize]);
+                self.mesh.tri.push(tri);
+                let mut nb = [r.u32(), r.u32(), r.u32()];
+                for (k, n) in nb.iter_mut().enumerate() {
+                    match *n {
+                        NONE => {}
+                        REMOTE => remote.push((base + i as u32, k as u8)),
+                        m => *n = base + m,
+                    }
+                }
+                self.mesh.nbr.push(nb);
+            }
+            assert!(r.done(), "a batch has trailing bytes");
+        }
+    }
+
+    /// [`Local::absorb_with_owners`] for migrated elements.
+    fn absorb(
+        &mut self,
+        pieces: &[&[u8]],
+        ghost: bool,
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) {
+        let with: Vec<(&[u8], u32)> = pieces.iter().map(|&p| (p, self.rank)).collect();
+        self.absorb_with_owners(&with, ghost, remote, runs);
+    }
+
+    /// Puts the table entries from `start` on (sorted by birth among themselves) into
+    /// `order`.
+    fn merge_order(&mut self, start: usize) {
+        let added: Vec<u32> = (start as u32..self.mesh.coords.len() as u32).collect();
+        let old = std::mem::take(&mut self.order);
+        let mut order = Vec::with_capacity(old.len() + added.len());
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < added.len() {
+            let take_old = j == added.len()
+                || (i < old.len() && self.birth(old[i] as usize) < self.birth(added[j] as usize));
+            if take_old {
+                order.push(old[i]);
+                i += 1;
+            } else {
+                order.push(added[j]);
+                j += 1;
+            }
+        }
+        self.order = order;
+    }
+
+    /// Links the [`REMOTE`] edges in `remote` that match another one by midpoint; `remote`
+    /// keeps the others.
+    fn link(&mut self, remote: &mut Vec<(u32, u8)>) {
+        let mut open: HashMap<VKey, (u32, u8)> = HashMap::with_capacity(remote.len());
+        let c = &self.mesh.coords;
+        for &(t, k) in remote.iter() {
+            let tv = self.mesh.tri[t as usize];
+            let ku = k as usize;
+            let e = edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize]);
+            match open.remove(&e) {
+                Some((n, j)) => {
+                    self.mesh.nbr[t as usize][ku] = n;
+                    self.mesh.nbr[n as usize][j as usize] = t;
+                }
+                None => {
+                    open.insert(e, (t, k));
+                }
+            }
+        }
+        remote.retain(|&(t, k)| self.mesh.nbr[t as usize][k as usize] == REMOTE);
+    }
+
+    /// The ends of the unlinked edges of owned elements, each with the owned elements around
+    /// it (its patch may hold several arcs of them, each ending at an unlinked edge).
+    fn interface(&self, remote: &[(u32, u8)]) -> Vec<(u32, Vec<u32>)> {
+        let mut ends: Vec<(u32, u32)> = Vec::with_capacity(2 * remote.len());
+        for &(t, k) in remote {
+            let tv = self.mesh.tri[t as usize];
+            let ku = k as usize;
+            ends.push((tv[(ku + 1) % 3], t));
+            ends.push((tv[(ku + 2) % 3], t));
+        }
+        ends.sort_unstable();
+        ends.dedup();
+        let mut out = Vec::new();
+        for group in ends.chunk_by(|a, b| a.0 == b.0) {
+            let v = group[0].0;
+            let mut around: Vec<u32> = Vec::new();
+            for &(_, t) in group {
+                if !around.contains(&t) {
+                    around.extend(self.star(t, v, |n| self.owns_element(n as usize)));
+                }
+            }
+            around.sort_unstable();
+            around.dedup();
+            out.push((v, around));
+        }
+        out
+    }
+
+    /// The elements around vertex v that `include` accepts and that are reached from element
+    /// t0 (which holds v) across edges through v without leaving them.
+    fn star(&self, t0: u32, v: u32, include: impl Fn(u32) -> bool) -> Vec<u32> {
+        let mut out = vec![t0];
+        let iv = |t: u32| {
+            self.mesh.tri[t as usize]
+                .iter()
+                .position(|&x| x == v)
+                .expect("v is a vertex")
+        };
+        let i0 = iv(t0);
+        for first in [(i0 + 1) % 3, (i0 + 2) % 3] {
+            let (mut t, mut k) = (t0, first);
+            loop {
+                let n = self.mesh.nbr[t as usize][k];
+                if n == NONE || n == REMOTE || !include(n) {
+                    break;
+                }
+                if n == t0 {
+                    return out; // the whole cycle
+                }
+                out.push(n);
+                let j = self.mesh.local_index(n, t);
+                k = 3 - iv(n) - j;
+                t = n;
+            }
+        }
+        out
+    }
+
+    /// The coordinator round: every rank reports, for each of its interface vertices, the
+    /// smallest key of its elements around it to the vertex's coordinator, which answers with
+    /// the owner (the rank of the smallest key) and every rank involved. Sets the owners of
+    /// the interface vertices; returns, per interface vertex, the ranks involved and the
+    /// owned elements around it.
+    fn coordinate<C: Comm>(
+        &mut self,
+        comm: &C,
+        interface: Vec<(u32, Vec<u32>)>,
+    ) -> Result<Vec<Around>, CommError> {
+        let mut out = Outbox::new(self.size);
+        let mut stars: HashMap<VKey, (u32, Vec<u32>)> = HashMap::with_capacity(interface.len());
+        for (v, star) in interface {
+            let smallest = star
+                .iter()
+                .map(|&e| self.ekey[e as usize])
+                .min()
+                .expect("t is in it");
+            let key = vertex_key(self.mesh.coords[v as usize]);
+            let w = &mut out.to[(mix(key) % self.size as u64) as usize];
+            w.u128(key);
+            w.u128(smallest);
+            stars.insert(key, (v, star));
+        }
+        let (bytes, counts) = out.flatten();
+        let asked = comm.alltoallv_bytes(&bytes, &counts)?;
+        // As coordinator: group the reports by vertex.
+        let mut reports: Vec<(VKey, EKey, u32)> = Vec::new();
+        for r in 0..self.size {
+            let mut rd = Reader::new(asked.get(r));
+            while !rd.done() {
+                let (key, k) = (rd.u128(), rd.u128());
+                reports.push((key, k, r as u32));
+            }
+        }
+        reports.sort_unstable();
+        let mut out = Outbox::new(self.size);
+        for group in reports.chunk_by(|a, b| a.0 == b.0) {
+            let owner = group[0].2; // the smallest element key comes first
+            let mut ranks: Vec<u32> = group.iter().map(|g| g.2).collect();
+            ranks.sort_unstable();
+            for &r in &ranks {
+                let w = &mut out.to[r as usize];
+                w.u128(group[0].0);
+                w.u32(owner);
+                w.u32(ranks.len() as u32);
+                for &q in &ranks {
+                    w.u32(q);
+                }
+            }
+        }
+        let (bytes, counts) = out.flatten();
+        let answers = comm.alltoallv_bytes(&bytes, &counts)?;
+        let mut involved = Vec::with_capacity(stars.len());
+        for r in 0..self.size {
+            let mut rd = Reader::new(answers.get(r));
+            while !rd.done() {
+                let key = rd.u128();
+                let owner = rd.u32();
+                let n = rd.u32() as usize;
+                let ranks: Vec<u32> = (0..n).map(|_| rd.u32()).collect();
+                let (v, star) = stars
+                    .remove(&key)
+                    .expect("a coordinator answers only about vertices this rank reported");
+                self.vowner[v as usize] = owner;
+                involved.push((v, ranks, star));
+            }
+        }
+        Ok(involved)
+    }
+
+    /// Sends each rank involved with an interface vertex this rank's elements around it, and
+    /// adds the elements the others send (ghosts, one sorted run per sender).
+    fn exchange_ghosts<C: Comm>(
+        &mut self,
+        comm: &C,
+        involved: &[Around],
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<(), CommError> {
+        let mut to: Vec<Vec<u32>> = vec![Vec::new(); self.size];
+        for (_, ranks, star) in involved {
+            for &r in ranks {
+                if r != self.rank {
+                    to[r as usize].extend_from_slice(star);
+                }
+            }
+        }
+        let mut out = Outbox::new(self.size);
+        let mut stamp = vec![u32::MAX; self.mesh.coords.len()];
+        for (r, elems) in to.iter_mut().enumerate() {
+            if elems.is_empty() {
+                continue;
+            }
+            elems.sort_unstable_by_key(|&t| self.ekey[t as usize]);
+            elems.dedup();
+            self.write_elements(&mut out.to[r], elems, r as u32, &mut stamp, true);
+        }
+        let (bytes, counts) = out.flatten();
+        let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
+        let pieces: Vec<(&[u8], u32)> = (0..self.size)
+            .filter(|&r| !incoming.get(r).is_empty())
+            .map(|r| (incoming.get(r), r as u32))
+            .collect();
+        self.absorb_with_owners(&pieces, true, remote, runs);
+        Ok(())
+    }
+
+    /// Merges the sorted runs of elements into one array in key order.
+    fn merge_runs(&mut self, runs: &[usize]) {
+        let ne = self.ekey.len();
+        let bounds: Vec<(usize, usize)> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, runs.get(i + 1).copied().unwrap_or(ne)))
+            .filter(|(s, e)| s < e)
+            .collect();
+        if bounds.len() <= 1 {
+            return;
+        }
+        // k-way merge: the heap holds the next key of each run.
+        let mut heap = std::collections::BinaryHeap::new();
+        for (r, &(s, _)) in bounds.iter().enumerate() {
+            heap.push(std::cmp::Reverse((self.ekey[s], r)));
+        }
+        let mut pos: Vec<usize> = bounds.iter().map(|b| b.0).collect();
+        let mut perm: Vec<u32> = Vec::with_capacity(ne);
+        while let Some(std::cmp::Reverse((_, r))) = heap.pop() {
+            perm.push(pos[r] as u32);
+            pos[r] += 1;
+            if pos[r] < bounds[r].1 {
+                heap.push(std::cmp::Reverse((self.ekey[pos[r]], r)));
+            }
+        }
+        let mut inv = vec![0u32; ne];
+        for (new, &old) in perm.iter().enumerate() {
+            inv[old as usize] = new as u32;
+        }
+        let m = &mut self.mesh;
+        m.tri = perm.iter().map(|&t| m.tri[t as usize]).collect();
+        m.level = perm.iter().map(|&t| m.level[t as usize]).collect();
+        m.nbr = perm
+            .iter()
+            .map(|&t| {
+                m.nbr[t as usize].map(|n| {
+                    if n == NONE || n == REMOTE {
+                        n
+                    } else {
+                        inv[n as usize]
+                    }
+                })
+            })
+            .collect();
+        self.ekey = perm.iter().map(|&t| self.ekey[t as usize]).collect();
+        self.eowner = perm.iter().map(|&t| self.eowner[t as usize]).collect();
+    }
+
+    /// Drops the vertices that no element and no descendant needs, and renumbers the table
+    /// in birth order.
+    fn compact(&mut self) {
+        let nv = self.mesh.coords.len();
+        let mut live = vec![false; nv];
+        let mut stack: Vec<u32> = Vec::new();
+        for tv in &self.mesh.tri {
+            for &v in tv {
+                if !live[v as usize] {
+                    live[v as usize] = true;
+                    stack.push(v);
+                }
+            }
+        }
+        while let Some(v) = stack.pop() {
+            for a in self.mesh.parents[v as usize] {
+                if a != NONE && !live[a as usize] {
+                    live[a as usize] = true;
+                    stack.push(a);
+                }
+            }
+        }
+        let keep: Vec<u32> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|&v| live[v as usize])
+            .collect();
+        let mut new = vec![NONE; nv];
+        for (i, &v) in keep.iter().enumerate() {
+            new[v as usize] = i as u32;
+        }
+        let m = &mut self.mesh;
+        let at = |v: &u32| *v as usize;
+        m.coords = keep.iter().map(|v| m.coords[at(v)]).collect();
+        m.boundary = keep.iter().map(|v| m.boundary[at(v)]).collect();
+        m.parents = keep
+            .iter()
+            .map(|v| m.parents[at(v)].map(|a| if a == NONE { NONE } else { new[a as usize] }))
+            .collect();
+        self.bsg = keep.iter().map(|v| self.bsg[at(v)]).collect();
+        self.bkey = keep.iter().map(|v| self.bkey[at(v)]).collect();
+        self.vowner = keep.iter().map(|v| self.vowner[at(v)]).collect();
+        self.u = keep.iter().map(|v| self.u[at(v)]).collect();
+        for tv in &mut m.tri {
+            *tv = tv.map(|v| new[v as usize]);
+        }
+        self.order = (0..keep.len() as u32).collect();
+        self.absorbed = 0;
+    }
+}

@@ -1,0 +1,96 @@
+//! The run over ranks equals the serial run to the bit: per step the mesh hash, the error,
+//! the estimate and the CG iterations, for several rank counts and both markings.
+
+use comm::{ThreadComm, ThreadOptions};
+use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, mesh_hash};
+use fem_laplace::{
+    AdaptConfig, Adaptive, CornerSingularity, ExactSolution, Marking, SmoothHarmonic,
+};
+
+/// (mesh hash, error bits, estimate bits, CG iterations) per step.
+type Trace = Vec<(String, u64, u64, usize)>;
+
+fn serial(exact: &dyn ExactSolution, cfg: AdaptConfig) -> Trace {
+    let mut a = Adaptive::new(exact, cfg).unwrap();
+    let mut out = Vec::new();
+    while let Some(r) = a.step().unwrap() {
+        out.push((
+            format!("{:016x}", mesh_hash(a.mesh())),
+            r.error_energy.unwrap().to_bits(),
+            r.estimate.to_bits(),
+            r.cg_iterations,
+        ));
+    }
+    out
+}
+
+fn dist(
+    exact: &(dyn ExactSolution + Sync),
+    cfg: AdaptConfig,
+    ranks: usize,
+) -> (Trace, Vec<DistStepReport>) {
+    let results = ThreadComm::run(ranks, &ThreadOptions::default(), |comm| {
+        let mut run = RankRun::new(comm, exact, DistConfig::new(cfg), Balancer::flat())?;
+        let mut reports = Vec::new();
+        while let Some(r) = run.step()? {
+            reports.push(r);
+        }
+        Ok::<_, fem_laplace::FemError>(reports)
+    })
+    .unwrap();
+    let reports = results.into_iter().next().unwrap().unwrap();
+    let trace = reports
+        .iter()
+        .map(|r| {
+            (
+                r.mesh_hash.clone().unwrap(),
+                r.base.error_energy.unwrap().to_bits(),
+                r.base.estimate.to_bits(),
+                r.base.cg_iterations,
+            )
+        })
+        .collect();
+    (trace, reports)
+}
+
+fn check(exact: &(dyn ExactSolution + Sync), cfg: AdaptConfig, ranks: &[usize]) {
+    let want = serial(exact, cfg);
+    for &r in ranks {
+        let (got, reports) = dist(exact, cfg, r);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g, w,
+                "{} ranks, step {k}: (hash, error, estimate, cg) differ",
+                r
+            );
+        }
+        assert_eq!(got.len(), want.len(), "{r} ranks: number of steps");
+        for rep in &reports {
+            assert!(rep.migration.count_ok && rep.migration.checksum_ok);
+            assert_eq!(rep.ranks.len(), r);
+            let owned: usize = rep.ranks.iter().map(|x| x.owned).sum();
+            assert_eq!(owned, rep.base.elements);
+            let verts: usize = rep.ranks.iter().map(|x| x.owned_vertices).sum();
+            assert_eq!(verts, rep.base.vertices);
+        }
+    }
+}
+
+#[test]
+fn corner_double_is_bit_identical_for_1_to_4_and_8_ranks() {
+    let cfg = AdaptConfig {
+        target_vertices: 6_000,
+        ..AdaptConfig::default()
+    };
+    check(&CornerSingularity, cfg, &[1, 2, 3, 4, 8]);
+}
+
+#[test]
+fn smooth_doerfler_is_bit_identical() {
+    let cfg = AdaptConfig {
+        target_vertices: 4_000,
+        marking: Marking::Doerfler(0.5),
+        ..AdaptConfig::default()
+    };
+    check(&SmoothHarmonic, cfg, &[1, 3]);
+}
