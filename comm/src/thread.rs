@@ -16,7 +16,7 @@
 use crate::{Comm, CommError, Op, PerRank, ReduceOp, affinity, fold_f64, fold_u64, send_offsets};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 /// How [`ThreadComm::run`] lays out its ranks. Every field is optional.
@@ -63,7 +63,16 @@ struct Group {
     members: Vec<usize>,
     state: Mutex<State>,
     cv: Condvar,
+    /// Number of completed rounds (`State::round`, readable without the lock), so that a
+    /// waiting rank can spin briefly before it sleeps.
+    completed: AtomicU64,
 }
+
+/// How long a rank spins on [`Group::completed`] before it sleeps on the condition variable.
+/// Waking a sleeping thread costs tens of microseconds on a virtual machine, more than most
+/// rounds of an iterative solver take; a short spin keeps those rounds at memory speed, and a
+/// longer wait (a rank ahead of the others, an oversubscribed host) still sleeps.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 #[derive(Debug)]
 struct State {
@@ -187,6 +196,7 @@ impl Group {
                 result: None,
             }),
             cv: Condvar::new(),
+            completed: AtomicU64::new(0),
         });
         world.register(&g);
         g
@@ -479,9 +489,30 @@ impl ThreadComm {
             st.result = Some(Arc::clone(&outcome));
             st.arrived = 0;
             st.round += 1;
+            g.completed.store(st.round, Ordering::Release);
             drop(st);
             g.cv.notify_all();
             return into_result(outcome);
+        }
+        drop(st);
+        let start = std::time::Instant::now();
+        let mut spins = 0u32;
+        while g.completed.load(Ordering::Acquire) <= round && g.world.failure.get().is_none() {
+            std::hint::spin_loop();
+            spins += 1;
+            if spins % 64 == 0 && start.elapsed() > SPIN {
+                break;
+            }
+        }
+        let mut st = lock(&g.state);
+        if st.round > round {
+            let outcome = Arc::clone(st.result.as_ref().expect("a completed round has a result"));
+            drop(st);
+            return into_result(outcome);
+        }
+        // A failure while this rank spun woke nobody: look before sleeping.
+        if let Some(e) = g.blocked(&st, op) {
+            return Err(e);
         }
         loop {
             st = g.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
