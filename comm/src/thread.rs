@@ -500,7 +500,7 @@ impl ThreadComm {
         while g.completed.load(Ordering::Acquire) <= round && g.world.failure.get().is_none() {
             std::hint::spin_loop();
             spins += 1;
-            if spins % 64 == 0 && start.elapsed() > SPIN {
+            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
                 break;
             }
         }
