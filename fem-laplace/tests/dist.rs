@@ -94,3 +94,21 @@ fn smooth_doerfler_is_bit_identical() {
     };
     check(&SmoothHarmonic, cfg, &[1, 3]);
 }
+
+#[test]
+fn a_panicking_rank_ends_the_run_with_its_name() {
+    let cfg = AdaptConfig {
+        target_vertices: 3_000,
+        ..AdaptConfig::default()
+    };
+    let exact = CornerSingularity;
+    let r = ThreadComm::run(4, &ThreadOptions::default(), |comm| {
+        let mut dc = DistConfig::new(cfg);
+        dc.fail_at = Some((2, 5));
+        let mut run = RankRun::new(comm, &exact, dc, Balancer::flat())?;
+        while run.step()?.is_some() {}
+        Ok::<_, fem_laplace::FemError>(())
+    });
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("rank 2 failed") && e.contains("step 5"), "{e}");
+}

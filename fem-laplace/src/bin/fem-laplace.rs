@@ -367,9 +367,6 @@ fn rank_loop<C: comm::Comm>(
         );
         write_svg_ranks(svg, &mesh, &ranks, &title)?;
     }
-    if run.comm().rank() == 0 {
-        tx(Event::Done);
-    }
     Ok(())
 }
 
@@ -453,12 +450,15 @@ fn run_threads(s: &Setup) -> Result<()> {
     let results = std::thread::scope(|scope| {
         let exact = exact.as_ref();
         let handle = scope.spawn(|| {
-            comm::ThreadComm::run(n, &comm::ThreadOptions::default(), |c| {
+            let r = comm::ThreadComm::run(n, &comm::ThreadOptions::default(), |c| {
                 let send = |e: Event| {
                     let _ = tx.lock().map(|t| t.send(e));
                 };
                 rank_loop(c, s, exact, balancer.clone(), &send)
-            })
+            });
+            // However the ranks ended, the printer stops waiting.
+            let _ = tx.lock().map(|t| t.send(Event::Done));
+            r
         });
         let mut printed: Result<()> = Ok(());
         for e in rx.iter() {
@@ -469,9 +469,6 @@ fn run_threads(s: &Setup) -> Result<()> {
                     }
                 }
                 Event::Done => break,
-            }
-            if handle.is_finished() {
-                break;
             }
         }
         // Reports left when the ranks ended early.

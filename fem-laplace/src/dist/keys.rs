@@ -130,12 +130,14 @@ mod tests {
     fn births_order_like_the_serial_numbering() {
         let e = child_key(root_key(1), 0, true);
         let f = child_key(root_key(2), 0, false);
-        // Same step: lower level first; same level: curve order, then edge 1, 0, 2.
+        // Same step: lower bisection level first (an element's edges 0 and 2 are bisected
+        // one level below its refinement edge); same level: curve order, then edge 1, 0, 2.
         assert!(Birth::created(3, f, 4, 1) < Birth::created(3, e, 4, 0));
-        assert!(Birth::created(3, e, 4, 1) < Birth::created(3, e, 4, 0));
+        assert!(Birth::created(3, e, 4, 1) < Birth::created(3, f, 4, 1));
         assert!(Birth::created(3, e, 4, 0) < Birth::created(3, e, 4, 2));
-        assert!(Birth::created(3, e, 4, 2) < Birth::created(3, f, 4, 1));
-        assert!(Birth::created(3, e, 5, 1) > Birth::created(3, f, 4, 0));
+        assert!(Birth::created(3, e, 4, 2) < Birth::created(3, f, 4, 0));
+        assert!(Birth::created(3, e, 5, 1) < Birth::created(3, f, 4, 0));
+        assert!(Birth::created(3, e, 6, 1) > Birth::created(3, f, 4, 0));
         assert!(Birth::created(4, e, 1, 1) > Birth::created(3, f, 9, 0));
         assert!(Birth::initial(4) < Birth::created(1, root_key(0), 0, 1));
     }

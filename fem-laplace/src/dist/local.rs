@@ -38,6 +38,14 @@ use crate::problem::{ExactSolution, dirichlet_value};
 use comm::{Comm, CommError};
 use std::collections::HashMap;
 
+/// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`).
+fn lap(t: &mut std::time::Instant, what: &str) {
+    if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+        eprintln!("    {what}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    *t = std::time::Instant::now();
+}
+
 /// Owner of a vertex not (yet) known on this rank.
 pub(crate) const UNKNOWN: u32 = u32::MAX;
 
@@ -144,13 +152,22 @@ impl Local {
     /// [`NONE`]: one merge against `order`.
     pub(crate) fn find_sorted(&self, births: &[Birth]) -> Vec<u32> {
         let mut out = Vec::with_capacity(births.len());
-        let mut i = 0;
+        let mut lo = 0usize;
         for b in births {
-            while i < self.order.len() && self.birth(self.order[i] as usize) < *b {
-                i += 1;
+            // Galloping search from the last position: few queries cost a few probes each.
+            let at = |i: usize| self.birth(self.order[i] as usize);
+            let n = self.order.len();
+            let mut step = 1usize;
+            let mut hi = lo;
+            while hi < n && at(hi) < *b {
+                lo = hi + 1;
+                hi = lo + step;
+                step *= 2;
             }
-            if i < self.order.len() && self.birth(self.order[i] as usize) == *b {
-                out.push(self.order[i]);
+            let hi = hi.min(n);
+            lo += self.order[lo..hi].partition_point(|&v| self.birth(v as usize) < *b);
+            if lo < n && at(lo) == *b {
+                out.push(self.order[lo]);
             } else {
                 out.push(NONE);
             }
@@ -173,6 +190,7 @@ impl Local {
         exact: &dyn ExactSolution,
     ) -> Result<(), FemError> {
         let ne = self.ekey.len();
+        let mut tt = std::time::Instant::now();
         let all_owned = self.ghosts.is_empty();
         let owned: Vec<bool> = if all_owned {
             Vec::new()
@@ -221,6 +239,7 @@ impl Local {
         }
         let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
         let marks = Marks::from_bits(bits, new_vertices);
+        lap(&mut tt, "refine: keys");
         let nv0 = self.mesh.coords.len();
         let mut births: Vec<Birth> = Vec::with_capacity(new_vertices);
         {
@@ -243,6 +262,7 @@ impl Local {
             self.mesh.refine_part(&marks, scope, Some(&mut created))?;
         }
         let nv = self.mesh.coords.len();
+        lap(&mut tt, "refine: bisect");
         self.bsg.extend(births.iter().map(|b| b.sg));
         self.bkey.extend(births.iter().map(|b| b.key));
         self.vowner.resize(nv, self.rank);
@@ -256,6 +276,7 @@ impl Local {
         self.ekey = keys;
         self.ghosts.clear();
         self.shared.clear();
+        lap(&mut tt, "refine: births, prolongation");
         Ok(())
     }
 
@@ -280,29 +301,38 @@ impl Local {
     /// `parts` (one per element), then rebuilds the links, the vertex owners and the ghost
     /// layer. Returns what this rank sent.
     pub(crate) fn rebuild<C: Comm>(&mut self, comm: &C, parts: &[u32]) -> Result<Moved, CommError> {
+        let mut tt = std::time::Instant::now();
         let mut remote = if self.size > 1 {
             self.remote_slots()
         } else {
             Vec::new()
         };
+        lap(&mut tt, "rebuild: remote slots");
         let mut runs = vec![0usize];
         let moved = if self.size > 1 {
             self.migrate(comm, parts, &mut remote, &mut runs)?
         } else {
             Moved::default()
         };
+        lap(&mut tt, "rebuild: migrate");
         self.link(&mut remote);
         self.vowner.fill(UNKNOWN);
         let me = self.rank;
-        for tv in &self.mesh.tri {
-            for &v in tv {
-                self.vowner[v as usize] = me;
+        for (tv, &o) in self.mesh.tri.iter().zip(&self.eowner) {
+            if o == me {
+                for &v in tv {
+                    self.vowner[v as usize] = me;
+                }
             }
         }
+        lap(&mut tt, "rebuild: link, owners");
         if self.size > 1 {
             let interface = self.interface(&remote);
+            lap(&mut tt, "rebuild: interface");
             let involved = self.coordinate(comm, interface)?;
+            lap(&mut tt, "rebuild: coordinate");
             self.exchange_ghosts(comm, &involved, &mut remote, &mut runs)?;
+            lap(&mut tt, "rebuild: ghosts");
             self.link(&mut remote);
             for (t, k) in remote {
                 debug_assert!(
@@ -312,7 +342,9 @@ impl Local {
                 );
                 self.mesh.nbr[t as usize][k as usize] = NONE;
             }
+            lap(&mut tt, "rebuild: link");
             self.merge_runs(&runs);
+            lap(&mut tt, "rebuild: merge runs");
         }
         self.ghosts = (0..self.ekey.len() as u32)
             .filter(|&t| !self.owns_element(t as usize))
@@ -326,8 +358,10 @@ impl Local {
                 }
             }
         }
+        lap(&mut tt, "rebuild: ghost lists");
         if self.absorbed > 1024 && 4 * self.absorbed > self.order.len() {
             self.compact();
+            lap(&mut tt, "rebuild: compact");
         }
         Ok(moved)
     }
@@ -361,61 +395,30 @@ impl Local {
             }
         }
         moved.bytes = out.to.iter().map(|w| w.buf.len()).sum();
-        if moved.elements > 0 {
-            let me = self.rank;
-            self.keep_elements(|t| parts[t] == me, remote);
+        // The departed elements stay in place, owned by their new rank, until the final
+        // merge drops them; their owned neighbours' links become unlinked.
+        for (d, elems) in groups.iter().enumerate() {
+            for &t in elems {
+                self.eowner[t as usize] = d as u32;
+            }
+        }
+        remote.retain(|&(t, _)| self.eowner[t as usize] == self.rank);
+        for elems in &groups {
+            for &t in elems {
+                for n in self.mesh.nbr[t as usize] {
+                    if n != NONE && n != REMOTE && self.eowner[n as usize] == self.rank {
+                        let j = self.mesh.local_index(n, t);
+                        self.mesh.nbr[n as usize][j] = REMOTE;
+                        remote.push((n, j as u8));
+                    }
+                }
+            }
         }
         let (bytes, counts) = out.flatten();
         let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
         let pieces: Vec<&[u8]> = incoming.iter().filter(|p| !p.is_empty()).collect();
         self.absorb(&pieces, false, remote, runs);
         Ok(moved)
-    }
-
-    /// Keeps the elements with `keep(t)` in order; links to dropped ones become [`REMOTE`]
-    /// (and are added to `remote`, whose entries are renumbered).
-    fn keep_elements(&mut self, keep: impl Fn(usize) -> bool, remote: &mut Vec<(u32, u8)>) {
-        let ne = self.ekey.len();
-        let mut new = vec![NONE; ne];
-        let mut w = 0u32;
-        for (t, x) in new.iter_mut().enumerate() {
-            if keep(t) {
-                *x = w;
-                w += 1;
-            }
-        }
-        remote.retain_mut(|(t, _)| {
-            *t = new[*t as usize];
-            *t != NONE
-        });
-        let m = &mut self.mesh;
-        let mut w = 0usize;
-        for t in 0..ne {
-            if new[t] == NONE {
-                continue;
-            }
-            m.tri[w] = m.tri[t];
-            m.level[w] = m.level[t];
-            self.ekey[w] = self.ekey[t];
-            self.eowner[w] = self.eowner[t];
-            let mut nb = m.nbr[t];
-            for (k, n) in nb.iter_mut().enumerate() {
-                if *n != NONE && *n != REMOTE {
-                    *n = new[*n as usize];
-                    if *n == NONE {
-                        *n = REMOTE;
-                        remote.push((w as u32, k as u8));
-                    }
-                }
-            }
-            m.nbr[w] = nb;
-            w += 1;
-        }
-        m.tri.truncate(w);
-        m.level.truncate(w);
-        m.nbr.truncate(w);
-        self.ekey.truncate(w);
-        self.eowner.truncate(w);
     }
 
     /// Writes elements `elems` (in key order) for rank `dest`: their vertices and ancestors,
@@ -633,23 +636,20 @@ impl Local {
     }
 
     /// Puts the table entries from `start` on (sorted by birth among themselves) into
-    /// `order`.
+    /// `order`: each finds its place by a search, and `order` is rebuilt by copying the runs
+    /// between those places.
     fn merge_order(&mut self, start: usize) {
         let added: Vec<u32> = (start as u32..self.mesh.coords.len() as u32).collect();
-        let old = std::mem::take(&mut self.order);
-        let mut order = Vec::with_capacity(old.len() + added.len());
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < added.len() {
-            let take_old = j == added.len()
-                || (i < old.len() && self.birth(old[i] as usize) < self.birth(added[j] as usize));
-            if take_old {
-                order.push(old[i]);
-                i += 1;
-            } else {
-                order.push(added[j]);
-                j += 1;
-            }
+        let mut order = Vec::with_capacity(self.order.len() + added.len());
+        let mut from = 0usize;
+        for &v in &added {
+            let b = self.birth(v as usize);
+            let at = from + self.order[from..].partition_point(|&w| self.birth(w as usize) < b);
+            order.extend_from_slice(&self.order[from..at]);
+            order.push(v);
+            from = at;
         }
+        order.extend_from_slice(&self.order[from..]);
         self.order = order;
     }
 
@@ -841,33 +841,33 @@ impl Local {
         Ok(())
     }
 
-    /// Merges the sorted runs of elements into one array in key order.
+    /// Merges the sorted runs of elements into one array in key order, dropping the elements
+    /// of the first run (the ones this rank had) that went to other ranks. The first run is
+    /// usually most of them: the others are sorted together and merged into it in one pass.
     fn merge_runs(&mut self, runs: &[usize]) {
         let ne = self.ekey.len();
-        let bounds: Vec<(usize, usize)> = runs
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| (s, runs.get(i + 1).copied().unwrap_or(ne)))
-            .filter(|(s, e)| s < e)
-            .collect();
-        if bounds.len() <= 1 {
+        let first_end = runs.get(1).copied().unwrap_or(ne);
+        let me = self.rank;
+        let gone = |t: usize| t < first_end && self.eowner[t] != me;
+        if first_end == ne && !(0..ne).any(gone) {
             return;
         }
-        // k-way merge: the heap holds the next key of each run.
-        let mut heap = std::collections::BinaryHeap::new();
-        for (r, &(s, _)) in bounds.iter().enumerate() {
-            heap.push(std::cmp::Reverse((self.ekey[s], r)));
-        }
-        let mut pos: Vec<usize> = bounds.iter().map(|b| b.0).collect();
+        let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
+        rest.sort_unstable_by_key(|&t| self.ekey[t as usize]);
         let mut perm: Vec<u32> = Vec::with_capacity(ne);
-        while let Some(std::cmp::Reverse((_, r))) = heap.pop() {
-            perm.push(pos[r] as u32);
-            pos[r] += 1;
-            if pos[r] < bounds[r].1 {
-                heap.push(std::cmp::Reverse((self.ekey[pos[r]], r)));
-            }
+        let mut i = 0usize;
+        let keep_run = |perm: &mut Vec<u32>, a: usize, b: usize| {
+            perm.extend((a as u32..b as u32).filter(|&t| !gone(t as usize)));
+        };
+        for &t in &rest {
+            let k = self.ekey[t as usize];
+            let at = i + self.ekey[i..first_end].partition_point(|&x| x < k);
+            keep_run(&mut perm, i, at);
+            perm.push(t);
+            i = at;
         }
-        let mut inv = vec![0u32; ne];
+        keep_run(&mut perm, i, first_end);
+        let mut inv = vec![NONE; ne];
         for (new, &old) in perm.iter().enumerate() {
             inv[old as usize] = new as u32;
         }

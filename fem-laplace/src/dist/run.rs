@@ -286,7 +286,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 Marking::Double => self.step_target(self.step),
                 Marking::Doerfler(_) => self.cfg.adapt.target_vertices,
             } as u64;
-            let bits = if target > self.nv {
+            let bits = if self.comm.size() == 1 {
+                // One rank holds the whole mesh: the serial marking is the same marks.
+                crate::mark::mark(
+                    &self.l.mesh,
+                    &self.eta2,
+                    self.cfg.adapt.marking,
+                    target as usize,
+                )
+                .bits
+            } else if target > self.nv {
                 super::mark::mark(
                     &self.comm,
                     &self.l,
@@ -343,7 +352,12 @@ impl<'a, C: Comm> RankRun<'a, C> {
         // Solve.
         let t0 = Instant::now();
         let mut sys = System::default();
-        sys.assemble_rows(&self.l.mesh, &self.l.u, |i| owned_v[i]);
+        let alone = self.comm.size() == 1;
+        if alone {
+            sys.assemble_into(&self.l.mesh, &self.l.u);
+        } else {
+            sys.assemble_rows(&self.l.mesh, &self.l.u, |i| owned_v[i]);
+        }
         let mut pre = Multilevel::new(&self.l.mesh, &sys);
         self.skel.set_inv(&self.comm, pre.inv_diag())?;
         fig.times.assemble = t0.elapsed().as_secs_f64();
@@ -377,14 +391,25 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         let mut grad = Vec::new();
         let mut eta2 = Vec::new();
-        let local = estimate_part(
-            &self.l.mesh,
-            &self.l.u,
-            self.exact,
-            &mut grad,
-            &mut eta2,
-            |t| owned_e[t],
-        );
+        let local = if alone {
+            estimate_part(
+                &self.l.mesh,
+                &self.l.u,
+                self.exact,
+                &mut grad,
+                &mut eta2,
+                |_| true,
+            )
+        } else {
+            estimate_part(
+                &self.l.mesh,
+                &self.l.u,
+                self.exact,
+                &mut grad,
+                &mut eta2,
+                |t| owned_e[t],
+            )
+        };
         self.estimate = global_sum(&self.comm, &local)?.value().sqrt();
         self.eta2 = eta2;
         fig.times.estimate = t0.elapsed().as_secs_f64();
@@ -480,7 +505,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
     fn repartition(&mut self, fig: &mut Figures) -> Result<(), FemError> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
-        let before = self.census()?;
+        let several = self.comm.size() > 1;
+        let before = if several { self.census()? } else { (0, 0) };
         let mut parts = vec![self.comm.rank() as u32; ne];
         if self.comm.size() > 1 {
             let mut xy = vec![0.0; 2 * ne];
@@ -493,7 +519,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         fig.moved = self.l.rebuild(&self.comm, &parts)?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
-        let after = self.census()?;
+        let after = if several { self.census()? } else { (0, 0) };
         let mut moved = [fig.moved.elements as u64, fig.moved.bytes as u64];
         self.comm.allreduce_u64(ReduceOp::Sum, &mut moved)?;
         fig.migration = MigrationReport {
@@ -736,7 +762,12 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
         self.sys.rhs()
     }
     fn matvec(&mut self, x: &mut [f64], y: &mut [f64], dot: bool) -> Result<ExactSum, CommError> {
-        self.halo.update(self.comm, x)?;
+        if self.comm.size() > 1 {
+            self.halo.update(self.comm, x)?;
+        }
+        if self.comm.size() == 1 {
+            return Ok(self.sys.apply_rows(x, y, dot, |_| true));
+        }
         let owned = self.owned;
         Ok(self.sys.apply_rows(x, y, dot, |i| owned[i]))
     }
@@ -744,6 +775,9 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
         self.skel.apply(self.comm, self.pre, self.l, r, z)
     }
     fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum {
+        if self.comm.size() == 1 {
+            return ExactSum::dot(a, b);
+        }
         let mut s = ExactSum::new();
         for i in 0..a.len() {
             if self.owned[i] {

@@ -1,0 +1,378 @@
+//! `laplace-bench`: the PHAML-size adaptive run in one process and over R ranks (threads),
+//! in one invocation: medians of whole-run times, ratios to the serial run, where the time
+//! of the distributed run goes (phases, waiting, migration), and peak heap per rank. Run it
+//! through `cargo xtask bench laplace`.
+//!
+//! Times are the method's (mark, refine, partition, migration, set-up, assembly, solve,
+//! estimate); the error against the exact solution and the mesh hash are diagnostics and
+//! are off. The serial run and R = 1 are pinned to CPU 0; rank r to CPU r mod #CPUs.
+
+use anyhow::{Context, Result, bail};
+use comm::{ThreadComm, ThreadOptions};
+use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, RankTimes};
+use fem_laplace::{AdaptConfig, Adaptive, CornerSingularity};
+use std::alloc::{GlobalAlloc, Layout, System as SysAlloc};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
+use std::time::Instant;
+
+/// Counts live heap bytes of the process (only while `GLOBAL` is set: shared counters would
+/// make the ranks' threads fight over one cache line) and of each thread (allocations are
+/// charged to the thread that makes them), with their peaks.
+struct Counting;
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+static GLOBAL: AtomicBool = AtomicBool::new(true);
+thread_local! {
+    static T_LIVE: Cell<isize> = const { Cell::new(0) };
+    static T_PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn charge(delta: isize) {
+    if GLOBAL.load(Relaxed) {
+        let now = LIVE.fetch_add(delta, Relaxed) + delta;
+        PEAK.fetch_max(now, Relaxed);
+    }
+    let _ = T_LIVE.try_with(|l| {
+        let v = l.get() + delta;
+        l.set(v);
+        let _ = T_PEAK.try_with(|p| p.set(p.get().max(v)));
+    });
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let p = unsafe { SysAlloc.alloc(l) };
+        if !p.is_null() {
+            charge(l.size() as isize);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { SysAlloc.dealloc(p, l) };
+        charge(-(l.size() as isize));
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let q = unsafe { SysAlloc.realloc(p, l, new) };
+        if !q.is_null() {
+            charge(new as isize - l.size() as isize);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+struct Opts {
+    repeats: usize,
+    target: usize,
+    ranks: Vec<usize>,
+}
+
+fn parse() -> Result<Opts> {
+    let mut o = Opts {
+        repeats: 5,
+        target: fem_laplace::PHAML_TARGET_VERTICES,
+        ranks: vec![1, 2, 3, 4],
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| -> Result<String> {
+            it.next().with_context(|| format!("{name} needs a value"))
+        };
+        match a.as_str() {
+            "--repeats" => {
+                o.repeats = val("--repeats")?
+                    .parse::<usize>()
+                    .context("--repeats")?
+                    .max(1)
+            }
+            "--target-vertices" => {
+                o.target = val("--target-vertices")?
+                    .parse()
+                    .context("--target-vertices")?
+            }
+            "--ranks" => {
+                o.ranks = val("--ranks")?
+                    .split(',')
+                    .map(|r| {
+                        r.trim()
+                            .parse::<usize>()
+                            .context("--ranks: a comma-separated list")
+                    })
+                    .collect::<Result<_>>()?;
+                if o.ranks.contains(&0) {
+                    bail!("--ranks: a run needs at least one rank");
+                }
+            }
+            "-h" | "--help" => {
+                println!(
+                    "usage: laplace-bench [--repeats R] [--target-vertices N] [--ranks 1,2,3,4]"
+                );
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument `{other}` (try --help)"),
+        }
+    }
+    Ok(o)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// The CPUs of this host (read once, before the bench pins itself).
+fn cpus() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Pins the calling thread to CPU `c` (best effort; the bench says when it could not).
+fn pin(c: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(c, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// One whole serial run: method seconds and peak heap; the phase sums in `phases`
+/// (mark, refine without marking, assemble, solve, estimate).
+fn serial(cfg: AdaptConfig, phases: &mut [f64; 5]) -> Result<(f64, isize)> {
+    let exact = CornerSingularity;
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+    let base = LIVE.load(Relaxed);
+    let t0 = Instant::now();
+    let mut run = Adaptive::new(&exact, cfg)?;
+    let mut method = 0.0;
+    *phases = [0.0; 5];
+    while let Some(r) = run.step()? {
+        method += r.times.method();
+        let t = r.times;
+        for (p, x) in
+            phases
+                .iter_mut()
+                .zip([t.mark, t.refine - t.mark, t.assemble, t.solve, t.estimate])
+        {
+            *p += x;
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    drop(run);
+    let _ = wall;
+    Ok((method, PEAK.load(Relaxed) - base))
+}
+
+/// One distributed run on `r` thread ranks: the sum of step walls on rank 0, rank 0's
+/// reports, and each rank's peak heap.
+struct DistRun {
+    wall: f64,
+    reports: Vec<DistStepReport>,
+    rank_peaks: Vec<isize>,
+}
+
+fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
+    let exact = CornerSingularity;
+    GLOBAL.store(false, Relaxed);
+    let n = cpus();
+    let opts = ThreadOptions {
+        cpus: Some((0..r).map(|k| vec![k % n]).collect()),
+        ..Default::default()
+    };
+    let out = ThreadComm::run(
+        r,
+        &opts,
+        |comm| -> Result<(Vec<DistStepReport>, isize), fem_laplace::FemError> {
+            T_LIVE.with(|l| l.set(0));
+            T_PEAK.with(|p| p.set(0));
+            let mut dc = DistConfig::new(cfg);
+            dc.mesh_hash = false;
+            let mut run = RankRun::new(comm, &exact, dc, Balancer::flat())?;
+            let mut reports = Vec::new();
+            while let Some(rep) = run.step()? {
+                reports.push(rep);
+            }
+            drop(run);
+            Ok((reports, T_PEAK.with(Cell::get)))
+        },
+    )
+    .context("the ranks")?;
+    GLOBAL.store(true, Relaxed);
+    let mut reports = Vec::new();
+    let mut rank_peaks = Vec::new();
+    for (k, x) in out.into_iter().enumerate() {
+        let (rep, p) = x?;
+        if k == 0 {
+            reports = rep;
+        }
+        rank_peaks.push(p);
+    }
+    let wall = reports.iter().map(|x| x.wall_s).sum();
+    Ok(DistRun {
+        wall,
+        reports,
+        rank_peaks,
+    })
+}
+
+fn main() -> Result<()> {
+    let o = parse()?;
+    let cfg = AdaptConfig {
+        target_vertices: o.target,
+        errors: false,
+        ..AdaptConfig::default()
+    };
+    println!(
+        "laplace-bench: corner problem, double marking, target {} vertices, medians of {} runs, {} CPUs",
+        o.target,
+        o.repeats,
+        cpus()
+    );
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        println!("load average at start: {}", l.trim());
+    }
+    // Warm-up (page cache, allocator).
+    cpus();
+    let pinned = pin(0);
+    let mut phases = [0.0; 5];
+    serial(cfg, &mut phases)?;
+    let mut s_time = Vec::new();
+    let mut s_peak = 0isize;
+    for _ in 0..o.repeats {
+        let (t, p) = serial(cfg, &mut phases)?;
+        s_time.push(t);
+        s_peak = s_peak.max(p);
+    }
+    let ts = median(s_time.clone());
+    let vertices = o.target.max(1) as f64;
+    println!(
+        "\nserial: {:.3} s (runs {:.3}–{:.3}){}, peak heap {:.1} MB ({:.0} bytes/vertex)",
+        ts,
+        s_time.iter().copied().fold(f64::INFINITY, f64::min),
+        s_time.iter().copied().fold(0.0, f64::max),
+        if pinned { ", CPU 0" } else { "" },
+        s_peak as f64 / 1e6,
+        s_peak as f64 / vertices
+    );
+    println!(
+        "serial phases (s): mark {:.3}, refine {:.3}, assemble {:.3}, solve {:.3}, estimate {:.3}",
+        phases[0], phases[1], phases[2], phases[3], phases[4]
+    );
+    // Unpin for the ranks (each pins itself).
+    // SAFETY: as in `pin`, with every CPU of the machine in the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in 0..cpus() {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    println!(
+        "\n{:>5} {:>9} {:>9} {:>9} {:>11} {:>11} {:>9} {:>12} {:>10} {:>12}",
+        "ranks",
+        "time s",
+        "vs serial",
+        "speed-up",
+        "wait s max",
+        "moved elem",
+        "moved MB",
+        "sum peak MB",
+        "sum/serial",
+        "max rank MB"
+    );
+    let mut phase_rows = Vec::new();
+    for &r in &o.ranks {
+        dist(cfg, r)?; // warm-up
+        let mut times = Vec::new();
+        let mut last = None;
+        let mut rank_peak_sum = 0isize;
+        let mut rank_peak_max = 0isize;
+        for _ in 0..o.repeats {
+            let d = dist(cfg, r)?;
+            times.push(d.wall);
+            rank_peak_sum = rank_peak_sum.max(d.rank_peaks.iter().sum());
+            rank_peak_max = rank_peak_max.max(d.rank_peaks.iter().copied().max().unwrap_or(0));
+            last = Some(d);
+        }
+        let t = median(times);
+        let d = last.expect("at least one run");
+        let wait: f64 = (0..r)
+            .map(|k| d.reports.iter().map(|x| x.ranks[k].wait_s).sum::<f64>())
+            .fold(0.0, f64::max);
+        let moved: u64 = d.reports.iter().map(|x| x.migration.elements).sum();
+        let bytes: u64 = d.reports.iter().map(|x| x.migration.bytes).sum();
+        println!(
+            "{:>5} {:>9.3} {:>9.3} {:>9.2} {:>11.3} {:>11} {:>9.2} {:>12.1} {:>10.2} {:>12.1}",
+            r,
+            t,
+            t / ts,
+            ts / t,
+            wait,
+            moved,
+            bytes as f64 / 1e6,
+            rank_peak_sum as f64 / 1e6,
+            rank_peak_sum as f64 / s_peak as f64,
+            rank_peak_max as f64 / 1e6
+        );
+        // Where the time goes: per phase, the largest rank's sum over the steps.
+        let mut per = vec![RankTimes::default(); r];
+        for x in &d.reports {
+            for (k, rk) in x.ranks.iter().enumerate() {
+                let a = &mut per[k];
+                let b = &rk.times;
+                a.mark += b.mark;
+                a.refine += b.refine;
+                a.partition += b.partition;
+                a.migrate += b.migrate;
+                a.setup += b.setup;
+                a.assemble += b.assemble;
+                a.solve += b.solve;
+                a.estimate += b.estimate;
+            }
+        }
+        phase_rows.push((r, per, wait));
+    }
+    println!("\nwhere the time goes (seconds over the run, per rank; the last run of each row):");
+    println!(
+        "{:>5} {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8}",
+        "ranks",
+        "rank",
+        "mark",
+        "refine",
+        "part.",
+        "migr.",
+        "setup",
+        "assemble",
+        "solve",
+        "estimate"
+    );
+    for (r, per, _) in &phase_rows {
+        for (k, p) in per.iter().enumerate() {
+            println!(
+                "{:>5} {:>5} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>7.3} {:>8.3}",
+                r,
+                k,
+                p.mark,
+                p.refine,
+                p.partition,
+                p.migrate,
+                p.setup,
+                p.assemble,
+                p.solve,
+                p.estimate
+            );
+        }
+    }
+    Ok(())
+}
