@@ -222,29 +222,26 @@ impl System {
 
     /// y = A x.
     pub fn apply(&self, x: &[f64], y: &mut [f64]) {
-        self.apply_rows(x, y, false, |_| true);
+        self.apply_rows(x, y, false, 0..self.diag.len());
     }
 
-    /// y = A x on the rows with `owned(i)` (the others are left as they are) and, if `dot`,
-    /// the exact sum of x_i·y_i over those rows (one pass, as CG needs both).
+    /// y = A x on the rows in `rows` (the others are left as they are) and, if `dot`, the
+    /// exact sum of x_i·y_i over those rows (one pass, as CG needs both).
     pub(crate) fn apply_rows(
         &self,
         x: &[f64],
         y: &mut [f64],
         dot: bool,
-        owned: impl Fn(usize) -> bool,
+        rows: std::ops::Range<usize>,
     ) -> ExactSum {
         let n = self.diag.len();
         assert!(
-            x.len() == n && y.len() == n,
+            x.len() == n && y.len() == n && rows.end <= n,
             "apply: vectors must have one entry per row"
         );
         let rp = &self.row_ptr;
         let mut sum = ExactSum::new();
-        for i in 0..n {
-            if !owned(i) {
-                continue;
-            }
+        for i in rows {
             let (a, b) = (rp[i] as usize, rp[i + 1] as usize);
             let xi = x[i];
             let mut s = self.diag[i] * xi;

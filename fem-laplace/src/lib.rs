@@ -29,6 +29,7 @@ pub mod error;
 pub mod estimate;
 pub mod exact;
 pub mod mark;
+pub mod memory;
 pub mod mesh;
 pub mod output;
 pub mod problem;

@@ -323,7 +323,7 @@ impl Mesh {
     /// # Ok::<(), fem_laplace::FemError>(())
     /// ```
     pub fn refine(&mut self, marks: &Marks) -> Result<Range<usize>, FemError> {
-        self.refine_part(marks, None, None)
+        self.refine_part(marks, None, None, 0)
     }
 
     /// [`Mesh::refine`] on one rank's part of a distributed mesh: only the elements with
@@ -331,12 +331,14 @@ impl Mesh {
     /// share with owned elements and only create the new vertices of those edges where they
     /// come first along the curve, as the serial refinement would. A child's neighbour across
     /// an edge shared with a ghost is [`REMOTE`]. `created(v, t, k)` is told, for every new
-    /// vertex `v`, the element `t` that created it and the edge `k` it bisects.
+    /// vertex `v`, the element `t` that created it and the edge `k` it bisects. The new
+    /// element arrays have room for `spare` more elements.
     pub(crate) fn refine_part(
         &mut self,
         marks: &Marks,
         owned: Option<&[bool]>,
         mut created: Option<&mut dyn FnMut(u32, u32, u8)>,
+        spare: usize,
     ) -> Result<Range<usize>, FemError> {
         let ne = self.tri.len();
         let is_owned = |t: usize| owned.is_none_or(|o| o[t]);
@@ -439,9 +441,9 @@ impl Mesh {
 
         // 4. Children, in curve order, with their neighbours.
         let total = total as usize;
-        let mut tri_new: Vec<[u32; 3]> = Vec::with_capacity(total);
-        let mut nbr_new: Vec<[u32; 3]> = Vec::with_capacity(total);
-        let mut lev_new: Vec<u8> = Vec::with_capacity(total);
+        let mut tri_new: Vec<[u32; 3]> = Vec::with_capacity(total + spare);
+        let mut nbr_new: Vec<[u32; 3]> = Vec::with_capacity(total + spare);
+        let mut lev_new: Vec<u8> = Vec::with_capacity(total + spare);
         let ctx = Ctx {
             mesh: self,
             bits,

@@ -107,19 +107,19 @@ impl Multilevel {
             }
         };
         let (initial, later) = scope.order(mesh);
-        later.each(true, |v| {
+        for v in later.rev() {
             if scope.local(v) {
-                undo(v)
+                undo(v);
             }
-        });
+        }
         let inv = &self.inv_diag;
         // Coarse mesh: diagonal solve (the initial mesh has a single interior vertex, where
         // this is exact).
-        initial.each(false, |i| {
+        for i in initial {
             if scope.local(i) {
                 z[i] *= inv[i];
             }
-        });
+        }
     }
 
     /// The forward sweep over the vertices `scope` keeps: redoing the bisections, each new
@@ -143,11 +143,11 @@ impl Multilevel {
                 z[b] += lr[v][1] * inv[b];
             }
         };
-        scope.order(mesh).1.each(false, |v| {
+        for v in scope.order(mesh).1 {
             if scope.local(v) {
-                redo(v)
+                redo(v);
             }
-        });
+        }
     }
 
     /// The Jacobi term on the finest mesh, on the rows with `owned(i)`.
@@ -180,29 +180,8 @@ pub(crate) trait Sweep {
     /// For a swept vertex v whose parent in `slot` (0 or 1) is not: that parent's value at the
     /// time of v's bisection in the forward sweep.
     fn parent_value(&self, v: usize, slot: usize) -> f64;
-    /// The initial vertices, and the others in birth order.
-    fn order<'a>(&'a self, mesh: &Mesh) -> (Order<'a>, Order<'a>);
-}
-
-/// Vertices in birth order.
-pub(crate) enum Order<'a> {
-    /// Numbered in birth order.
-    Range(Range<usize>),
-    /// A list of vertex numbers in birth order.
-    List(&'a [u32]),
-}
-
-impl Order<'_> {
-    /// Calls `f` on each vertex, in order or (`rev`) in reverse.
-    #[inline(always)]
-    fn each(&self, rev: bool, mut f: impl FnMut(usize)) {
-        match (self, rev) {
-            (Order::Range(r), false) => r.clone().for_each(f),
-            (Order::Range(r), true) => r.clone().rev().for_each(f),
-            (Order::List(l), false) => l.iter().for_each(|&v| f(v as usize)),
-            (Order::List(l), true) => l.iter().rev().for_each(|&v| f(v as usize)),
-        }
-    }
+    /// The vertices numbered in birth order: the initial ones, and the others.
+    fn order(&self, mesh: &Mesh) -> (Range<usize>, Range<usize>);
 }
 
 /// Every vertex: the serial sweeps.
@@ -217,9 +196,9 @@ impl Sweep for Whole {
     fn parent_value(&self, _v: usize, _slot: usize) -> f64 {
         unreachable!("every parent is swept in one process")
     }
-    fn order<'a>(&'a self, mesh: &Mesh) -> (Order<'a>, Order<'a>) {
+    fn order(&self, mesh: &Mesh) -> (Range<usize>, Range<usize>) {
         let n0 = mesh.num_initial_vertices();
-        (Order::Range(0..n0), Order::Range(n0..mesh.num_vertices()))
+        (0..n0, n0..mesh.num_vertices())
     }
 }
 
@@ -331,7 +310,7 @@ impl CgOps for SerialOps<'_> {
         &self.sys.rhs
     }
     fn matvec(&mut self, x: &mut [f64], y: &mut [f64], dot: bool) -> Result<ExactSum, Self::Error> {
-        Ok(self.sys.apply_rows(x, y, dot, |_| true))
+        Ok(self.sys.apply_rows(x, y, dot, 0..self.sys.num_rows()))
     }
     fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), Self::Error> {
         self.pre.apply(self.mesh, r, z);

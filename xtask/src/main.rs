@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod bench_fem;
+mod bench_laplace;
 mod run_laplace;
 
 const USAGE: &str = "\
@@ -26,6 +27,9 @@ commands:
   bench fem [--repeats R] [--target-vertices N]
           the 17-step adaptive Laplace run to 524,500 vertices on one core (release):
           medians per phase per step, bytes per vertex, faer direct solve comparison
+  bench laplace [--repeats R] [--ranks 1,2,3,4] [--target-vertices N]
+          the 17-step run in one process and over thread ranks (release, one invocation):
+          medians, ratios to serial, per-phase times, waiting, migration, peak heap per rank
   bench hsfc [--quick]
           hsfc vs Zoltan HSFC (peer driver, built with make) and coupe 0.1.0 on 10^6 and
           4*10^6 points: time medians, ratios, balance (data in target/bench-hsfc/)
@@ -40,6 +44,8 @@ enum Task {
     Ci,
     RunLaplace(Vec<String>),
     BenchFem(Vec<String>),
+    /// `bench laplace [args]`.
+    BenchLaplace(Vec<String>),
     /// `bench hsfc [args]`.
     BenchHsfc(Vec<String>),
     /// `bench hier [args]`.
@@ -54,9 +60,10 @@ fn parse(args: &[String]) -> Result<Task> {
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
+            Some("laplace") => Ok(Task::BenchLaplace(args[2..].to_vec())),
             Some("hsfc") => Ok(Task::BenchHsfc(args[2..].to_vec())),
             Some("hier") => Ok(Task::BenchHier(args[2..].to_vec())),
-            _ => bail!("usage: cargo xtask bench (fem|hsfc|hier) [options]\n\n{USAGE}"),
+            _ => bail!("usage: cargo xtask bench (fem|laplace|hsfc|hier) [options]\n\n{USAGE}"),
         },
         Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
     }
@@ -72,6 +79,7 @@ fn main() -> Result<()> {
         Task::Ci => ci(),
         Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
+        Task::BenchLaplace(rest) => bench_laplace::bench_laplace(&rest),
         Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
         Task::BenchHier(a) => bench_hier::bench_hier(&a),
     }

@@ -100,10 +100,115 @@ pub fn ci_mpi() -> Result<()> {
 
     let points = cli_checks(&launcher)?;
     hier_checks(&launcher, &points)?;
+    fem_checks(&launcher)?;
     println!(
         "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job; \
-         hsfc partition and hier-part partition under mpirun write the serial parts file)"
+         hsfc partition and hier-part partition under mpirun write the serial parts file; \
+         fem-laplace under mpirun gives the serial and thread runs' meshes and errors)"
     );
+    Ok(())
+}
+
+/// Vertices of the shortened adaptive run of the fem-laplace check.
+const FEM_VERTICES: &str = "60000";
+
+/// Per step of a `fem-laplace --json` run: (mesh hash, bits of the energy error, CG
+/// iterations).
+fn fem_trace(stdout: &str, what: &str) -> Result<Vec<(String, u64, u64)>> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).with_context(|| format!("{what}: not JSON: {l}"))?;
+            let hash = v["mesh_hash"]
+                .as_str()
+                .with_context(|| format!("{what}: no mesh_hash in {l}"))?
+                .to_string();
+            let err = v["error_energy"]
+                .as_f64()
+                .with_context(|| format!("{what}: no error_energy in {l}"))?;
+            let cg = v["cg_iterations"].as_u64().unwrap_or(u64::MAX);
+            Ok((hash, err.to_bits(), cg))
+        })
+        .collect()
+}
+
+/// `fem-laplace` under `mpirun -np 2` and `-np 4` on a shortened run: the mesh hash and the
+/// energy error of every step equal the serial and the thread runs' bit for bit; a rank that
+/// fails ends the job with its name.
+fn fem_checks(launcher: &Launcher) -> Result<()> {
+    let dir = target_dir().join("mpi-cli");
+    std::fs::create_dir_all(&dir)?;
+    let serial_bin = build_copy(
+        "fem-laplace",
+        "fem-laplace",
+        &[],
+        &dir.join("fem-laplace-serial"),
+    )?;
+    let mpi_bin = build_copy(
+        "fem-laplace",
+        "fem-laplace",
+        &["--features", "mpi"],
+        &dir.join("fem-laplace-mpi"),
+    )?;
+    let base = ["--target-vertices", FEM_VERTICES, "--json"];
+    let capture = |mut cmd: Command, what: &str| -> Result<String> {
+        let out = cmd.output().with_context(|| format!("starting {what}"))?;
+        if !out.status.success() {
+            bail!("{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let mut serial = Command::new(&serial_bin);
+    serial.args(base);
+    let want = fem_trace(&capture(serial, "fem-laplace (serial)")?, "serial")?;
+    let mut threads = Command::new(&serial_bin);
+    threads.args(base).args(["--ranks", "3"]);
+    let got = fem_trace(&capture(threads, "fem-laplace --ranks 3")?, "threads")?;
+    if got != want {
+        bail!("fem-laplace --ranks 3 differs from the serial run:\n{got:?}\n{want:?}");
+    }
+    for np in RANKS {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(["--backend", "mpi"]);
+        let res = launcher.run(&mpi_bin, np, &args)?;
+        if !res.success {
+            bail!("fem-laplace failed under mpirun -np {np}:\n{}", res.stderr);
+        }
+        let got = fem_trace(&res.stdout, &format!("mpirun -np {np}"))?;
+        if got != want {
+            let first = got.iter().zip(&want).position(|(a, b)| a != b);
+            bail!(
+                "fem-laplace under mpirun -np {np}: {} steps, the serial run {}; first difference at step {first:?}",
+                got.len(),
+                want.len()
+            );
+        }
+        println!(
+            "xtask: fem-laplace --target-vertices {FEM_VERTICES} under mpirun -np {np}: {} steps, \
+             last mesh hash {} = serial and threads",
+            got.len(),
+            got.last().map_or("-", |x| x.0.as_str())
+        );
+    }
+    let res = launcher.run(
+        &mpi_bin,
+        4,
+        &[
+            "--backend",
+            "mpi",
+            "--target-vertices",
+            "20000",
+            "--fail-at",
+            "2:3",
+        ],
+    )?;
+    expect_failure(
+        &res,
+        "fem-laplace --backend mpi --fail-at 2:3 (mpirun -np 4)",
+        &["rank 2 fails at step 3"],
+    )?;
     Ok(())
 }
 

@@ -66,6 +66,7 @@ enum Backend {
 }
 
 fn main() -> Result<()> {
+    fem_laplace::memory::keep_freed_memory();
     match run() {
         // `fem-laplace --json | head` is fine.
         Err(e)

@@ -227,6 +227,7 @@ fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
 }
 
 fn main() -> Result<()> {
+    let tuned = fem_laplace::memory::keep_freed_memory();
     let o = parse()?;
     let cfg = AdaptConfig {
         target_vertices: o.target,
@@ -242,6 +243,14 @@ fn main() -> Result<()> {
     if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
         println!("load average at start: {}", l.trim());
     }
+    println!(
+        "allocator: freed blocks {} (fem_laplace::memory::keep_freed_memory)",
+        if tuned {
+            "kept in the process"
+        } else {
+            "returned to the system (not glibc)"
+        }
+    );
     // Warm-up (page cache, allocator).
     cpus();
     let pinned = pin(0);

@@ -39,7 +39,7 @@ use comm::{Comm, CommError};
 use std::collections::HashMap;
 
 /// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`).
-fn lap(t: &mut std::time::Instant, what: &str) {
+pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
     if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
         eprintln!("    {what}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
     }
@@ -60,16 +60,19 @@ pub(crate) struct Local {
     pub(crate) bsg: Vec<u16>,
     pub(crate) bkey: Vec<u128>,
     pub(crate) vowner: Vec<u32>,
-    /// The table in birth order.
-    pub(crate) order: Vec<u32>,
+    /// After a rebuild the owned vertices are `0..n_owned`, in birth order, and the others
+    /// follow, in birth order: kernels run over a prefix, sweeps over a range.
+    pub(crate) n_owned: usize,
+    /// Ranges of the table, each sorted by birth (where a birth is looked up).
+    pub(crate) runs: Vec<std::ops::Range<u32>>,
     /// The solution (valid on the vertices of local elements).
     pub(crate) u: Vec<f64>,
     /// The ghost elements.
     pub(crate) ghosts: Vec<u32>,
     /// Owned elements' edges (element, edge) whose neighbour is a ghost.
     pub(crate) shared: Vec<(u32, u8)>,
-    /// Vertices added from other ranks since the last compaction.
-    absorbed: usize,
+    /// Rebuilds since dead vertices were last dropped.
+    since_drop: u32,
 }
 
 /// Counts of one migration.
@@ -118,11 +121,12 @@ impl Local {
             bsg: vec![0; nv],
             bkey: (0..nv).map(|i| Birth::initial(i).key).collect(),
             vowner: vec![UNKNOWN; nv],
-            order: (0..nv as u32).collect(),
+            n_owned: 0,
+            runs: std::iter::once(0..nv as u32).collect(),
             u: vec![0.0; nv],
             ghosts: Vec::new(),
             shared: Vec::new(),
-            absorbed: 0,
+            since_drop: 0,
             mesh,
         }
     }
@@ -149,27 +153,36 @@ impl Local {
     }
 
     /// For births sorted in increasing order (distinct), the local vertex of each, or
-    /// [`NONE`]: one merge against `order`.
+    /// [`NONE`]: a galloping search in each sorted run of the table.
     pub(crate) fn find_sorted(&self, births: &[Birth]) -> Vec<u32> {
-        let mut out = Vec::with_capacity(births.len());
-        let mut lo = 0usize;
-        for b in births {
-            // Galloping search from the last position: few queries cost a few probes each.
-            let at = |i: usize| self.birth(self.order[i] as usize);
-            let n = self.order.len();
-            let mut step = 1usize;
-            let mut hi = lo;
-            while hi < n && at(hi) < *b {
-                lo = hi + 1;
-                hi = lo + step;
-                step *= 2;
-            }
-            let hi = hi.min(n);
-            lo += self.order[lo..hi].partition_point(|&v| self.birth(v as usize) < *b);
-            if lo < n && at(lo) == *b {
-                out.push(self.order[lo]);
-            } else {
-                out.push(NONE);
+        let mut out = vec![NONE; births.len()];
+        for run in &self.runs {
+            let (start, end) = (run.start as usize, run.end as usize);
+            let mut lo = start;
+            for (b, slot) in births.iter().zip(out.iter_mut()) {
+                if *slot != NONE {
+                    continue;
+                }
+                let mut step = 1usize;
+                let mut hi = lo;
+                while hi < end && self.birth(hi) < *b {
+                    lo = hi + 1;
+                    hi = lo + step;
+                    step *= 2;
+                }
+                // Binary search in lo..min(hi, end).
+                let mut h = hi.min(end);
+                while lo < h {
+                    let mid = lo + (h - lo) / 2;
+                    if self.birth(mid) < *b {
+                        lo = mid + 1;
+                    } else {
+                        h = mid;
+                    }
+                }
+                if lo < end && self.birth(lo) == *b {
+                    *slot = lo as u32;
+                }
             }
         }
         out
@@ -202,7 +215,9 @@ impl Local {
             .filter(|&t| all_owned || owned[t])
             .map(|t| crate::mesh::children_count(bits[t]) as usize)
             .sum();
-        let mut keys = Vec::with_capacity(total);
+        // Room for the elements a migration and the ghost layer will bring.
+        let spare = if self.size > 1 { total / 16 + 1024 } else { 0 };
+        let mut keys = Vec::with_capacity(total + spare);
         for t in 0..ne {
             if !(all_owned || owned[t]) {
                 continue;
@@ -238,6 +253,20 @@ impl Local {
             }
         }
         let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+        // Room for the new vertices and for those a migration will bring, so that the
+        // vertex arrays grow once per step.
+        let room = if self.size > 1 {
+            new_vertices + new_vertices / 8 + 1024
+        } else {
+            0
+        };
+        self.mesh.coords.reserve(room);
+        self.mesh.parents.reserve(room);
+        self.mesh.boundary.reserve(room);
+        self.bsg.reserve(room);
+        self.bkey.reserve(room);
+        self.vowner.reserve(room);
+        self.u.reserve(room);
         let marks = Marks::from_bits(bits, new_vertices);
         lap(&mut tt, "refine: keys");
         let nv0 = self.mesh.coords.len();
@@ -259,7 +288,8 @@ impl Local {
             } else {
                 Some(owned.as_slice())
             };
-            self.mesh.refine_part(&marks, scope, Some(&mut created))?;
+            self.mesh
+                .refine_part(&marks, scope, Some(&mut created), spare)?;
         }
         let nv = self.mesh.coords.len();
         lap(&mut tt, "refine: bisect");
@@ -269,10 +299,12 @@ impl Local {
         crate::solver::prolongate(&self.mesh, &mut self.u, nv0..nv, |p| {
             dirichlet_value(exact, p[0], p[1])
         })?;
-        // New vertices are the latest births, created in birth order.
-        self.order.extend(nv0 as u32..nv as u32);
+        // New vertices are the latest births, created in birth order: one more sorted run.
+        self.runs.push(nv0 as u32..nv as u32);
         debug_assert_eq!(keys.len(), self.mesh.tri.len());
-        self.eowner = vec![self.rank; keys.len()];
+        let mut eowner = Vec::with_capacity(keys.len() + spare);
+        eowner.resize(keys.len(), self.rank);
+        self.eowner = eowner;
         self.ekey = keys;
         self.ghosts.clear();
         self.shared.clear();
@@ -359,10 +391,8 @@ impl Local {
             }
         }
         lap(&mut tt, "rebuild: ghost lists");
-        if self.absorbed > 1024 && 4 * self.absorbed > self.order.len() {
-            self.compact();
-            lap(&mut tt, "rebuild: compact");
-        }
+        self.renumber();
+        lap(&mut tt, "rebuild: renumber");
         Ok(moved)
     }
 
@@ -378,6 +408,7 @@ impl Local {
         runs: &mut Vec<usize>,
     ) -> Result<Moved, CommError> {
         let ne = self.ekey.len();
+        let mut tt = std::time::Instant::now();
         assert_eq!(parts.len(), ne, "one part per element");
         let mut groups: Vec<Vec<u32>> = vec![Vec::new(); self.size];
         for t in 0..ne {
@@ -395,6 +426,7 @@ impl Local {
             }
         }
         moved.bytes = out.to.iter().map(|w| w.buf.len()).sum();
+        lap(&mut tt, "  migrate: write");
         // The departed elements stay in place, owned by their new rank, until the final
         // merge drops them; their owned neighbours' links become unlinked.
         for (d, elems) in groups.iter().enumerate() {
@@ -415,9 +447,12 @@ impl Local {
             }
         }
         let (bytes, counts) = out.flatten();
+        lap(&mut tt, "  migrate: departed");
         let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
+        lap(&mut tt, "  migrate: alltoallv");
         let pieces: Vec<&[u8]> = incoming.iter().filter(|p| !p.is_empty()).collect();
         self.absorb(&pieces, false, remote, runs);
+        lap(&mut tt, "  migrate: absorb");
         Ok(moved)
     }
 
@@ -510,6 +545,7 @@ impl Local {
         remote: &mut Vec<(u32, u8)>,
         runs: &mut Vec<usize>,
     ) {
+        let mut tt = std::time::Instant::now();
         // Vertex records of every batch, then elements (kept encoded).
         let mut recs: Vec<Vec<VertexRecord>> = Vec::with_capacity(pieces.len());
         let mut readers: Vec<Reader<'_>> = Vec::with_capacity(pieces.len());
@@ -552,7 +588,16 @@ impl Local {
         all.sort_unstable();
         let mut distinct: Vec<Birth> = all.iter().map(|x| x.0).collect();
         distinct.dedup();
+        lap(&mut tt, "    absorb: parse+sort");
         let found = self.find_sorted(&distinct);
+        lap(
+            &mut tt,
+            &format!(
+                "    absorb: find {} in {} runs",
+                distinct.len(),
+                self.runs.len()
+            ),
+        );
         let mut local: Vec<Vec<u32>> = recs.iter().map(|v| vec![NONE; v.len()]).collect();
         let nv0 = self.mesh.coords.len();
         let mut j = 0;
@@ -593,10 +638,11 @@ impl Local {
                 j += 1;
             }
         }
+        lap(&mut tt, "    absorb: vertices");
         let added = self.mesh.coords.len() - nv0;
         if added > 0 {
-            self.absorbed += added;
-            self.merge_order(nv0);
+            // Created in birth order: one more sorted run.
+            self.runs.push(nv0 as u32..self.mesh.coords.len() as u32);
         }
         for (b, mut r) in readers.into_iter().enumerate() {
             let ne = r.u32() as usize;
@@ -633,24 +679,6 @@ impl Local {
     ) {
         let with: Vec<(&[u8], u32)> = pieces.iter().map(|&p| (p, self.rank)).collect();
         self.absorb_with_owners(&with, ghost, remote, runs);
-    }
-
-    /// Puts the table entries from `start` on (sorted by birth among themselves) into
-    /// `order`: each finds its place by a search, and `order` is rebuilt by copying the runs
-    /// between those places.
-    fn merge_order(&mut self, start: usize) {
-        let added: Vec<u32> = (start as u32..self.mesh.coords.len() as u32).collect();
-        let mut order = Vec::with_capacity(self.order.len() + added.len());
-        let mut from = 0usize;
-        for &v in &added {
-            let b = self.birth(v as usize);
-            let at = from + self.order[from..].partition_point(|&w| self.birth(w as usize) < b);
-            order.extend_from_slice(&self.order[from..at]);
-            order.push(v);
-            from = at;
-        }
-        order.extend_from_slice(&self.order[from..]);
-        self.order = order;
     }
 
     /// Links the [`REMOTE`] edges in `remote` that match another one by midpoint; `remote`
@@ -890,34 +918,119 @@ impl Local {
         self.eowner = perm.iter().map(|&t| self.eowner[t as usize]).collect();
     }
 
-    /// Drops the vertices that no element and no descendant needs, and renumbers the table
-    /// in birth order.
-    fn compact(&mut self) {
+    /// Merges lists of vertices, each sorted by birth, into one sorted list: the smaller
+    /// lists first, each merged into the larger by searching its elements' places and copying
+    /// the runs between them.
+    fn merge_by_birth(&self, mut lists: Vec<Vec<u32>>) -> Vec<u32> {
+        lists.retain(|l| !l.is_empty());
+        lists.sort_by_key(Vec::len);
+        let mut acc: Vec<u32> = Vec::new();
+        for l in lists {
+            let (small, big) = if acc.len() <= l.len() {
+                (acc, l)
+            } else {
+                (l, acc)
+            };
+            if small.is_empty() {
+                acc = big;
+                continue;
+            }
+            let b = |v: u32| self.birth(v as usize);
+            if b(*big.last().expect("non-empty")) < b(small[0]) {
+                acc = big;
+                acc.extend_from_slice(&small);
+                continue;
+            }
+            let mut out = Vec::with_capacity(big.len() + small.len());
+            let mut from = 0usize;
+            for &v in &small {
+                let bv = b(v);
+                let at = from + big[from..].partition_point(|&w| b(w) < bv);
+                out.extend_from_slice(&big[from..at]);
+                out.push(v);
+                from = at;
+            }
+            out.extend_from_slice(&big[from..]);
+            acc = out;
+        }
+        acc
+    }
+
+    /// Renumbers the table: the owned vertices first, then the other vertices of the elements
+    /// and their ancestors, each group in birth order; vertices nothing needs any more are
+    /// dropped. Skipped when the table already has that layout.
+    fn renumber(&mut self) {
         let nv = self.mesh.coords.len();
-        let mut live = vec![false; nv];
-        let mut stack: Vec<u32> = Vec::new();
-        for tv in &self.mesh.tri {
-            for &v in tv {
-                if !live[v as usize] {
-                    live[v as usize] = true;
-                    stack.push(v);
+        if self.size == 1 {
+            // Everything is this rank's and live, already in birth order.
+            self.n_owned = nv;
+            self.runs = std::iter::once(0..nv as u32).collect();
+            return;
+        }
+        let mut tt = std::time::Instant::now();
+        // Vertices nothing needs any more (left behind by migrations and old ghosts) are
+        // dropped every fourth rebuild: in between they only take room.
+        self.since_drop += 1;
+        let live = if self.since_drop >= 4 {
+            self.since_drop = 0;
+            let mut live = vec![false; nv];
+            let mut stack: Vec<u32> = Vec::new();
+            for tv in &self.mesh.tri {
+                for &v in tv {
+                    if !live[v as usize] {
+                        live[v as usize] = true;
+                        stack.push(v);
+                    }
                 }
             }
-        }
-        while let Some(v) = stack.pop() {
-            for a in self.mesh.parents[v as usize] {
-                if a != NONE && !live[a as usize] {
-                    live[a as usize] = true;
-                    stack.push(a);
+            while let Some(v) = stack.pop() {
+                for a in self.mesh.parents[v as usize] {
+                    if a != NONE && !live[a as usize] {
+                        live[a as usize] = true;
+                        stack.push(a);
+                    }
                 }
             }
+            live
+        } else {
+            vec![true; nv]
+        };
+        lap(&mut tt, "    renumber: live");
+        // Each run is sorted by birth: split each by group, and merge the pieces.
+        let me = self.rank;
+        let mut owned_runs: Vec<Vec<u32>> = Vec::new();
+        let mut other_runs: Vec<Vec<u32>> = Vec::new();
+        for run in &self.runs {
+            let (mut o, mut x) = (Vec::new(), Vec::new());
+            for v in run.clone() {
+                if live[v as usize] {
+                    if self.vowner[v as usize] == me {
+                        o.push(v);
+                    } else {
+                        x.push(v);
+                    }
+                }
+            }
+            owned_runs.push(o);
+            other_runs.push(x);
         }
-        let keep: Vec<u32> = self
-            .order
+        let owned = self.merge_by_birth(owned_runs);
+        let other = self.merge_by_birth(other_runs);
+        lap(&mut tt, "    renumber: lists");
+        let n_owned = owned.len();
+        let n_initial = owned
             .iter()
-            .copied()
-            .filter(|&v| live[v as usize])
-            .collect();
+            .take_while(|&&v| self.bsg[v as usize] == 0)
+            .count();
+        self.mesh.n_initial_vertices = n_initial;
+        let mut keep = owned;
+        keep.extend_from_slice(&other);
+        drop(other);
+        self.n_owned = n_owned;
+        self.runs = vec![0..n_owned as u32, n_owned as u32..keep.len() as u32];
+        if keep.len() == nv && keep.iter().enumerate().all(|(i, &v)| i as u32 == v) {
+            return;
+        }
         let mut new = vec![NONE; nv];
         for (i, &v) in keep.iter().enumerate() {
             new[v as usize] = i as u32;
@@ -937,7 +1050,6 @@ impl Local {
         for tv in &mut m.tri {
             *tv = tv.map(|v| new[v as usize]);
         }
-        self.order = (0..keep.len() as u32).collect();
-        self.absorbed = 0;
+        lap(&mut tt, "    renumber: permute");
     }
 }

@@ -213,10 +213,11 @@ impl<'a, L: Label + Into<u128>, S: Slots<L>> Propagation<'a, L, S> {
 }
 
 /// Whether this rank counts edge k of owned element t (each edge once over all ranks: by the
-/// owner of the element first along the curve).
+/// owner of the element first along the curve; local elements are numbered in curve order).
+#[inline]
 fn counts_edge(l: &Local, t: usize, k: usize) -> bool {
     let n = l.mesh.nbr[t][k];
-    n == NONE || l.ekey[t] < l.ekey[n as usize]
+    n == NONE || t < n as usize
 }
 
 /// The smallest bin b such that the weights of bins ≤ b, summed over all ranks, reach `k`,
@@ -271,7 +272,8 @@ fn select<C: Comm>(
 }
 
 /// The entries of the owned elements in increasing label order (a counting sort): entry
-/// `2t` is element t's first bisection, `2t + 1` its second (double marking only).
+/// `2t` is element t's first bisection, `2t + 1` its second (double marking only); with the
+/// count per label (entries of label b are `order[start(b)..start(b + 1)]`).
 fn entries(l: &Local, eta2: &[f64], double: bool) -> (Vec<u32>, Vec<u64>) {
     let ne = l.ekey.len();
     let mut count = vec![0u64; NBINS];
@@ -303,13 +305,6 @@ fn entries(l: &Local, eta2: &[f64], double: bool) -> (Vec<u32>, Vec<u64>) {
     (order, count)
 }
 
-/// The label (bin) of entry e.
-#[inline]
-fn entry_bin(eta2: &[f64], e: u32) -> u16 {
-    let b = bin(eta2[(e / 2) as usize]);
-    (NBINS - 1 - if e & 1 == 0 { b } else { b.saturating_sub(8) }) as u16
-}
-
 /// The edges an entry marks: the refinement edge, or all three.
 #[inline]
 fn entry_edges(e: u32) -> &'static [u8] {
@@ -327,9 +322,12 @@ pub(crate) fn mark<C: Comm>(
     need: u64,
 ) -> Result<(Vec<u8>, u64), CommError> {
     let ne = l.ekey.len();
+    let mut tt = std::time::Instant::now();
+    let lap = super::local::lap;
     let shared = Shared::new(l);
     let double = matches!(strategy, Marking::Double);
     let (order, local_count) = entries(l, eta2, double);
+    lap(&mut tt, "mark: entries");
     // Dörfler: the bin where the entries' shares reach θ (a stage-1 bound as well).
     let mut share: Option<(u16, u64, f64)> = None;
     if let Marking::Doerfler(theta) = strategy {
@@ -374,14 +372,17 @@ pub(crate) fn mark<C: Comm>(
         _l: std::marker::PhantomData,
     };
     let mut i = 0;
+    let mut label = 0usize;
     for &cp in &checkpoints {
-        while i < order.len() && entry_bin(eta2, order[i]) <= cp {
-            let e = order[i];
-            let x = entry_bin(eta2, e);
-            for &k in entry_edges(e) {
-                p1.set(e / 2, k, x);
+        while label <= cp as usize {
+            let end = i + local_count[label] as usize;
+            for &e in &order[i..end] {
+                for &k in entry_edges(e) {
+                    p1.set(e / 2, k, label as u16);
+                }
             }
-            i += 1;
+            i = end;
+            label += 1;
         }
         let mut c = [p1.hist.as_ref().expect("stage 1").iter().sum::<u64>()];
         comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
@@ -389,7 +390,12 @@ pub(crate) fn mark<C: Comm>(
             break;
         }
     }
+    lap(
+        &mut tt,
+        &format!("mark: stage 1 ({i} of {} entries)", order.len()),
+    );
     p1.settle(comm, &shared)?;
+    lap(&mut tt, "mark: settle 1");
     let hist = p1.hist.take().expect("stage 1");
     let lab1 = p1.slots.0;
     let by_count = select_bin(comm, &hist, need)?;
@@ -397,6 +403,7 @@ pub(crate) fn mark<C: Comm>(
         (None, None) => return finish(comm, l, &lab1, None),
         (c, s) => c.unwrap_or(INF1).min(s.unwrap_or(INF1)),
     };
+    lap(&mut tt, "mark: select 1");
     // Stage 2, over the edges of bin b.
     let mut index = vec![NONE; ne];
     let mut n2 = 0u32;
@@ -438,6 +445,7 @@ pub(crate) fn mark<C: Comm>(
             }
         }
     }
+    lap(&mut tt, &format!("mark: stage 2 ({n2} elements)"));
     p2.settle(comm, &shared)?;
     let Sparse {
         index, lab: lab2, ..
@@ -478,7 +486,10 @@ pub(crate) fn mark<C: Comm>(
         NONE => INF2,
         i => lab2[i as usize][k],
     };
-    finish(comm, l, &lab1, Some((b, key, &lab2_of)))
+    lap(&mut tt, "mark: select 2");
+    let r = finish(comm, l, &lab1, Some((b, key, &lab2_of)));
+    lap(&mut tt, "mark: finish");
+    r
 }
 
 /// A marking threshold: bin, key, and the stage-2 label of an edge (element, edge).

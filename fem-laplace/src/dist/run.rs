@@ -320,20 +320,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
         self.skel = Skeleton::build(&self.comm, &self.l)?;
         fig.times.setup = t0.elapsed().as_secs_f64();
 
-        // Global counts.
-        let owned_v: Vec<bool> = (0..self.l.mesh.coords.len())
-            .map(|v| self.l.owns_vertex(v))
-            .collect();
+        // Global counts. The owned vertices are 0..n_owned.
+        let n_own = self.l.n_owned;
         let owned_e: Vec<bool> = (0..self.l.ekey.len())
             .map(|t| self.l.owns_element(t))
             .collect();
-        let mut counts = [0u64; 3];
-        for (v, &o) in owned_v.iter().enumerate() {
-            if o {
-                counts[0] += 1;
-                counts[2] += u64::from(!self.l.mesh.boundary[v]);
-            }
-        }
+        let mut counts = [n_own as u64, 0, 0];
+        counts[2] = self.l.mesh.boundary[..n_own]
+            .iter()
+            .filter(|&&b| !b)
+            .count() as u64;
         counts[1] = owned_e.iter().filter(|&&o| o).count() as u64;
         self.comm.allreduce_u64(ReduceOp::Sum, &mut counts)?;
         let mut maxlev = [self
@@ -356,7 +352,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         if alone {
             sys.assemble_into(&self.l.mesh, &self.l.u);
         } else {
-            sys.assemble_rows(&self.l.mesh, &self.l.u, |i| owned_v[i]);
+            sys.assemble_rows(&self.l.mesh, &self.l.u, |i| i < n_own);
         }
         let mut pre = Multilevel::new(&self.l.mesh, &sys);
         self.skel.set_inv(&self.comm, pre.inv_diag())?;
@@ -377,7 +373,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 pre: &mut pre,
                 skel: &mut self.skel,
                 halo: &self.halo,
-                owned: &owned_v,
+                n_owned: n_own,
             };
             pcg_with(&mut ops, &mut u, tol, &self.cfg.adapt.cg, &mut self.work)?
         };
@@ -428,7 +424,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 &grad,
                 self.exact,
                 pe,
-                |v| owned_v[v],
+                |v| v < n_own,
                 |t| owned_e[t],
             );
             let part = self.agree(part)?;
@@ -449,7 +445,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             rank: self.comm.rank(),
             owned: counts_local(&owned_e),
             ghosts: owned_e.len() - counts_local(&owned_e),
-            owned_vertices: counts_local(&owned_v),
+            owned_vertices: n_own,
             work: counts_local(&owned_e) as f64,
             times: fig.times,
             wait_s: wait1 - wait0,
@@ -509,11 +505,20 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let before = if several { self.census()? } else { (0, 0) };
         let mut parts = vec![self.comm.rank() as u32; ne];
         if self.comm.size() > 1 {
+            let tp = Instant::now();
             let mut xy = vec![0.0; 2 * ne];
             self.l.mesh.centroids_into(&mut xy);
             let weights = vec![1.0; ne];
+            let tc = tp.elapsed().as_secs_f64();
             self.balancer
                 .partition(&self.comm, &xy, &weights, &mut parts)?;
+            if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+                eprintln!(
+                    "    partition: census+centroids {:.2} ms, partitioner {:.2} ms",
+                    (t0.elapsed().as_secs_f64() - tp.elapsed().as_secs_f64() + tc) * 1e3,
+                    (tp.elapsed().as_secs_f64() - tc) * 1e3
+                );
+            }
         }
         fig.times.partition = t0.elapsed().as_secs_f64();
         let t0 = Instant::now();
@@ -717,7 +722,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
     /// Which local vertices this rank owns.
     pub fn owned_vertices(&self) -> Vec<bool> {
         (0..self.l.mesh.coords.len())
-            .map(|v| self.l.owns_vertex(v))
+            .map(|v| v < self.l.n_owned)
             .collect()
     }
 
@@ -750,7 +755,8 @@ struct RankOps<'a, C: Comm> {
     pre: &'a mut Multilevel,
     skel: &'a mut Skeleton,
     halo: &'a Halo,
-    owned: &'a [bool],
+    /// This rank's rows are 0..n_owned.
+    n_owned: usize,
 }
 
 impl<C: Comm> CgOps for RankOps<'_, C> {
@@ -765,26 +771,13 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
         if self.comm.size() > 1 {
             self.halo.update(self.comm, x)?;
         }
-        if self.comm.size() == 1 {
-            return Ok(self.sys.apply_rows(x, y, dot, |_| true));
-        }
-        let owned = self.owned;
-        Ok(self.sys.apply_rows(x, y, dot, |i| owned[i]))
+        Ok(self.sys.apply_rows(x, y, dot, 0..self.n_owned))
     }
     fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), CommError> {
         self.skel.apply(self.comm, self.pre, self.l, r, z)
     }
     fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum {
-        if self.comm.size() == 1 {
-            return ExactSum::dot(a, b);
-        }
-        let mut s = ExactSum::new();
-        for i in 0..a.len() {
-            if self.owned[i] {
-                s.add(a[i] * b[i]);
-            }
-        }
-        s
+        ExactSum::dot(&a[..self.n_owned], &b[..self.n_owned])
     }
     fn global(&mut self, s: &mut ExactSum) -> Result<(), CommError> {
         *s = global_sum(self.comm, s)?;

@@ -30,7 +30,7 @@ use super::keys::{Birth, VKey, vertex_key};
 use super::local::Local;
 use super::wire::{Reader, Writer};
 use crate::mesh::{Mesh, NONE};
-use crate::solver::{Multilevel, Order, Sweep};
+use crate::solver::{Multilevel, Sweep};
 use comm::{Comm, CommError};
 use std::collections::HashMap;
 
@@ -107,9 +107,11 @@ impl Skeleton {
                 vertex_key(l.mesh.coords[v as usize])
             }
         };
+        let mut marked: Vec<u32> = (0..nv as u32).filter(|&v| mark[v as usize]).collect();
+        marked.sort_unstable_by_key(|&v| l.birth(v as usize));
         let mut w = Writer::default();
-        for &v in &l.order {
-            if mark[v as usize] {
+        for &v in &marked {
+            {
                 let b = l.birth(v as usize);
                 w.u16(b.sg);
                 w.u128(b.key);
@@ -142,7 +144,7 @@ impl Skeleton {
         };
         if n == 0 {
             sk.bulk = (0..nv).map(|v| l.owns_vertex(v)).collect();
-            sk.n_initial = initial_count(l);
+            sk.n_initial = l.mesh.num_initial_vertices();
             return Ok(sk);
         }
         let pos: HashMap<VKey, u32> = recs
@@ -173,7 +175,8 @@ impl Skeleton {
         // 3. External children: bulk vertices with a skeleton parent.
         let mut w = Writer::default();
         let mut mine: Vec<u32> = Vec::new();
-        for &v in &l.order {
+        // The owned vertices come first, in birth order.
+        for v in 0..l.n_owned as u32 {
             let vu = v as usize;
             if !sk.bulk[vu] {
                 continue;
@@ -264,7 +267,7 @@ impl Skeleton {
         }
         sk.child = edges.iter().map(|e| e.2).collect();
         sk.slot = edges.iter().map(|e| e.3).collect();
-        sk.n_initial = initial_count(l);
+        sk.n_initial = l.mesh.num_initial_vertices();
         sk.z = vec![0.0; n];
         sk.lr = vec![0.0; edges.len()];
         sk.pv = vec![[0.0; 2]; n];
@@ -320,7 +323,7 @@ impl Skeleton {
             z,
             &Bulk {
                 sk: self,
-                order: &l.order,
+                n_owned: l.n_owned,
             },
         );
         if self.n > 0 {
@@ -332,13 +335,14 @@ impl Skeleton {
             z,
             &Bulk {
                 sk: self,
-                order: &l.order,
+                n_owned: l.n_owned,
             },
         );
         for &o in &self.own_o {
             z[self.local[o as usize] as usize] = self.z[o as usize];
         }
-        pre.fine_jacobi(r, z, |i| l.owns_vertex(i));
+        let n_owned = l.n_owned;
+        pre.fine_jacobi(r, z, |i| i < n_owned);
         Ok(())
     }
 
@@ -404,18 +408,11 @@ impl Skeleton {
     }
 }
 
-/// The number of initial vertices among the live ones (they come first in birth order).
-fn initial_count(l: &Local) -> usize {
-    l.order
-        .iter()
-        .take_while(|&&v| l.bsg[v as usize] == 0)
-        .count()
-}
-
-/// This rank's bulk as a [`Sweep`].
+/// This rank's bulk as a [`Sweep`]: its owned vertices are `0..n_owned`, in birth order, the
+/// initial ones first.
 struct Bulk<'a> {
     sk: &'a Skeleton,
-    order: &'a [u32],
+    n_owned: usize,
 }
 
 impl Sweep for Bulk<'_> {
@@ -426,11 +423,8 @@ impl Sweep for Bulk<'_> {
     fn parent_value(&self, v: usize, slot: usize) -> f64 {
         self.sk.pv_ext[self.sk.ext_of[v] as usize][slot]
     }
-    fn order<'a>(&'a self, _mesh: &Mesh) -> (Order<'a>, Order<'a>) {
+    fn order(&self, _mesh: &Mesh) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
         let n0 = self.sk.n_initial;
-        (
-            Order::List(&self.order[..n0]),
-            Order::List(&self.order[n0..]),
-        )
+        (0..n0, n0..self.n_owned)
     }
 }

@@ -112,7 +112,7 @@ fn rank_operators_equal_the_serial_ones() {
             let mut y = vec![0.0; r.len()];
             let mut rr = r.clone();
             run.halo.update(run.comm.inner(), &mut rr).unwrap();
-            sys.apply_rows(&rr, &mut y, false, |i| owned[i]);
+            sys.apply_rows(&rr, &mut y, false, 0..l.n_owned);
             let mut res = Vec::new();
             for v in 0..r.len() {
                 if owned[v] {

@@ -1,0 +1,40 @@
+//! `cargo xtask bench laplace`: the PHAML-size adaptive run in one process and over thread
+//! ranks, in one invocation (the `laplace-bench` binary of `fem-laplace`, release): medians
+//! of the whole-run times, ratios to the serial run, where the time of the distributed run
+//! goes, and the ranks' peak heap against the serial peak.
+
+use anyhow::{Result, bail};
+use std::process::Command;
+
+/// Runs the benchmark; `args` are passed to `laplace-bench` (`--repeats R`,
+/// `--ranks 1,2,3,4`, `--target-vertices N`).
+pub fn bench_laplace(args: &[String]) -> Result<()> {
+    for a in args {
+        if a.starts_with('-')
+            && !matches!(
+                a.as_str(),
+                "--repeats" | "--ranks" | "--target-vertices" | "--help" | "-h"
+            )
+        {
+            bail!(
+                "bench laplace: unknown flag `{a}` (known: --repeats R, --ranks LIST, --target-vertices N)"
+            );
+        }
+    }
+    let mut build = crate::cargo();
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "fem-laplace",
+        "--bin",
+        "laplace-bench",
+    ]);
+    crate::run(build)?;
+    if let Ok(out) = Command::new("uptime").output() {
+        eprintln!("xtask: {}", String::from_utf8_lossy(&out.stdout).trim());
+    }
+    let mut bench = Command::new(crate::project_root().join("target/release/laplace-bench"));
+    bench.args(args);
+    crate::run(bench)
+}
