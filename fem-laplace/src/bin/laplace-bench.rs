@@ -13,26 +13,23 @@ use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, RankTimes
 use fem_laplace::{AdaptConfig, Adaptive, CornerSingularity};
 use std::alloc::{GlobalAlloc, Layout, System as SysAlloc};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::time::Instant;
 
-/// Counts live heap bytes of the process (only while `GLOBAL` is set: shared counters would
-/// make the ranks' threads fight over one cache line) and of each thread (allocations are
-/// charged to the thread that makes them), with their peaks.
+/// Counts live heap bytes of the process and of each thread (allocations are charged to the
+/// thread that makes them; a message buffer freed by its receiver is charged to its sender
+/// until then), with their peaks.
 struct Counting;
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
-static GLOBAL: AtomicBool = AtomicBool::new(true);
 thread_local! {
     static T_LIVE: Cell<isize> = const { Cell::new(0) };
     static T_PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
 fn charge(delta: isize) {
-    if GLOBAL.load(Relaxed) {
-        let now = LIVE.fetch_add(delta, Relaxed) + delta;
-        PEAK.fetch_max(now, Relaxed);
-    }
+    let now = LIVE.fetch_add(delta, Relaxed) + delta;
+    PEAK.fetch_max(now, Relaxed);
     let _ = T_LIVE.try_with(|l| {
         let v = l.get() + delta;
         l.set(v);
@@ -175,16 +172,18 @@ fn serial(cfg: AdaptConfig, phases: &mut [f64; 5]) -> Result<(f64, isize)> {
 }
 
 /// One distributed run on `r` thread ranks: the sum of step walls on rank 0, rank 0's
-/// reports, and each rank's peak heap.
+/// reports, the process's peak heap (all ranks at the worst moment) and each rank's peak.
 struct DistRun {
     wall: f64,
     reports: Vec<DistStepReport>,
+    peak: isize,
     rank_peaks: Vec<isize>,
 }
 
 fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
     let exact = CornerSingularity;
-    GLOBAL.store(false, Relaxed);
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+    let base = LIVE.load(Relaxed);
     let n = cpus();
     let opts = ThreadOptions {
         cpus: Some((0..r).map(|k| vec![k % n]).collect()),
@@ -208,7 +207,7 @@ fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
         },
     )
     .context("the ranks")?;
-    GLOBAL.store(true, Relaxed);
+    let peak = PEAK.load(Relaxed) - base;
     let mut reports = Vec::new();
     let mut rank_peaks = Vec::new();
     for (k, x) in out.into_iter().enumerate() {
@@ -222,6 +221,7 @@ fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
     Ok(DistRun {
         wall,
         reports,
+        peak,
         rank_peaks,
     })
 }
@@ -305,11 +305,13 @@ fn main() -> Result<()> {
         dist(cfg, r)?; // warm-up
         let mut times = Vec::new();
         let mut last = None;
+        let mut peak = 0isize;
         let mut rank_peak_sum = 0isize;
         let mut rank_peak_max = 0isize;
         for _ in 0..o.repeats {
             let d = dist(cfg, r)?;
             times.push(d.wall);
+            peak = peak.max(d.peak);
             rank_peak_sum = rank_peak_sum.max(d.rank_peaks.iter().sum());
             rank_peak_max = rank_peak_max.max(d.rank_peaks.iter().copied().max().unwrap_or(0));
             last = Some(d);
@@ -322,7 +324,7 @@ fn main() -> Result<()> {
         let moved: u64 = d.reports.iter().map(|x| x.migration.elements).sum();
         let bytes: u64 = d.reports.iter().map(|x| x.migration.bytes).sum();
         println!(
-            "{:>5} {:>9.3} {:>9.3} {:>9.2} {:>11.3} {:>11} {:>9.2} {:>12.1} {:>10.2} {:>12.1}",
+            "{:>5} {:>8.3} {:>9.3} {:>8.2} {:>10.3} {:>10} {:>8.2} {:>9.1} {:>9.2} {:>10.1} {:>9.2}",
             r,
             t,
             t / ts,
@@ -330,10 +332,12 @@ fn main() -> Result<()> {
             wait,
             moved,
             bytes as f64 / 1e6,
+            peak as f64 / 1e6,
+            peak as f64 / s_peak as f64,
             rank_peak_sum as f64 / 1e6,
-            rank_peak_sum as f64 / s_peak as f64,
-            rank_peak_max as f64 / 1e6
+            rank_peak_sum as f64 / s_peak as f64
         );
+        let _ = rank_peak_max;
         // Where the time goes: per phase, the largest rank's sum over the steps.
         let mut per = vec![RankTimes::default(); r];
         for x in &d.reports {

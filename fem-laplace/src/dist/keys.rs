@@ -92,6 +92,72 @@ impl Birth {
     }
 }
 
+/// Element keys, stored in their high 64 bits while every element is at most 62 levels
+/// deep (the low half of such a key is zero: PHAML's run reaches level 34), with a second
+/// array for the low halves from the first deeper element on.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Keys {
+    hi: Vec<u64>,
+    lo: Option<Vec<u64>>,
+}
+
+impl Keys {
+    /// No keys, room for `n`.
+    pub(crate) fn with_capacity(n: usize) -> Keys {
+        Keys {
+            hi: Vec::with_capacity(n),
+            lo: None,
+        }
+    }
+    /// Number of keys.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.hi.len()
+    }
+    /// Key t.
+    #[inline]
+    pub(crate) fn get(&self, t: usize) -> EKey {
+        (u128::from(self.hi[t]) << 64) | self.lo.as_ref().map_or(0, |lo| u128::from(lo[t]))
+    }
+    /// Appends a key.
+    #[inline]
+    pub(crate) fn push(&mut self, k: EKey) {
+        if k as u64 != 0 && self.lo.is_none() {
+            let mut lo = Vec::with_capacity(self.hi.capacity());
+            lo.resize(self.hi.len(), 0);
+            self.lo = Some(lo);
+        }
+        self.hi.push((k >> 64) as u64);
+        if let Some(lo) = &mut self.lo {
+            lo.push(k as u64);
+        }
+    }
+    /// The first index in `range` whose key is not below `k` (keys sorted there).
+    pub(crate) fn lower_bound(&self, range: std::ops::Range<usize>, k: EKey) -> usize {
+        let (mut lo, mut hi) = (range.start, range.end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.get(mid) < k {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+impl FromIterator<EKey> for Keys {
+    fn from_iter<I: IntoIterator<Item = EKey>>(iter: I) -> Keys {
+        let iter = iter.into_iter();
+        let mut k = Keys::with_capacity(iter.size_hint().0);
+        for x in iter {
+            k.push(x);
+        }
+        k
+    }
+}
+
 /// A 64-bit mix of a key (for hashing and for order-independent checksums).
 #[inline]
 pub(crate) fn mix(k: u128) -> u64 {
@@ -140,6 +206,21 @@ mod tests {
         assert!(Birth::created(3, e, 6, 1) > Birth::created(3, f, 4, 0));
         assert!(Birth::created(4, e, 1, 1) > Birth::created(3, f, 9, 0));
         assert!(Birth::initial(4) < Birth::created(1, root_key(0), 0, 1));
+    }
+
+    #[test]
+    fn keys_keep_the_low_half_once_an_element_is_deep() {
+        let shallow = child_key(root_key(1), 0, true);
+        let mut deep = root_key(2);
+        for l in 0..70 {
+            deep = child_key(deep, l, l % 3 == 0);
+        }
+        let mut k: Keys = [shallow, root_key(3)].into_iter().collect();
+        assert!(k.lo.is_none());
+        k.push(deep);
+        assert!(k.lo.is_some());
+        assert_eq!((k.get(0), k.get(1), k.get(2)), (shallow, root_key(3), deep));
+        assert_eq!(k.lower_bound(0..2, root_key(2)), 1);
     }
 
     #[test]

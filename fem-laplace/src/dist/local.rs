@@ -29,7 +29,7 @@
 //!    others its elements around the vertex: the ghost layer.
 
 use super::keys::{
-    Birth, EKey, LEVEL_LIMIT, VKey, child_key, edge_key, key_point, mix, vertex_key,
+    Birth, EKey, Keys, LEVEL_LIMIT, VKey, child_key, edge_key, key_point, mix, vertex_key,
 };
 use super::wire::{Outbox, Reader, Writer};
 use crate::FemError;
@@ -55,7 +55,7 @@ pub(crate) struct Local {
     pub(crate) rank: u32,
     pub(crate) size: usize,
     pub(crate) mesh: Mesh,
-    pub(crate) ekey: Vec<EKey>,
+    pub(crate) ekey: Keys,
     pub(crate) eowner: Vec<u32>,
     pub(crate) bsg: Vec<u16>,
     pub(crate) bkey: Vec<u128>,
@@ -210,53 +210,26 @@ impl Local {
         } else {
             (0..ne).map(|t| self.owns_element(t)).collect()
         };
-        // Children's keys, in the order the refinement writes the children.
+        // Keys have one bit per level: the deepest elements cannot be bisected here.
+        for t in 0..ne {
+            if (all_owned || owned[t]) && bits[t] != 0 && self.mesh.level[t] >= LEVEL_LIMIT - 1 {
+                return Err(FemError::LevelLimit {
+                    element: t,
+                    level: self.mesh.level[t],
+                    limit: LEVEL_LIMIT,
+                });
+            }
+        }
         let total: usize = (0..ne)
             .filter(|&t| all_owned || owned[t])
             .map(|t| crate::mesh::children_count(bits[t]) as usize)
             .sum();
-        // Room for the elements a migration and the ghost layer will bring.
-        let spare = if self.size > 1 { total / 16 + 1024 } else { 0 };
-        let mut keys = Vec::with_capacity(total + spare);
-        for t in 0..ne {
-            if !(all_owned || owned[t]) {
-                continue;
-            }
-            let (k, l, b) = (self.ekey[t], self.mesh.level[t], bits[t]);
-            if b == 0 {
-                keys.push(k);
-                continue;
-            }
-            if l >= LEVEL_LIMIT - 1 {
-                return Err(FemError::LevelLimit {
-                    element: t,
-                    level: l,
-                    limit: LEVEL_LIMIT,
-                });
-            }
-            let (first, second) = (child_key(k, l, false), child_key(k, l, true));
-            if b & 4 != 0 {
-                keys.extend([
-                    child_key(first, l + 1, false),
-                    child_key(first, l + 1, true),
-                ]);
-            } else {
-                keys.push(first);
-            }
-            if b & 1 != 0 {
-                keys.extend([
-                    child_key(second, l + 1, false),
-                    child_key(second, l + 1, true),
-                ]);
-            } else {
-                keys.push(second);
-            }
-        }
+        // Room for the elements and vertices a migration and the ghost layer will bring, so
+        // that the arrays grow once per step.
+        let spare = if self.size > 1 { total / 32 + 1024 } else { 0 };
         let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
-        // Room for the new vertices and for those a migration will bring, so that the
-        // vertex arrays grow once per step.
         let room = if self.size > 1 {
-            new_vertices + new_vertices / 8 + 1024
+            new_vertices + new_vertices / 16 + 1024
         } else {
             0
         };
@@ -268,15 +241,13 @@ impl Local {
         self.vowner.reserve(room);
         self.u.reserve(room);
         let marks = Marks::from_bits(bits, new_vertices);
-        lap(&mut tt, "refine: keys");
         let nv0 = self.mesh.coords.len();
         let mut births: Vec<Birth> = Vec::with_capacity(new_vertices);
+        let levels = self.mesh.level.clone();
         {
-            let levels = std::mem::take(&mut self.mesh.level);
             let ekey = &self.ekey;
-            self.mesh.level = levels.clone();
             let mut created = |v: u32, t: u32, k: u8| {
-                let b = Birth::created(step, ekey[t as usize], levels[t as usize], k);
+                let b = Birth::created(step, ekey.get(t as usize), levels[t as usize], k);
                 let i = v as usize - nv0;
                 if births.len() <= i {
                     births.resize(i + 1, Birth { sg: 0, key: 0 });
@@ -293,6 +264,34 @@ impl Local {
         }
         let nv = self.mesh.coords.len();
         lap(&mut tt, "refine: bisect");
+        // Children's keys, in the order the refinement wrote the children (computed after it,
+        // so that the old and new element arrays and keys are not all alive at once).
+        let bits = &marks.bits;
+        let mut keys = Keys::with_capacity(total + spare);
+        for t in 0..ne {
+            if !(all_owned || owned[t]) {
+                continue;
+            }
+            let (k, l, b) = (self.ekey.get(t), levels[t], bits[t]);
+            if b == 0 {
+                keys.push(k);
+                continue;
+            }
+            let (first, second) = (child_key(k, l, false), child_key(k, l, true));
+            if b & 4 != 0 {
+                keys.push(child_key(first, l + 1, false));
+                keys.push(child_key(first, l + 1, true));
+            } else {
+                keys.push(first);
+            }
+            if b & 1 != 0 {
+                keys.push(child_key(second, l + 1, false));
+                keys.push(child_key(second, l + 1, true));
+            } else {
+                keys.push(second);
+            }
+        }
+
         self.bsg.extend(births.iter().map(|b| b.sg));
         self.bkey.extend(births.iter().map(|b| b.key));
         self.vowner.resize(nv, self.rank);
@@ -520,7 +519,7 @@ impl Local {
         w.u32(elems.len() as u32);
         for &t in elems {
             let tu = t as usize;
-            w.u128(self.ekey[tu]);
+            w.u128(self.ekey.get(tu));
             w.u8(self.mesh.level[tu]);
             for v in self.mesh.tri[tu] {
                 w.u32(pos[&v]);
@@ -776,7 +775,7 @@ impl Local {
         for (v, star) in interface {
             let smallest = star
                 .iter()
-                .map(|&e| self.ekey[e as usize])
+                .map(|&e| self.ekey.get(e as usize))
                 .min()
                 .expect("t is in it");
             let key = vertex_key(self.mesh.coords[v as usize]);
@@ -855,7 +854,7 @@ impl Local {
             if elems.is_empty() {
                 continue;
             }
-            elems.sort_unstable_by_key(|&t| self.ekey[t as usize]);
+            elems.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
             elems.dedup();
             self.write_elements(&mut out.to[r], elems, r as u32, &mut stamp, true);
         }
@@ -881,15 +880,15 @@ impl Local {
             return;
         }
         let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
-        rest.sort_unstable_by_key(|&t| self.ekey[t as usize]);
+        rest.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
         let mut perm: Vec<u32> = Vec::with_capacity(ne);
         let mut i = 0usize;
         let keep_run = |perm: &mut Vec<u32>, a: usize, b: usize| {
             perm.extend((a as u32..b as u32).filter(|&t| !gone(t as usize)));
         };
         for &t in &rest {
-            let k = self.ekey[t as usize];
-            let at = i + self.ekey[i..first_end].partition_point(|&x| x < k);
+            let k = self.ekey.get(t as usize);
+            let at = self.ekey.lower_bound(i..first_end, k);
             keep_run(&mut perm, i, at);
             perm.push(t);
             i = at;
@@ -914,7 +913,7 @@ impl Local {
                 })
             })
             .collect();
-        self.ekey = perm.iter().map(|&t| self.ekey[t as usize]).collect();
+        self.ekey = perm.iter().map(|&t| self.ekey.get(t as usize)).collect();
         self.eowner = perm.iter().map(|&t| self.eowner[t as usize]).collect();
     }
 

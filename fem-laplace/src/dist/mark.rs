@@ -431,10 +431,10 @@ pub(crate) fn mark<C: Comm>(
         }
         let bt = bin(eta2[t]);
         if (NBINS - 1 - bt) as u16 == b {
-            sources.push((l.ekey[t], t as u32, 0b010));
+            sources.push((l.ekey.get(t), t as u32, 0b010));
         }
         if double && (NBINS - 1 - bt.saturating_sub(8)) as u16 == b {
-            sources.push((l.ekey[t] | 1, t as u32, 0b111));
+            sources.push((l.ekey.get(t) | 1, t as u32, 0b111));
         }
     }
     sources.sort_unstable();
@@ -476,7 +476,7 @@ pub(crate) fn mark<C: Comm>(
         });
         let keyed: Vec<(u128, u64)> = (0..ne)
             .filter(|&t| l.owns_element(t) && (NBINS - 1 - bin(eta2[t])) as u16 == b)
-            .map(|t| (l.ekey[t], dorfler_weight(eta2[t], total)))
+            .map(|t| (l.ekey.get(t), dorfler_weight(eta2[t], total)))
             .collect();
         let (ks, _) =
             select(comm, &keyed, goal - below)?.expect("the bin holds the weight that reaches θ");

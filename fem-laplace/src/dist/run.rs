@@ -174,7 +174,6 @@ pub struct RankRun<'a, C: Comm> {
     done: bool,
     nv: u64,
     estimate: f64,
-    work: CgWork,
 }
 
 impl<C: Comm> std::fmt::Debug for RankRun<'_, C> {
@@ -229,7 +228,6 @@ impl<'a, C: Comm> RankRun<'a, C> {
             done: false,
             nv: 5,
             estimate: 0.0,
-            work: CgWork::default(),
         })
     }
 
@@ -375,7 +373,14 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 halo: &self.halo,
                 n_owned: n_own,
             };
-            pcg_with(&mut ops, &mut u, tol, &self.cfg.adapt.cg, &mut self.work)?
+            // Fresh work vectors, freed with the step's system (as in the serial loop).
+            pcg_with(
+                &mut ops,
+                &mut u,
+                tol,
+                &self.cfg.adapt.cg,
+                &mut CgWork::default(),
+            )?
         };
         self.halo.update(&self.comm, &mut u)?;
         self.l.u = u;
@@ -552,7 +557,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         for t in 0..self.l.ekey.len() {
             if self.l.owns_element(t) {
                 c[0] += 1;
-                c[1] = c[1].wrapping_add(mix(self.l.ekey[t]));
+                c[1] = c[1].wrapping_add(mix(self.l.ekey.get(t)));
             }
         }
         self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
