@@ -330,14 +330,14 @@ impl Mesh {
     /// `owned[t]` are refined and kept; the others (ghosts) carry the marks of the edges they
     /// share with owned elements and only create the new vertices of those edges where they
     /// come first along the curve, as the serial refinement would. A child's neighbour across
-    /// an edge shared with a ghost is [`REMOTE`]. `created(v, t, k)` is told, for every new
-    /// vertex `v`, the element `t` that created it and the edge `k` it bisects. The new
-    /// element arrays have room for `spare` more elements.
+    /// an edge shared with a ghost is [`REMOTE`]. If `creators` is given, it receives for every
+    /// new vertex (in the order of their ids) the element that created it and the edge it
+    /// bisects. The new element arrays have room for `spare` more elements.
     pub(crate) fn refine_part(
         &mut self,
         marks: &Marks,
         owned: Option<&[bool]>,
-        mut created: Option<&mut dyn FnMut(u32, u32, u8)>,
+        creators: Option<&mut Vec<(u32, u8)>>,
         spare: usize,
     ) -> Result<Range<usize>, FemError> {
         let ne = self.tri.len();
@@ -391,7 +391,7 @@ impl Mesh {
                 new_parents.push([tri[(k + 1) % 3], tri[(k + 2) % 3]]);
                 new_gen.push(self.level[t] + u8::from(k != 1));
                 new_boundary.push(n == NONE);
-                if created.is_some() {
+                if creators.is_some() {
                     new_creator.push((t as u32, k as u8));
                 }
             }
@@ -415,9 +415,11 @@ impl Mesh {
             start[g as usize] += 1;
         }
         drop(new_gen);
-        if let Some(created) = created.as_mut() {
-            for (p, &(t, k)) in new_creator.iter().enumerate() {
-                created(perm[p], t, k);
+        if let Some(out) = creators {
+            out.clear();
+            out.resize(n_new, (0, 0));
+            for (p, &c) in new_creator.iter().enumerate() {
+                out[perm[p] as usize - nv0] = c;
             }
         }
         drop(new_creator);

@@ -211,19 +211,19 @@ impl Local {
             (0..ne).map(|t| self.owns_element(t)).collect()
         };
         // Keys have one bit per level: the deepest elements cannot be bisected here.
+        let mut total = 0usize;
         for t in 0..ne {
-            if (all_owned || owned[t]) && bits[t] != 0 && self.mesh.level[t] >= LEVEL_LIMIT - 1 {
-                return Err(FemError::LevelLimit {
-                    element: t,
-                    level: self.mesh.level[t],
-                    limit: LEVEL_LIMIT,
-                });
+            if all_owned || owned[t] {
+                if bits[t] != 0 && self.mesh.level[t] >= LEVEL_LIMIT - 1 {
+                    return Err(FemError::LevelLimit {
+                        element: t,
+                        level: self.mesh.level[t],
+                        limit: LEVEL_LIMIT,
+                    });
+                }
+                total += crate::mesh::children_count(bits[t]) as usize;
             }
         }
-        let total: usize = (0..ne)
-            .filter(|&t| all_owned || owned[t])
-            .map(|t| crate::mesh::children_count(bits[t]) as usize)
-            .sum();
         // Room for the elements and vertices a migration and the ghost layer will bring, so
         // that the arrays grow once per step.
         let spare = if self.size > 1 { total / 32 + 1024 } else { 0 };
@@ -241,27 +241,25 @@ impl Local {
         self.vowner.reserve(room);
         self.u.reserve(room);
         let marks = Marks::from_bits(bits, new_vertices);
+        lap(&mut tt, "refine: checks, room");
         let nv0 = self.mesh.coords.len();
-        let mut births: Vec<Birth> = Vec::with_capacity(new_vertices);
         let levels = self.mesh.level.clone();
-        {
-            let ekey = &self.ekey;
-            let mut created = |v: u32, t: u32, k: u8| {
-                let b = Birth::created(step, ekey.get(t as usize), levels[t as usize], k);
-                let i = v as usize - nv0;
-                if births.len() <= i {
-                    births.resize(i + 1, Birth { sg: 0, key: 0 });
-                }
-                births[i] = b;
-            };
-            let scope = if all_owned {
-                None
-            } else {
-                Some(owned.as_slice())
-            };
-            self.mesh
-                .refine_part(&marks, scope, Some(&mut created), spare)?;
+        let mut creators: Vec<(u32, u8)> = Vec::new();
+        let scope = if all_owned {
+            None
+        } else {
+            Some(owned.as_slice())
+        };
+        self.mesh
+            .refine_part(&marks, scope, Some(&mut creators), spare)?;
+        lap(&mut tt, "refine: refine_part");
+        // Each new vertex's birth, from its creating element (still numbered as before).
+        for &(t, k) in &creators {
+            let b = Birth::created(step, self.ekey.get(t as usize), levels[t as usize], k);
+            self.bsg.push(b.sg);
+            self.bkey.push(b.key);
         }
+        drop(creators);
         let nv = self.mesh.coords.len();
         lap(&mut tt, "refine: bisect");
         // Children's keys, in the order the refinement wrote the children (computed after it,
@@ -292,8 +290,6 @@ impl Local {
             }
         }
 
-        self.bsg.extend(births.iter().map(|b| b.sg));
-        self.bkey.extend(births.iter().map(|b| b.key));
         self.vowner.resize(nv, self.rank);
         crate::solver::prolongate(&self.mesh, &mut self.u, nv0..nv, |p| {
             dirichlet_value(exact, p[0], p[1])
