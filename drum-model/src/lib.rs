@@ -34,6 +34,6 @@ pub mod samples;
 mod xml;
 
 pub use error::{Error, Location, Problem, Result};
-pub use machine::{CpuList, LbMethod, Machine, Node, NodeId, NodeKind};
+pub use machine::{CpuList, LbMethod, Machine, Node, NodeId, NodeKind, PartitionMethod};
 pub use power::{Observations, PowerConfig, PowerModel, Powers, compute_powers, static_powers};
 pub use xml::Attribute;

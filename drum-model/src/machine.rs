@@ -142,13 +142,58 @@ impl fmt::Display for CpuList {
     }
 }
 
+/// A partitioning method a node can name in `<lbmethod lbm="...">`. The names are part of the
+/// file format, so the reader rejects any other with its `FILE:LINE:COL`; drum-model does not
+/// know the partitioners themselves (hier-part maps each name to one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PartitionMethod {
+    /// Hilbert space-filling curve (`HSFC`).
+    Hsfc,
+    /// Recursive coordinate bisection (`RCB`).
+    Rcb,
+    /// Recursive inertial bisection (`RIB`).
+    Rib,
+}
+
+impl PartitionMethod {
+    /// The names accepted in `lbm="..."` (case-insensitive, as Zoltan's `LB_METHOD`).
+    pub const NAMES: [&'static str; 3] = ["HSFC", "RCB", "RIB"];
+
+    /// Parses a method name, ignoring ASCII case and surrounding white space.
+    pub fn parse(name: &str) -> Option<PartitionMethod> {
+        let n = name.trim();
+        [
+            PartitionMethod::Hsfc,
+            PartitionMethod::Rcb,
+            PartitionMethod::Rib,
+        ]
+        .into_iter()
+        .find(|m| m.as_str().eq_ignore_ascii_case(n))
+    }
+
+    /// The canonical name (what the writer puts in `lbm="..."`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartitionMethod::Hsfc => "HSFC",
+            PartitionMethod::Rcb => "RCB",
+            PartitionMethod::Rib => "RIB",
+        }
+    }
+}
+
+impl fmt::Display for PartitionMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A node's `<lbmethod lbm=".." PARAM=".."/>`: the partitioning method hier-part uses to split
 /// this node's objects among its children (or its processes), with its parameters in file order.
-/// drum-model does not interpret the method; the partitioner parses it into its own enum.
+/// drum-model does not interpret the parameters; the partitioner does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LbMethod {
-    /// The `lbm` attribute, e.g. `HSFC`, `RCB`, `RIB`.
-    pub method: String,
+    /// The `lbm` attribute (`HSFC`, `RCB`, `RIB`).
+    pub method: PartitionMethod,
     /// Where the `lbm` attribute is (for "unknown method X at node N (file:line:col)").
     pub method_location: Location,
     /// The other attributes, e.g. `KEEP_CUTS="1"`, in file order, each with its location.
@@ -266,9 +311,9 @@ impl Machine {
     /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Machine> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        let bytes = std::fs::read(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Machine::from_bytes(&bytes, &path.display().to_string())
     }
@@ -512,7 +557,7 @@ impl Machine {
                 None => out.push_str("/>\n"),
                 Some(lb) => {
                     out.push_str(">\n    <lbmethod");
-                    xml::push_attr(&mut out, "lbm", &lb.method);
+                    xml::push_attr(&mut out, "lbm", lb.method.as_str());
                     for p in &lb.params {
                         xml::push_attr(&mut out, &p.name, &p.value);
                     }
@@ -838,8 +883,20 @@ fn validate(source: &str, doc: RawDocument) -> Result<Machine> {
                 if lbm.value.trim().is_empty() {
                     return Err(bad_value(lbm, "a method name such as HSFC, RCB or RIB"));
                 }
+                let method = PartitionMethod::parse(&lbm.value).ok_or_else(|| {
+                    invalid(
+                        &lbm.location,
+                        Problem::UnknownLbMethod {
+                            node: format!(
+                                "node {num} ({:?})",
+                                attrs.get("name").map_or("", |a| a.value.as_str())
+                            ),
+                            method: lbm.value.trim().to_string(),
+                        },
+                    )
+                })?;
                 Some(LbMethod {
-                    method: lbm.value.trim().to_string(),
+                    method,
                     method_location: lbm.location.clone(),
                     params: lb
                         .attrs

@@ -1,7 +1,7 @@
 //! The crate's error type.
 
-use crate::hier::MethodKind;
 use drum_model::Location;
+use drum_model::PartitionMethod;
 
 /// Everything that can go wrong in `hier-part` with bad data (not programmer error).
 ///
@@ -143,16 +143,6 @@ pub enum Error {
         /// Why no fit exists.
         reason: &'static str,
     },
-    /// `<lbmethod lbm="...">` names a method this crate does not have.
-    #[error("{location}: {node}: unknown lbmethod `{method}` (known: HSFC, RCB, RIB)")]
-    UnknownMethod {
-        /// Where the `lbm` attribute is.
-        location: Location,
-        /// The node, as `node 3 ("name")`.
-        node: String,
-        /// The method named.
-        method: String,
-    },
     /// A known `<lbmethod>` parameter has a bad value.
     #[error("{location}: {node}: lbmethod parameter {name}=\"{value}\" is not {expected}")]
     BadParameter {
@@ -173,7 +163,7 @@ pub enum Error {
         /// The node that was splitting, as `node 3 ("name")`.
         node: String,
         /// Its method.
-        method: MethodKind,
+        method: PartitionMethod,
         /// The partitioner's error.
         source: Box<Error>,
     },
@@ -222,7 +212,7 @@ pub enum Error {
 
 impl Error {
     /// Wraps an error of a level's partitioner with the node and the method.
-    pub(crate) fn at_level(self, node: &str, method: MethodKind) -> Error {
+    pub(crate) fn at_level(self, node: &str, method: PartitionMethod) -> Error {
         Error::Level {
             node: node.to_string(),
             method,

@@ -28,11 +28,12 @@ pub mod quality;
 pub mod rebalance;
 
 pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
+pub use drum_model::PartitionMethod;
 pub use error::Error;
 pub use graph::Csr;
 pub use hier::{
-    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport,
-    MethodKind, Moved, Plan, PlanNode, ToleranceWarning, release_buffers,
+    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport, Moved,
+    Plan, PlanNode, ToleranceWarning, release_buffers,
 };
 pub use par::Par;
 pub use quality::{Quality, picture};

@@ -8,7 +8,7 @@
 use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::{Machine, PowerConfig, static_powers};
 use hier_part::points::{Dist, Rng, Weights, points};
-use hier_part::{Child, Hier, HierPartition, LevelCuts, MethodKind, Par, Plan, Plane};
+use hier_part::{Child, Hier, HierPartition, LevelCuts, Par, PartitionMethod, Plan, Plane};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -97,7 +97,7 @@ fn check_partition(
             .filter(|&i| node.ranks.binary_search(&(parts[i] as usize)).is_ok())
             .collect();
         match (method.kind, cuts) {
-            (MethodKind::Rcb | MethodKind::Rib, LevelCuts::Bisection(b)) => {
+            (PartitionMethod::Rcb | PartitionMethod::Rib, LevelCuts::Bisection(b)) => {
                 for &i in &members {
                     let x = &coords[i * dim..(i + 1) * dim];
                     assert_eq!(
@@ -109,12 +109,12 @@ fn check_partition(
                 }
                 for c in &b.cuts {
                     match (method.kind, c.plane) {
-                        (MethodKind::Rcb, Plane::Axis(_))
-                        | (MethodKind::Rib, Plane::Inertial { .. }) => {}
+                        (PartitionMethod::Rcb, Plane::Axis(_))
+                        | (PartitionMethod::Rib, Plane::Inertial { .. }) => {}
                         (k, p) => panic!("{}: {k} level made a cut {p:?}", node.label),
                     }
                 }
-                if method.kind == MethodKind::Rcb {
+                if method.kind == PartitionMethod::Rcb {
                     // Pairwise: some axis separates the children's bounding boxes.
                     let k = node.children.len();
                     let mut bb = vec![([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]); k];
@@ -135,7 +135,7 @@ fn check_partition(
                     }
                 }
             }
-            (MethodKind::Hsfc, LevelCuts::Hsfc(p)) => {
+            (PartitionMethod::Hsfc, LevelCuts::Hsfc(p)) => {
                 // Children own consecutive key intervals: sorting by key gives non-decreasing
                 // child indices.
                 let mut keyed: Vec<(u64, usize)> = members
@@ -364,7 +364,7 @@ fn keep_cuts_repartition_moves_little() {
 fn method_of_each_level_comes_from_the_xml() {
     let m = Machine::from_file(machines_dir().join("fig3-cluster-of-clusters.xml")).unwrap();
     let plan = plan_of(&m);
-    let kinds: Vec<(u32, MethodKind)> = plan
+    let kinds: Vec<(u32, PartitionMethod)> = plan
         .split_nodes()
         .iter()
         .map(|&id| {
@@ -372,7 +372,7 @@ fn method_of_each_level_comes_from_the_xml() {
             (n.nodenum, n.method.as_ref().unwrap().kind)
         })
         .collect();
-    use MethodKind::*;
+    use PartitionMethod::*;
     assert_eq!(
         kinds,
         vec![
@@ -399,16 +399,21 @@ fn method_of_each_level_comes_from_the_xml() {
 
 #[test]
 fn lbmethod_errors_name_the_node_and_the_line() {
-    let bad = |lb: &str| {
-        let xml = format!(
+    let xml = |lb: &str| {
+        format!(
             "<machinemodel>\n<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\">\n  {lb}\n</node>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" name=\"a\" parent=\"0\"/>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"2\" name=\"b\" parent=\"0\"/>\n</machinemodel>"
-        );
-        let m = Machine::parse_str(&xml, "bad.xml").unwrap();
+        )
+    };
+    let bad = |lb: &str| {
+        let m = Machine::parse_str(&xml(lb), "bad.xml").unwrap();
         let powers = static_powers(&m, &PowerConfig::default()).unwrap();
         Plan::new(&m, &powers).map(|_| ()).unwrap_err().to_string()
     };
+    // Method names are part of the file format: the reader rejects an unknown one.
     assert_eq!(
-        bad(r#"<lbmethod lbm="PARMETIS"/>"#),
+        Machine::parse_str(&xml(r#"<lbmethod lbm="PARMETIS"/>"#), "bad.xml")
+            .unwrap_err()
+            .to_string(),
         "bad.xml:3:13: node 0 (\"sw\"): unknown lbmethod `PARMETIS` (known: HSFC, RCB, RIB)"
     );
     assert_eq!(

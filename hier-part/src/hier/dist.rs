@@ -8,12 +8,13 @@
 //! concatenation of the ranks' points.
 
 use super::serial::{hsfc_par, hsfc_tolerance, rank_to_child};
-use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved, Plan};
+use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, Moved, Plan};
 use crate::bisect::dist::{agree, bisect_dist};
 use crate::bisect::rank_order_ids;
 use crate::{Error, Method};
 use comm::{Comm, CommError, ReduceOp};
 use drum_model::NodeId;
+use drum_model::PartitionMethod;
 use hsfc::dist::Reduce;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -317,7 +318,7 @@ impl Hier {
             .filter(|_| method.keep_cuts)
             .and_then(|p| p.cuts.get(&id));
         let level = match method.kind {
-            MethodKind::Hsfc => {
+            PartitionMethod::Hsfc => {
                 let h = hsfc::Hsfc {
                     par: hsfc_par(self.par),
                     tolerance: hsfc_tolerance(method),
@@ -345,9 +346,9 @@ impl Hier {
                     }
                 })
             }
-            MethodKind::Rcb | MethodKind::Rib => {
+            PartitionMethod::Rcb | PartitionMethod::Rib => {
                 let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
-                let m = if method.kind == MethodKind::Rcb {
+                let m = if method.kind == PartitionMethod::Rcb {
                     Method::Rcb
                 } else {
                     Method::Rib

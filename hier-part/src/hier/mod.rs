@@ -17,7 +17,7 @@ pub fn release_buffers() {
     hsfc::release_buffers();
 }
 
-pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, MethodKind, Plan, PlanNode};
+pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
 
 use crate::bisect::imbalance;
 use crate::{Bisection, Error, Par};

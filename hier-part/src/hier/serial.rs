@@ -1,10 +1,11 @@
 //! The serial walk: every level's objects are gathered from the caller's arrays and handed to
 //! the level's partitioner; parts are written straight into the caller's buffer.
 
-use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved, Plan};
+use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, Moved, Plan};
 use crate::input::check_points;
 use crate::{Error, Par, Rcb, Rib};
 use drum_model::NodeId;
+use drum_model::PartitionMethod;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -33,7 +34,7 @@ pub(super) fn run_level(
     prev: Option<&LevelCuts>,
 ) -> Result<LevelCuts, Error> {
     Ok(match method.kind {
-        MethodKind::Hsfc => {
+        PartitionMethod::Hsfc => {
             let h = hsfc::Hsfc {
                 par: hsfc_par(par),
                 tolerance: hsfc_tolerance(method),
@@ -45,14 +46,14 @@ pub(super) fn run_level(
                 _ => h.partition(coords, dim, weights, targets, out)?,
             })
         }
-        MethodKind::Rcb => LevelCuts::Bisection(
+        PartitionMethod::Rcb => LevelCuts::Bisection(
             Rcb {
                 keep_ties: method.keep_ties,
                 par,
             }
             .partition(coords, dim, weights, targets, out)?,
         ),
-        MethodKind::Rib => LevelCuts::Bisection(
+        PartitionMethod::Rib => LevelCuts::Bisection(
             Rib {
                 keep_ties: method.keep_ties,
                 par,
