@@ -45,6 +45,7 @@ pub mod link;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
 mod scalar;
+mod serial;
 mod thread;
 
 pub use error::CommError;

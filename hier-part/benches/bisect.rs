@@ -13,6 +13,7 @@
 
 use hier_part::points::{Dist, Weights, fast_slow, points};
 use hier_part::{Bisection, Csr, Error, Par, Quality, Rcb, Rib};
+use hier_part::{Partitioner, Points, Serial};
 use std::time::Instant;
 
 struct Args {
@@ -105,15 +106,7 @@ fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, f64, f64, T) {
 
 fn main() {
     let args = parse();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.max(1))
-        .build()
-        .expect("thread pool");
-    let par = if args.threads > 1 {
-        Par::rayon(args.threads)
-    } else {
-        Par::Seq
-    };
+    let par = Par::threads(args.threads);
     let mut dists = vec![
         ("uniform", Some(Dist::Uniform)),
         ("graded", Some(Dist::Graded { rmin: 1e-6 })),
@@ -165,9 +158,7 @@ fn main() {
             });
             let graph = args.quality.then(|| {
                 let t = Instant::now();
-                let g = pool
-                    .install(|| Csr::knn(&coords, args.dim, 6, par))
-                    .expect("knn graph");
+                let g = Csr::knn(&coords, args.dim, 6, par).expect("knn graph");
                 if !args.json {
                     println!(
                         "# {dname} {wname}: 6-NN graph of {} edges built in {:.2} s",
@@ -194,9 +185,8 @@ fn main() {
                                     ..Default::default()
                                 }
                                 .partition(
-                                    &coords,
-                                    args.dim,
-                                    w.as_deref(),
+                                    &Serial,
+                                    Points::new(&coords, args.dim, w.as_deref()),
                                     &sizes,
                                     parts,
                                 ),
@@ -205,16 +195,14 @@ fn main() {
                                     ..Default::default()
                                 }
                                 .partition(
-                                    &coords,
-                                    args.dim,
-                                    w.as_deref(),
+                                    &Serial,
+                                    Points::new(&coords, args.dim, w.as_deref()),
                                     &sizes,
                                     parts,
                                 ),
                             }
                         };
-                        let (med, min, cpu, r) =
-                            pool.install(|| time(args.repeat, || run(&mut parts)));
+                        let (med, min, cpu, r) = time(args.repeat, || run(&mut parts));
                         let r = r.expect("partition");
                         let cut = graph.as_ref().map_or(-1.0, |g| {
                             let q = Quality::new(&parts, w.as_deref(), &sizes, Some(g))

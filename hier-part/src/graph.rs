@@ -125,11 +125,13 @@ impl Csr {
         let tree = KdTree::new(coords, dim);
         let query = |i: usize| tree.nearest(i, k);
         let lists: Vec<Vec<u32>> = if par.is_parallel() {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(1024)
-                .map(query)
-                .collect()
+            par.install(|| {
+                (0..n)
+                    .into_par_iter()
+                    .with_min_len(1024)
+                    .map(query)
+                    .collect()
+            })?
         } else {
             (0..n).map(query).collect()
         };
@@ -365,7 +367,7 @@ mod tests {
         let again = Csr::new(g.xadj().to_vec(), g.adjncy().to_vec()).unwrap();
         assert_eq!(g, again);
         assert!((0..500).all(|v| g.neighbours(v).len() >= 5));
-        assert_eq!(g, Csr::knn(&coords, 2, 5, Par::rayon(3)).unwrap());
+        assert_eq!(g, Csr::knn(&coords, 2, 5, Par::threads(3)).unwrap());
     }
 
     #[test]

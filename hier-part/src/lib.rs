@@ -3,7 +3,7 @@
 //! [`Hier`] partitions objects over the ranks of a machine: [`Plan`] reads each node's
 //! `<lbmethod>` and its children's powers, and from the root down every node splits its
 //! objects among its children with its own method (serial: [`Hier::partition`]; one rank per
-//! machine rank on any [`comm::Comm`]: [`Hier::partition_dist`], equal to the serial result;
+//! machine rank on any [`comm::Comm`]: the same [`Hier::partition`] on that group, equal to the serial result;
 //! KEEP_CUTS repartition and point assign through the tree). It is built from:
 //! - [`Rcb`] and [`Rib`]: recursive coordinate and inertial bisection to arbitrary target part
 //!   sizes (any k ≥ 1, zero-size parts allowed), weighted, deterministic for every [`Par`],
@@ -22,7 +22,6 @@ mod error;
 pub mod graph;
 mod hier;
 mod input;
-mod par;
 pub mod points;
 pub mod quality;
 pub mod rebalance;
@@ -35,5 +34,10 @@ pub use hier::{
     Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport, Moved,
     Plan, PlanNode, ToleranceWarning, release_buffers,
 };
-pub use par::Par;
+/// The one parallelism setting of the workspace (`hsfc`'s): `Seq`, or a local rayon pool of
+/// that many threads (never rayon's global pool).
+pub use hsfc::Par;
+/// The one partitioner interface ([`Rcb`], [`Rib`] and `hsfc::Hsfc` implement it), its input
+/// view, and the one-rank group (a serial call).
+pub use hsfc::{Partitioner, Points, dist::Serial};
 pub use quality::{Quality, picture};

@@ -6,6 +6,7 @@
 
 use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Plane, Rcb, Rib};
+use hier_part::{Partitioner, Points, Serial};
 use proptest::prelude::*;
 
 fn partition(
@@ -19,8 +20,12 @@ fn partition(
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
     match method {
-        Method::Rcb => Rcb { keep_ties, par }.partition(coords, dim, w, targets, parts),
-        Method::Rib => Rib { keep_ties, par }.partition(coords, dim, w, targets, parts),
+        Method::Rcb => {
+            Rcb { keep_ties, par }.partition(&Serial, Points::new(coords, dim, w), targets, parts)
+        }
+        Method::Rib => {
+            Rib { keep_ties, par }.partition(&Serial, Points::new(coords, dim, w), targets, parts)
+        }
     }
 }
 
@@ -310,7 +315,7 @@ fn same_result_for_every_thread_count() {
                             partition(
                                 method,
                                 false,
-                                Par::rayon(budget),
+                                Par::threads(budget),
                                 &coords,
                                 dim,
                                 w.as_deref(),
@@ -416,7 +421,12 @@ fn keep_ties_keeps_grid_columns_together() {
         .collect();
     let mut parts = vec![0; 100];
     let loose = Rcb::default()
-        .partition(&coords, 2, None, &[1.0; 3], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&coords, 2, None),
+            &[1.0; 3],
+            &mut parts,
+        )
         .unwrap();
     assert_eq!(loose.part_counts, vec![33, 34, 33]);
     assert!(loose.cuts.iter().any(|c| c.tie.is_some()));
@@ -424,7 +434,12 @@ fn keep_ties_keeps_grid_columns_together() {
         keep_ties: true,
         ..Default::default()
     }
-    .partition(&coords, 2, None, &[1.0; 3], &mut parts)
+    .partition(
+        &Serial,
+        Points::new(&coords, 2, None),
+        &[1.0; 3],
+        &mut parts,
+    )
     .unwrap();
     assert!(strict.cuts.iter().all(|c| c.tie.is_none()));
     // Three columns (30 objects), then the remaining 7×10 block is cut between rows (35).
@@ -519,10 +534,10 @@ fn errors_name_the_place() {
     let c = [0.0, 0.0, 1.0, 1.0, 2.0, 2.0];
     let err = |coords: &[f64], dim, w: Option<&[f64]>, t: &[f64], parts: &mut [u32]| {
         let a = Rcb::default()
-            .partition(coords, dim, w, t, parts)
+            .partition(&Serial, Points::new(coords, dim, w), t, parts)
             .unwrap_err();
         let b = Rib::default()
-            .partition(coords, dim, w, t, parts)
+            .partition(&Serial, Points::new(coords, dim, w), t, parts)
             .unwrap_err();
         assert_eq!(a.to_string(), b.to_string());
         a.to_string()
@@ -590,7 +605,12 @@ fn point_assign_beyond_the_data() {
     let (coords, _) = points(Dist::Uniform, 4000, 2, Weights::Unit, 1);
     let mut parts = vec![0; 4000];
     let r = Rcb::default()
-        .partition(&coords, 2, None, &[1.0; 4], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&coords, 2, None),
+            &[1.0; 4],
+            &mut parts,
+        )
         .unwrap();
     let corners = [[-5.0, -5.0], [5.0, -5.0], [-5.0, 5.0], [5.0, 5.0]];
     let mut seen: Vec<u32> = corners.iter().map(|x| r.point_assign(x)).collect();

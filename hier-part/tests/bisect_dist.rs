@@ -6,6 +6,7 @@
 use comm::{Comm, ThreadComm, ThreadOptions};
 use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Rcb, Rib};
+use hier_part::{Partitioner, Points, Serial};
 
 fn serial(
     method: Method,
@@ -21,12 +22,12 @@ fn serial(
             keep_ties,
             par: Par::Seq,
         }
-        .partition(coords, dim, w, targets, parts),
+        .partition(&Serial, Points::new(coords, dim, w), targets, parts),
         Method::Rib => Rib {
             keep_ties,
             par: Par::Seq,
         }
-        .partition(coords, dim, w, targets, parts),
+        .partition(&Serial, Points::new(coords, dim, w), targets, parts),
     }
 }
 
@@ -68,11 +69,9 @@ fn check(
                 keep_ties,
                 par: Par::Seq,
             }
-            .partition_dist(
+            .partition(
                 &c,
-                &coords[lo * dim..hi * dim],
-                dim,
-                lw,
+                Points::new(&coords[lo * dim..hi * dim], dim, lw),
                 targets,
                 &mut parts,
             ),
@@ -80,11 +79,9 @@ fn check(
                 keep_ties,
                 par: Par::Seq,
             }
-            .partition_dist(
+            .partition(
                 &c,
-                &coords[lo * dim..hi * dim],
-                dim,
-                lw,
+                Points::new(&coords[lo * dim..hi * dim], dim, lw),
                 targets,
                 &mut parts,
             ),
@@ -213,7 +210,7 @@ fn bad_data_on_one_rank_is_an_error_on_every_rank() {
         }
         let mut parts = vec![0u32; 10];
         Rcb::default()
-            .partition_dist(&c, &x, 2, None, &[1.0, 1.0], &mut parts)
+            .partition(&c, Points::new(&x, 2, None), &[1.0, 1.0], &mut parts)
             .map(|_| ())
             .map_err(|e| e.to_string())
     })
@@ -236,7 +233,7 @@ fn bad_data_on_one_rank_is_an_error_on_every_rank() {
             vec![1.0, 2.0]
         };
         Rib::default()
-            .partition_dist(&c, &x, 2, None, &t, &mut parts)
+            .partition(&c, Points::new(&x, 2, None), &t, &mut parts)
             .map(|_| ())
             .map_err(|e| e.to_string())
     })

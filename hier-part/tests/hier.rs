@@ -9,6 +9,7 @@ use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::{Machine, PowerConfig, static_powers};
 use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Child, Hier, HierPartition, LevelCuts, Par, PartitionMethod, Plan, Plane};
+use hier_part::{Points, Serial};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -166,7 +167,7 @@ fn run_serial(
 ) -> (Vec<u32>, HierPartition) {
     let mut parts = vec![u32::MAX; coords.len() / dim];
     let r = Hier { par }
-        .partition(plan, coords, dim, w, &mut parts)
+        .partition(&Serial, plan, Points::new(coords, dim, w), &mut parts)
         .unwrap();
     (parts, r)
 }
@@ -194,7 +195,7 @@ fn every_machine_file_partitions_correctly() {
             }
             // The same for every thread count.
             for t in [2, 4] {
-                let (p2, r2) = run_serial(&plan, &x, 2, w.as_deref(), Par::rayon(t));
+                let (p2, r2) = run_serial(&plan, &x, 2, w.as_deref(), Par::threads(t));
                 assert_eq!(p2, parts, "{}: {t} threads", f.display());
                 assert_eq!(r2.rank_weights, r.rank_weights);
             }
@@ -236,31 +237,33 @@ fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
     let (want, r) = run_serial(&plan, &x, dim, Some(&w), Par::Seq);
     let mut want2 = want.clone();
     let r2 = Hier::default()
-        .repartition(&plan, &r, &x, dim, Some(&w2), &mut want2)
+        .repartition(
+            &Serial,
+            &plan,
+            &r,
+            Points::new(&x, dim, Some(&w2)),
+            &mut want2,
+        )
         .unwrap();
     let b = spread(n, ranks, seed);
     let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
         let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
         let mut parts = vec![u32::MAX; hi - lo];
         let d = Hier::default()
-            .partition_dist(
+            .partition(
                 &c,
                 &plan,
-                &x[lo * dim..hi * dim],
-                dim,
-                Some(&w[lo..hi]),
+                Points::new(&x[lo * dim..hi * dim], dim, Some(&w[lo..hi])),
                 &mut parts,
             )
             .unwrap();
         let first = parts.clone();
         let d2 = Hier::default()
-            .repartition_dist(
+            .repartition(
                 &c,
                 &plan,
                 &d,
-                &x[lo * dim..hi * dim],
-                dim,
-                Some(&w2[lo..hi]),
+                Points::new(&x[lo * dim..hi * dim], dim, Some(&w2[lo..hi])),
                 &mut parts,
             )
             .unwrap();
@@ -341,7 +344,7 @@ fn keep_cuts_repartition_moves_little() {
     // The same load again: nothing moves.
     let mut again = parts.clone();
     let r1 = Hier::default()
-        .repartition(&plan, &r, &x, 2, Some(&w), &mut again)
+        .repartition(&Serial, &plan, &r, Points::new(&x, 2, Some(&w)), &mut again)
         .unwrap();
     assert_eq!(again, parts);
     assert_eq!(r1.moved.unwrap().count, 0);
@@ -353,7 +356,7 @@ fn keep_cuts_repartition_moves_little() {
         .collect();
     let mut p2 = parts.clone();
     let r2 = Hier::default()
-        .repartition(&plan, &r, &x, 2, Some(&w2), &mut p2)
+        .repartition(&Serial, &plan, &r, Points::new(&x, 2, Some(&w2)), &mut p2)
         .unwrap();
     let moved = r2.moved.unwrap();
     assert!(moved.weight < 0.05 * r2.total_weight, "{moved:?}");
@@ -447,10 +450,9 @@ fn bad_input_is_an_error_not_a_panic() {
     let mut parts = vec![0u32; 3];
     let e = Hier::default()
         .partition(
+            &Serial,
             &plan,
-            &[0.0, 0.0, 1.0, f64::NAN, 0.5, 0.5],
-            2,
-            None,
+            Points::new(&[0.0, 0.0, 1.0, f64::NAN, 0.5, 0.5], 2, None),
             &mut parts,
         )
         .unwrap_err();
@@ -460,10 +462,9 @@ fn bad_input_is_an_error_not_a_panic() {
     );
     let e = Hier::default()
         .partition(
+            &Serial,
             &plan,
-            &[0.0, 0.0, 1.0, 1.0, 0.5, 0.5],
-            2,
-            Some(&[1.0, -1.0, 1.0]),
+            Points::new(&[0.0, 0.0, 1.0, 1.0, 0.5, 0.5], 2, Some(&[1.0, -1.0, 1.0])),
             &mut parts,
         )
         .unwrap_err();
@@ -471,7 +472,12 @@ fn bad_input_is_an_error_not_a_panic() {
     // HSFC levels need 2-D or 3-D points: the error names the level.
     let mut p1 = vec![0u32; 3];
     let e = Hier::default()
-        .partition(&plan, &[0.0, 1.0, 2.0], 1, None, &mut p1)
+        .partition(
+            &Serial,
+            &plan,
+            Points::new(&[0.0, 1.0, 2.0], 1, None),
+            &mut p1,
+        )
         .unwrap_err();
     assert!(
         e.to_string()
@@ -482,7 +488,7 @@ fn bad_input_is_an_error_not_a_panic() {
     let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
         let mut p = vec![0u32; 1];
         Hier::default()
-            .partition_dist(&c, &plan, &[0.5, 0.5], 2, None, &mut p)
+            .partition(&c, &plan, Points::new(&[0.5, 0.5], 2, None), &mut p)
             .unwrap_err()
             .to_string()
     })
@@ -504,7 +510,7 @@ fn bad_data_on_one_rank_fails_every_rank() {
         }
         let mut p = vec![0u32; 4];
         Hier::default()
-            .partition_dist(&c, &plan, &x, 2, None, &mut p)
+            .partition(&c, &plan, Points::new(&x, 2, None), &mut p)
             .unwrap_err()
             .to_string()
     })
@@ -559,7 +565,7 @@ proptest! {
                 let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
                 let mut p = vec![u32::MAX; hi - lo];
                 Hier::default()
-                    .partition_dist(&c, &plan, &x[lo * dim..hi * dim], dim, w.as_ref().map(|w| &w[lo..hi]), &mut p)
+                    .partition(&c, &plan, Points::new(&x[lo * dim..hi * dim], dim, w.as_ref().map(|w| &w[lo..hi])), &mut p)
                     .unwrap();
                 p
             })

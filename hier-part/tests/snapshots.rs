@@ -5,6 +5,7 @@
 
 use hier_part::points::Rng;
 use hier_part::{Csr, Par, Quality, Rcb, Rib, picture};
+use hier_part::{Partitioner, Points, Serial};
 
 /// `n` points in the unit square crowding the corner (0, 0): x = u², y = v².
 fn corner_points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
@@ -29,9 +30,19 @@ fn report(
     let n = coords.len() / dim;
     let mut parts = vec![0; n];
     let r = if rib {
-        Rib::default().partition(coords, dim, weights, targets, &mut parts)
+        Rib::default().partition(
+            &Serial,
+            Points::new(coords, dim, weights),
+            targets,
+            &mut parts,
+        )
     } else {
-        Rcb::default().partition(coords, dim, weights, targets, &mut parts)
+        Rcb::default().partition(
+            &Serial,
+            Points::new(coords, dim, weights),
+            targets,
+            &mut parts,
+        )
     }
     .unwrap();
     let g = Csr::knn(coords, dim, 6, Par::Seq).unwrap();
@@ -130,7 +141,12 @@ fn hierarchical_partition_of_every_machine_file() {
         let plan = Plan::new(&machine, &powers).unwrap();
         let mut parts = vec![0u32; 1200];
         let r = Hier::default()
-            .partition(&plan, &coords, 2, Some(&weights), &mut parts)
+            .partition(
+                &Serial,
+                &plan,
+                Points::new(&coords, 2, Some(&weights)),
+                &mut parts,
+            )
             .unwrap();
         let name = f.file_stem().unwrap().to_string_lossy().to_string();
         let report = format!(

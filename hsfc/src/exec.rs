@@ -33,6 +33,14 @@ fn pool_of(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
     Ok(pool)
 }
 
+/// The pool `par` runs on: `None` for [`Par::Seq`].
+pub(crate) fn pool(par: Par) -> Result<Option<Arc<rayon::ThreadPool>>, Error> {
+    match par {
+        Par::Seq => Ok(None),
+        Par::Rayon(n) => pool_of(n.get()).map(Some),
+    }
+}
+
 impl std::fmt::Debug for Exec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Exec({} threads)", self.threads)
@@ -41,16 +49,10 @@ impl std::fmt::Debug for Exec {
 
 impl Exec {
     pub(crate) fn new(par: Par) -> Result<Exec, Error> {
-        match par {
-            Par::Seq => Ok(Exec {
-                pool: None,
-                threads: 1,
-            }),
-            Par::Rayon(n) => Ok(Exec {
-                pool: Some(pool_of(n.get())?),
-                threads: n.get(),
-            }),
-        }
+        Ok(Exec {
+            pool: pool(par)?,
+            threads: par.degree(),
+        })
     }
 
     /// Chunk length for `n` items: one chunk when sequential, else about four per thread

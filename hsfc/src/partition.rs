@@ -5,7 +5,7 @@ use crate::dist::Reduce;
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
 use crate::refine::{self, B0, Found, Quant};
-use crate::{Error, Hsfc};
+use crate::{Error, Hsfc, Points};
 
 /// Weight moved by a repartition.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -732,17 +732,15 @@ struct Tally {
     moved_n: u64,
 }
 
-#[allow(clippy::too_many_arguments)] // the public entry points' arguments, plus `prev`
 pub(crate) fn run<R: Reduce>(
     cfg: &Hsfc,
     comm: &R,
-    points: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
+    input: Points<'_>,
     targets: &[f64],
     parts: &mut [u32],
     prev: Option<&Partition>,
 ) -> Result<Partition, Error> {
+    let (points, dim, weights) = input.into_parts();
     check_global(cfg, dim, targets, prev)?;
     let k = targets.len();
     let exec = Exec::new(cfg.par)?;

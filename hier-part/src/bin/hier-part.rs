@@ -7,6 +7,7 @@ use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::samples::{Smoothing, powers_from_samples, read_jsonl};
 use drum_model::{Machine, PowerConfig, PowerModel, Powers, static_powers};
 use hier_part::{Csr, Hier, HierPartition, Par, Plan, Quality, picture};
+use hier_part::{Points, Serial};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -131,15 +132,6 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// `Par` for `--threads`.
-fn par_of(threads: usize) -> Par {
-    if threads > 1 {
-        Par::rayon(threads)
-    } else {
-        Par::Seq
-    }
-}
-
 /// One rank's part of a distributed run, `repeat` times: the result, this rank's parts and
 /// the time of each call (the slowest rank's).
 fn rank_run<C>(
@@ -154,7 +146,7 @@ where
     C: Comm + hsfc::dist::Reduce<Error = comm::CommError>,
 {
     let hier = Hier {
-        par: par_of(a.threads),
+        par: Par::threads(a.threads),
     };
     let mut mine = vec![0u32; coords.len() / dim];
     let mut times = Vec::with_capacity(a.repeat);
@@ -162,7 +154,7 @@ where
     for _ in 0..a.repeat {
         Comm::barrier(c)?;
         let t0 = c.wtime();
-        let r = hier.partition_dist(c, plan, coords, dim, weights, &mut mine)?;
+        let r = hier.partition(c, plan, Points::new(coords, dim, weights), &mut mine)?;
         let mut t = [c.wtime() - t0];
         c.allreduce_f64(comm::ReduceOp::Max, &mut t)?;
         times.push(t[0]);
@@ -184,14 +176,15 @@ fn run(
     match a.backend {
         Backend::Serial => {
             let hier = Hier {
-                par: par_of(a.threads),
+                par: Par::threads(a.threads),
             };
             let mut parts = vec![0u32; n];
             let mut times = Vec::with_capacity(a.repeat);
             let mut result = None;
             for _ in 0..a.repeat {
                 let t0 = Instant::now();
-                let r = hier.partition(plan, coords, dim, weights, &mut parts)?;
+                let r =
+                    hier.partition(&Serial, plan, Points::new(coords, dim, weights), &mut parts)?;
                 times.push(t0.elapsed().as_secs_f64());
                 result = Some(r);
             }
@@ -357,7 +350,12 @@ fn report(
         eprintln!("warning: {w}");
     }
     let quality = if a.knn > 0 {
-        let g = Csr::knn(coords, dim, a.knn, Par::rayon(0))?;
+        let g = Csr::knn(
+            coords,
+            dim,
+            a.knn,
+            Par::threads(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        )?;
         let q = Quality::new(parts, weights, plan.part_sizes(), Some(&g))?;
         let per_level = (1..=plan.depth())
             .map(|d| q.grouped(&plan.rank_groups(d)))

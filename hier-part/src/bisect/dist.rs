@@ -13,12 +13,13 @@
 
 use super::select::{before, wt};
 use super::{
-    AxisKey, Bisection, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane, Stats,
-    between, inertial_from, low_goal, moment_sums,
+    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane,
+    Stats, between, inertial_from, low_goal, moment_sums,
 };
 use crate::input::{Input, check_points, exponent, fractions, pow2};
 use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
+use hsfc::Points;
 
 /// Bins of one round of the radix search.
 const BINS: u64 = 4096;
@@ -627,28 +628,24 @@ pub(crate) fn targets_hash(targets: &[f64]) -> u64 {
     h
 }
 
-/// Distributed RCB/RIB of the local objects `coords` (global ids `gids`, unique over the
+/// Distributed RCB/RIB of the local objects `points` (global ids `gids`, unique over the
 /// ranks) into `targets.len()` parts: the serial bisection of the union.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn bisect_dist<C: Comm>(
     comm: &C,
-    method: Method,
-    keep_ties: bool,
-    par: Par,
-    coords: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
+    b: &Bisector,
+    points: Points<'_>,
     gids: &[u64],
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
+    let (coords, dim, weights) = points.into_parts();
     let input = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
     let job = DistJob {
         comm,
-        method,
-        keep_ties,
+        method: b.method,
+        keep_ties: b.keep_ties,
         input: &input,
-        par,
+        par: b.par,
     };
     let (cuts, counts) = match dim {
         1 => run_dim::<1, C>(&job, coords, weights, gids, parts),
@@ -678,7 +675,7 @@ pub(crate) fn bisect_dist<C: Comm>(
         })
         .collect();
     Ok(Bisection::assemble(
-        method,
+        b.method,
         dim,
         cuts,
         part_weights,

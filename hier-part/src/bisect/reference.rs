@@ -2,8 +2,11 @@
 //! sorts its objects completely and scans all prefix sums. It shares only the specification
 //! (key choice, inertia, target split) with the fast code, not the selection machinery.
 
+use super::select::before;
+use super::serial::inertial;
 use super::*;
 use crate::input::validate;
+use hsfc::dist::Serial;
 
 pub(crate) struct RefCut {
     pub plane: Plane,
@@ -255,17 +258,13 @@ mod tests {
                         &targets,
                     );
                     let mut parts = vec![0; n];
-                    let r = run(
+                    let b = Bisector {
                         method,
                         keep_ties,
-                        Par::Seq,
-                        &coords,
-                        dim,
-                        weights.as_deref(),
-                        &targets,
-                        &mut parts,
-                    )
-                    .unwrap();
+                        par: Par::Seq,
+                    };
+                    let points = Points::new(&coords, dim, weights.as_deref());
+                    let r = b.run(&Serial, points, &targets, &mut parts).unwrap();
                     let what = format!("case {c}: {method} keep_ties={keep_ties} n={n} k={k}");
                     assert_eq!(parts, ref_parts, "{what}");
                     assert_eq!(r.cuts.len(), ref_cuts.len(), "{what}");

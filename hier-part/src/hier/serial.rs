@@ -1,67 +1,15 @@
 //! The serial walk: every level's objects are gathered from the caller's arrays and handed to
 //! the level's partitioner; parts are written straight into the caller's buffer.
 
-use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, Moved, Plan};
+use super::level::Level;
+use super::{Child, HierPartition, LevelCuts, Moved, Plan};
 use crate::input::check_points;
-use crate::{Error, Par, Rcb, Rib};
+use crate::{Error, Par};
 use drum_model::NodeId;
-use drum_model::PartitionMethod;
+use hsfc::Points;
+use hsfc::dist::Serial;
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// `hsfc`'s setting for the same parallelism.
-pub(super) fn hsfc_par(par: Par) -> hsfc::Par {
-    hsfc::Par::threads(par.degree())
-}
-
-/// The `hsfc` repartition tolerance of a level: `IMBALANCE_TOL − 1`, below `hsfc`'s limit of 1.
-pub(super) fn hsfc_tolerance(m: &LevelMethod) -> f64 {
-    (m.imbalance_tol - 1.0).clamp(0.0, 0.99)
-}
-
-/// Runs a level's method on one set of objects (serial), writing each object's child into
-/// `out`. With `prev` (KEEP_CUTS) and an HSFC level, `out` holds each object's previous child
-/// on entry (`u32::MAX` for objects that come from another subtree).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run_level(
-    method: &LevelMethod,
-    par: Par,
-    coords: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
-    targets: &[f64],
-    out: &mut [u32],
-    prev: Option<&LevelCuts>,
-) -> Result<LevelCuts, Error> {
-    Ok(match method.kind {
-        PartitionMethod::Hsfc => {
-            let h = hsfc::Hsfc {
-                par: hsfc_par(par),
-                tolerance: hsfc_tolerance(method),
-            };
-            LevelCuts::Hsfc(match prev {
-                Some(LevelCuts::Hsfc(p)) if p.num_parts() == targets.len() && p.dim() == dim => {
-                    h.repartition(p, coords, dim, weights, targets, out)?
-                }
-                _ => h.partition(coords, dim, weights, targets, out)?,
-            })
-        }
-        PartitionMethod::Rcb => LevelCuts::Bisection(
-            Rcb {
-                keep_ties: method.keep_ties,
-                par,
-            }
-            .partition(coords, dim, weights, targets, out)?,
-        ),
-        PartitionMethod::Rib => LevelCuts::Bisection(
-            Rib {
-                keep_ties: method.keep_ties,
-                par,
-            }
-            .partition(coords, dim, weights, targets, out)?,
-        ),
-    })
-}
 
 /// Where a level's objects are: the caller's arrays (the root), or one of the walk's two
 /// permuted copies.
@@ -151,22 +99,24 @@ impl Walk<'_> {
                 child[j] = lookup.get(prev).copied().unwrap_or(u32::MAX);
             }
         }
-        let prev = self
-            .prev
-            .filter(|_| method.keep_cuts)
-            .and_then(|(p, _)| p.cuts.get(&id));
-        let t0 = Instant::now();
-        let level = run_level(
+        let level = Level {
             method,
-            self.par,
+            par: self.par,
+            targets: &node.targets,
+            prev: self
+                .prev
+                .filter(|_| method.keep_cuts)
+                .and_then(|(p, _)| p.cuts.get(&id)),
+        };
+        let points = Points::new(
             &self.coords_of(src)[lo * dim..hi * dim],
             dim,
             self.weights_of(src).map(|w| &w[lo..hi]),
-            &node.targets,
-            &mut child[lo..hi],
-            prev,
-        )
-        .map_err(|e| e.at_level(&node.label, method.kind));
+        );
+        let t0 = Instant::now();
+        let level = level
+            .run(&Serial, points, None, &mut child[lo..hi])
+            .map_err(|e| e.at_level(&node.label, method.kind));
         self.child = child;
         let level = level?;
         self.times.push((id, t0.elapsed().as_secs_f64()));
@@ -334,119 +284,94 @@ pub(super) fn rank_to_child(plan: &Plan, id: NodeId) -> Vec<u32> {
     out
 }
 
-impl Hier {
-    /// Partitions the points `coords` (interleaved, `dim` = 1, 2 or 3; HSFC levels need 2 or
-    /// 3) with optional non-negative `weights` over the ranks of `plan`, writing each point's
-    /// rank into `parts`.
-    ///
-    /// Level by level from the root, each node that splits divides its objects among its
-    /// children in proportion to the children's powers with its own method; every object gets
-    /// exactly one rank. Deterministic: the same for every [`Par`] and equal to
-    /// [`Hier::partition_dist`] on any spread of the points over the ranks.
-    pub fn partition(
-        &self,
-        plan: &Plan,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-    ) -> Result<HierPartition, Error> {
-        check_points(coords, dim, weights, parts.len(), self.par)?;
-        self.run(plan, coords, dim, weights, parts, None)
-    }
-
-    /// Repartitions after the load changed (KEEP_CUTS): `parts` holds each point's current
-    /// rank on entry and its new rank on return. HSFC levels with `KEEP_CUTS="1"` start from
-    /// `previous`'s cuts and keep each cut wherever the parts beside it stay within the level's
-    /// `IMBALANCE_TOL`, so little moves; other levels partition afresh (their cuts are exact and
-    /// deterministic, so an unchanged load gives unchanged cuts). [`HierPartition::moved`]
-    /// reports what changed rank.
-    pub fn repartition(
-        &self,
-        plan: &Plan,
-        previous: &HierPartition,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-    ) -> Result<HierPartition, Error> {
-        let n = check_points(coords, dim, weights, parts.len(), self.par)?;
-        let ranks = plan.num_ranks();
-        if let Some(i) = parts.iter().position(|&p| p as usize >= ranks) {
-            return Err(Error::PartOutOfRange {
-                index: i,
-                part: parts[i],
-                k: ranks,
-            });
-        }
-        let entry = parts.to_vec();
-        let mut r = self.run(plan, coords, dim, weights, parts, Some((previous, &entry)))?;
-        // Per rank in object order, then over the ranks in rank order (as the distributed
-        // run sums it).
-        let mut per_rank = vec![(0.0f64, 0u64); ranks];
-        for i in 0..n {
-            if parts[i] != entry[i] {
-                let m = &mut per_rank[parts[i] as usize];
-                m.0 += weights.map_or(1.0, |w| w[i]);
-                m.1 += 1;
-            }
-        }
-        let (weight, count) = per_rank
-            .iter()
-            .fold((0.0, 0), |(w, c), m| (w + m.0, c + m.1));
-        r.moved = Some(Moved { count, weight });
-        Ok(r)
-    }
-
-    fn run(
-        &self,
-        plan: &Plan,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-        prev: Option<(&HierPartition, &[u32])>,
-    ) -> Result<HierPartition, Error> {
-        let n = coords.len() / dim;
-        let ranks = plan.num_ranks();
-        let mut bufs = BUFS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .unwrap_or_default();
-        fit(&mut bufs.child, n);
-        let mut walk = Walk {
-            plan,
-            par: self.par,
-            dim,
-            coords,
-            weights,
-            prev,
-            bx: bufs.bx,
-            bw: bufs.bw,
-            bi: bufs.bi,
-            child: bufs.child,
-            sized: [false; 2],
-            cuts: BTreeMap::new(),
-            times: Vec::new(),
-            rank_w: vec![0.0; ranks],
-            rank_n: vec![0; ranks],
-        };
-        let walked = walk.walk(plan.root(), Src::Caller, 0, n, parts);
-        *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bufs {
-            bx: std::mem::take(&mut walk.bx),
-            bw: std::mem::take(&mut walk.bw),
-            bi: std::mem::take(&mut walk.bi),
-            child: std::mem::take(&mut walk.child),
+/// The serial hierarchical partition (see [`super::Hier::partition`]): `prev` is the previous
+/// partition and the parts on entry for a repartition. Runs on `par`'s pool.
+pub(super) fn partition(
+    par: Par,
+    plan: &Plan,
+    points: Points<'_>,
+    parts: &mut [u32],
+    previous: Option<&HierPartition>,
+) -> Result<HierPartition, Error> {
+    let (coords, dim, weights) = points.into_parts();
+    let n = check_points(coords, dim, weights, parts.len(), par)?;
+    let Some(previous) = previous else {
+        return par.install(|| run(par, plan, points, parts, None))?;
+    };
+    let ranks = plan.num_ranks();
+    if let Some(i) = parts.iter().position(|&p| p as usize >= ranks) {
+        return Err(Error::PartOutOfRange {
+            index: i,
+            part: parts[i],
+            k: ranks,
         });
-        walked?;
-        Ok(HierPartition::from_ranks(
-            plan,
-            dim,
-            walk.rank_w,
-            walk.rank_n,
-            walk.cuts,
-            walk.times,
-        ))
     }
+    let entry = parts.to_vec();
+    let mut r = par.install(|| run(par, plan, points, parts, Some((previous, &entry))))??;
+    // Per rank in object order, then over the ranks in rank order (as the distributed
+    // run sums it).
+    let mut per_rank = vec![(0.0f64, 0u64); ranks];
+    for i in 0..n {
+        if parts[i] != entry[i] {
+            let m = &mut per_rank[parts[i] as usize];
+            m.0 += weights.map_or(1.0, |w| w[i]);
+            m.1 += 1;
+        }
+    }
+    let (weight, count) = per_rank
+        .iter()
+        .fold((0.0, 0), |(w, c), m| (w + m.0, c + m.1));
+    r.moved = Some(Moved { count, weight });
+    Ok(r)
+}
+
+fn run(
+    par: Par,
+    plan: &Plan,
+    points: Points<'_>,
+    parts: &mut [u32],
+    prev: Option<(&HierPartition, &[u32])>,
+) -> Result<HierPartition, Error> {
+    let (coords, dim, weights) = points.into_parts();
+    let n = coords.len() / dim;
+    let ranks = plan.num_ranks();
+    let mut bufs = BUFS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default();
+    fit(&mut bufs.child, n);
+    let mut walk = Walk {
+        plan,
+        par,
+        dim,
+        coords,
+        weights,
+        prev,
+        bx: bufs.bx,
+        bw: bufs.bw,
+        bi: bufs.bi,
+        child: bufs.child,
+        sized: [false; 2],
+        cuts: BTreeMap::new(),
+        times: Vec::new(),
+        rank_w: vec![0.0; ranks],
+        rank_n: vec![0; ranks],
+    };
+    let walked = walk.walk(plan.root(), Src::Caller, 0, n, parts);
+    *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bufs {
+        bx: std::mem::take(&mut walk.bx),
+        bw: std::mem::take(&mut walk.bw),
+        bi: std::mem::take(&mut walk.bi),
+        child: std::mem::take(&mut walk.child),
+    });
+    walked?;
+    Ok(HierPartition::from_ranks(
+        plan,
+        dim,
+        walk.rank_w,
+        walk.rank_n,
+        walk.cuts,
+        walk.times,
+    ))
 }

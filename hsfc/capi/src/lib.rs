@@ -43,6 +43,8 @@
 
 #![deny(missing_docs)]
 
+use hsfc::dist::Serial;
+use hsfc::{Partitioner, Points};
 use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -459,7 +461,12 @@ pub unsafe extern "C" fn hsfc_partition(
                 par: par(threads),
                 ..Default::default()
             };
-            Ok(cfg.partition(inp.coords, inp.dim, inp.weights, inp.sizes, inp.parts)?)
+            Ok(cfg.partition(
+                &Serial,
+                Points::new(inp.coords, inp.dim, inp.weights),
+                inp.sizes,
+                inp.parts,
+            )?)
         })
     }
 }
@@ -504,8 +511,13 @@ pub unsafe extern "C" fn hsfc_repartition(
                 par: par(threads),
                 tolerance,
             };
-            let p =
-                cfg.repartition(prev, inp.coords, inp.dim, inp.weights, inp.sizes, inp.parts)?;
+            let p = cfg.repartition(
+                &Serial,
+                prev,
+                Points::new(inp.coords, inp.dim, inp.weights),
+                inp.sizes,
+                inp.parts,
+            )?;
             if !migration.is_null() {
                 let m = p
                     .migration()

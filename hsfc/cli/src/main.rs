@@ -2,7 +2,7 @@
 //!
 //! Built with the feature `mpi` and started under `mpirun -np R`, `hsfc partition` runs
 //! distributed: rank r reads only points `[r·n/R, (r+1)·n/R)` of the file, the ranks partition
-//! together (`Hsfc::partition_dist` over `comm::MpiComm`), and rank 0 gathers and writes the
+//! together (`Partitioner::partition` over `comm::MpiComm`), and rank 0 gathers and writes the
 //! whole parts file, byte-identical to the serial run's, and prints the report.
 
 mod ranks;
@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use hsfc::generate::{Distribution, WeightKind};
 use hsfc::{Hsfc, Par};
+use hsfc::{Partitioner, Points};
 use ranks::{Ranks, agree};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -245,11 +246,9 @@ fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
         let t0 = Instant::now();
         // Data errors are agreed on inside (every rank returns an error).
         let p = cfg
-            .partition_dist(
+            .partition(
                 ranks,
-                &set.coords,
-                set.dim,
-                set.weights.as_deref(),
+                Points::new(&set.coords, set.dim, set.weights.as_deref()),
                 &targets,
                 &mut parts,
             )
