@@ -32,7 +32,7 @@ pub use error::Error;
 pub use graph::Csr;
 pub use hier::{
     Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport, Moved,
-    Plan, PlanNode, ToleranceWarning, release_buffers,
+    Plan, PlanNode, ToleranceWarning, Workspace,
 };
 /// The one parallelism setting of the workspace (`hsfc`'s): `Seq`, or a local rayon pool of
 /// that many threads (never rayon's global pool).

@@ -9,7 +9,7 @@ use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::{Machine, PowerConfig, static_powers};
 use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Child, Hier, HierPartition, LevelCuts, Par, PartitionMethod, Plan, Plane};
-use hier_part::{Points, Serial};
+use hier_part::{Points, Serial, Workspace};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -238,6 +238,7 @@ fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
     let mut want2 = want.clone();
     let r2 = Hier::default()
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &plan,
             &r,
@@ -260,6 +261,7 @@ fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
         let first = parts.clone();
         let d2 = Hier::default()
             .repartition(
+                &mut Workspace::default(),
                 &c,
                 &plan,
                 &d,
@@ -344,7 +346,14 @@ fn keep_cuts_repartition_moves_little() {
     // The same load again: nothing moves.
     let mut again = parts.clone();
     let r1 = Hier::default()
-        .repartition(&Serial, &plan, &r, Points::new(&x, 2, Some(&w)), &mut again)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &plan,
+            &r,
+            Points::new(&x, 2, Some(&w)),
+            &mut again,
+        )
         .unwrap();
     assert_eq!(again, parts);
     assert_eq!(r1.moved.unwrap().count, 0);
@@ -356,7 +365,14 @@ fn keep_cuts_repartition_moves_little() {
         .collect();
     let mut p2 = parts.clone();
     let r2 = Hier::default()
-        .repartition(&Serial, &plan, &r, Points::new(&x, 2, Some(&w2)), &mut p2)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &plan,
+            &r,
+            Points::new(&x, 2, Some(&w2)),
+            &mut p2,
+        )
         .unwrap();
     let moved = r2.moved.unwrap();
     assert!(moved.weight < 0.05 * r2.total_weight, "{moved:?}");

@@ -55,8 +55,8 @@ mod tests;
 pub use error::Error;
 pub use mapping::BoundingBox;
 pub use par::Par;
-pub use partition::{Migration, Partition, release_buffers};
-pub use partitioner::{Partitioner, Points};
+pub use partition::{Migration, Partition};
+pub use partitioner::{Partitioner, Points, Workspace};
 
 /// The partitioner's settings (public fields; build with `..Default::default()`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,6 +83,7 @@ impl Default for Hsfc {
 impl<R: dist::Reduce> Partitioner<R> for Hsfc {
     type Output = Partition;
     type Error = Error;
+    type Workspace = Workspace;
 
     /// Partitions the points into `targets.len()` parts with relative sizes `targets`
     /// (normalised; zeros allowed), writing the part of point `i` into `parts[i]`. Points are
@@ -100,14 +101,15 @@ impl<R: dist::Reduce> Partitioner<R> for Hsfc {
     /// and the parts are those the serial call ([`dist::Serial`]) would give on the union of
     /// the points, for any number of ranks. Bad input on one rank makes every rank return an
     /// error (the others get [`Error::InvalidOnOtherRank`]).
-    fn partition(
+    fn partition_with(
         &self,
+        ws: &mut Workspace,
         group: &R,
         points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Partition, Error> {
-        partition::run(self, group, points, targets, parts, None)
+        partition::run(self, ws, group, points, targets, parts, None)
     }
 }
 
@@ -119,14 +121,17 @@ impl Hsfc {
     /// [`Partition::assign`]) and its new part on return; the moved weight is reported in
     /// [`Partition::migration`]. `targets.len()` and the dimension must match `previous`.
     /// Distributed as [`Partitioner::partition`] (every rank passes the same `previous`).
+    /// `ws`: the caller's buffers, as for [`Partitioner::partition_with`] (a repartition is
+    /// the call that repeats).
     pub fn repartition<R: dist::Reduce>(
         &self,
+        ws: &mut Workspace,
         group: &R,
         previous: &Partition,
         points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Partition, Error> {
-        partition::run(self, group, points, targets, parts, Some(previous))
+        partition::run(self, ws, group, points, targets, parts, Some(previous))
     }
 }

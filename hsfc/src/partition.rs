@@ -5,7 +5,7 @@ use crate::dist::Reduce;
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
 use crate::refine::{self, B0, Found, Quant};
-use crate::{Error, Hsfc, Points};
+use crate::{Error, Hsfc, Points, Workspace};
 
 /// Weight moved by a repartition.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -690,40 +690,6 @@ fn keys_pass<const D: usize>(
     h
 }
 
-/// The key buffer kept between calls: 8 bytes per point of the largest call so far, so that
-/// repeated partitions (a repartition every step of a simulation) do not allocate and fault in
-/// their pages again. [`crate::release_buffers`] frees it.
-static KEY_BUFFER: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-
-/// A key buffer taken from [`KEY_BUFFER`] (or new when another call holds it), returned on drop.
-struct KeyBuffer(Vec<u64>);
-
-impl KeyBuffer {
-    fn take(n: usize) -> KeyBuffer {
-        let mut v = std::mem::take(&mut *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()));
-        v.clear();
-        v.reserve(n);
-        KeyBuffer(v)
-    }
-}
-
-impl Drop for KeyBuffer {
-    fn drop(&mut self) {
-        let mut kept = KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.capacity() < self.0.capacity() {
-            *kept = std::mem::take(&mut self.0);
-        }
-    }
-}
-
-/// Frees the buffers that `hsfc` keeps between calls to avoid allocating and faulting in
-/// memory again: the key buffer (8 bytes per point of the largest partition so far) and the
-/// histogram and candidate buffers of the refinement.
-pub fn release_buffers() {
-    *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()) = Vec::new();
-    refine::release_scratch();
-}
-
 /// Per-chunk accumulators of the assign pass.
 struct Tally {
     counts: Vec<u64>,
@@ -734,6 +700,7 @@ struct Tally {
 
 pub(crate) fn run<R: Reduce>(
     cfg: &Hsfc,
+    ws: &mut Workspace,
     comm: &R,
     input: Points<'_>,
     targets: &[f64],
@@ -743,7 +710,7 @@ pub(crate) fn run<R: Reduce>(
     let (points, dim, weights) = input.into_parts();
     check_global(cfg, dim, targets, prev)?;
     let k = targets.len();
-    let exec = Exec::new(cfg.par)?;
+    let exec = Exec::new(cfg.par, &ws.scratch)?;
 
     // Pass 1: validate, bounding box, largest weight. Errors are agreed on collectively so
     // that no rank is left waiting in a reduction.
@@ -836,9 +803,11 @@ pub(crate) fn run<R: Reduce>(
 
     // Pass 2: keys and the top-level weight histogram.
     let kb = key_bits(dim);
-    // Not zeroed: the key pass writes every element. The buffer is kept between calls.
-    let mut key_buf = KeyBuffer::take(n_local);
-    let keys = &mut key_buf.0;
+    // Not zeroed: the key pass writes every element. The buffer is the caller's, kept
+    // between calls.
+    let keys = &mut ws.keys;
+    keys.clear();
+    keys.reserve(n_local);
     let spare = &mut keys.spare_capacity_mut()[..n_local];
     let mut hist0 = if dim == 2 {
         keys_pass::<2>(

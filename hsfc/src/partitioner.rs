@@ -48,19 +48,54 @@ impl<'a> Points<'a> {
 /// Implemented by [`crate::Hsfc`] (for any [`crate::dist::Reduce`] group) and by `hier-part`'s
 /// `Rcb` and `Rib` (for any `comm::Comm`). Every object gets exactly one part `< targets.len()`
 /// in the caller-owned `parts`; parts of target 0 get no object.
+///
+/// Memory is the caller's: [`Partitioner::partition_with`] takes a workspace that keeps its
+/// buffers between calls (a repartition every step of a simulation then neither allocates nor
+/// faults pages in again); [`Partitioner::partition`] uses a fresh one. Nothing is kept
+/// behind the caller's back, so there is nothing global to release.
 pub trait Partitioner<G: ?Sized> {
     /// The result: cuts (for point assign later) and per-part figures.
     type Output;
     /// Why a call failed (bad data names its index; a failed peer its rank).
     type Error;
+    /// Buffers a call may reuse from an earlier one (dropping it frees them).
+    type Workspace: Default;
 
     /// Partitions `points` (this rank's) into `targets.len()` parts of relative sizes
-    /// `targets` (normalised by the callee), writing point `i`'s part into `parts[i]`.
+    /// `targets` (normalised by the callee), writing point `i`'s part into `parts[i]`, with
+    /// the buffers of `ws`.
+    fn partition_with(
+        &self,
+        ws: &mut Self::Workspace,
+        group: &G,
+        points: Points<'_>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Self::Output, Self::Error>;
+
+    /// [`Partitioner::partition_with`] with a fresh workspace.
     fn partition(
         &self,
         group: &G,
         points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
-    ) -> Result<Self::Output, Self::Error>;
+    ) -> Result<Self::Output, Self::Error> {
+        self.partition_with(
+            &mut Self::Workspace::default(),
+            group,
+            points,
+            targets,
+            parts,
+        )
+    }
+}
+
+/// `hsfc`'s workspace: the key buffer (8 bytes per point of the largest call so far) and the
+/// refinement's histograms and candidate lists. Reuse one across calls of the same
+/// partitioner (each rank, or thread, its own); drop it to free the memory.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    pub(crate) keys: Vec<u64>,
+    pub(crate) scratch: crate::refine::Scratch,
 }

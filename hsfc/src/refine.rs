@@ -16,20 +16,32 @@
 
 use crate::dist::Reduce;
 use crate::exec::Exec;
+use std::sync::Mutex;
 
-/// Buffers kept between calls (histograms and candidate lists), so that repeated partitions
-/// do not fault fresh pages in (page faults also serialise threads on the address space).
-mod scratch {
-    use super::Cand;
-    use std::sync::Mutex;
+/// Buffers kept between calls in the caller's [`crate::Workspace`] (histograms and candidate
+/// lists), so that repeated partitions do not fault fresh pages in (page faults also
+/// serialise threads on the address space). Shared by the chunks of a pass, hence the locks.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    u64s: Mutex<Vec<Vec<u64>>>,
+    cands: Mutex<Vec<Vec<Cand>>>,
+}
 
-    static U64: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
-    static CANDS: Mutex<Vec<Vec<Cand>>> = Mutex::new(Vec::new());
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let h = self.u64s.lock().map_or(0, |v| v.len());
+        let c = self.cands.lock().map_or(0, |v| v.len());
+        write!(f, "Scratch({h} histograms, {c} candidate lists)")
+    }
+}
+
+impl Scratch {
+    /// At most this many buffers of each kind are kept.
     const KEEP: usize = 64;
 
     /// A zeroed buffer of `len` words.
-    pub(super) fn zeroed(len: usize) -> Vec<u64> {
-        let got = U64.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    pub(crate) fn zeroed(&self, len: usize) -> Vec<u64> {
+        let got = self.u64s.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match got {
             Some(mut v) => {
                 v.clear();
@@ -39,34 +51,30 @@ mod scratch {
             None => vec![0; len],
         }
     }
-    pub(super) fn give_u64(v: Vec<u64>) {
-        let mut pool = U64.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < KEEP {
+
+    pub(crate) fn give_u64(&self, v: Vec<u64>) {
+        let mut pool = self.u64s.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < Self::KEEP {
             pool.push(v);
         }
     }
+
     /// An empty candidate list with room for `cap`.
-    pub(super) fn cands(cap: usize) -> Vec<Cand> {
-        let got = CANDS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    fn cands(&self, cap: usize) -> Vec<Cand> {
+        let got = self.cands.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut v = got.unwrap_or_default();
         v.clear();
         v.reserve(cap);
         v
     }
-    pub(super) fn give_cands(v: Vec<Cand>) {
-        let mut pool = CANDS.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < KEEP {
+
+    fn give_cands(&self, v: Vec<Cand>) {
+        let mut pool = self.cands.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < Self::KEEP {
             pool.push(v);
         }
     }
-    /// Frees every kept buffer.
-    pub(crate) fn release() {
-        U64.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        CANDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    }
 }
-
-pub(crate) use scratch::release as release_scratch;
 
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
@@ -372,7 +380,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             Some(a) => {
                 let k = a.k;
                 exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cands = scratch::cands(reserve(r.len()));
+                    let mut cands = exec.scratch.cands(reserve(r.len()));
                     let mut t = Tally::new(k);
                     for (j, p) in out.iter_mut().enumerate() {
                         // The key pass left the point's level-0 bin in its parts entry.
@@ -397,7 +405,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 })
             }
             None => exec.map_ranges(keys.len(), |r| {
-                let mut cands = scratch::cands(reserve(r.len()));
+                let mut cands = exec.scratch.cands(reserve(r.len()));
                 for i in r {
                     let key = keys[i];
                     let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
@@ -491,7 +499,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             let k = assign.as_ref().map_or(0, |a| a.k);
             let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
                 Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
-                    let mut h = scratch::zeroed(cells);
+                    let mut h = exec.scratch.zeroed(cells);
                     let mut t = Tally::new(k);
                     for (j, p) in out.iter_mut().enumerate() {
                         // The key pass left the point's level-0 bin in its parts entry.
@@ -513,7 +521,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                     (h, Some(t))
                 }),
                 None => exec.map_ranges(keys.len(), |r| {
-                    let mut h = scratch::zeroed(cells);
+                    let mut h = exec.scratch.zeroed(cells);
                     for i in r {
                         let key = keys[i];
                         let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
@@ -533,7 +541,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 for (x, y) in h.iter_mut().zip(&o) {
                     *x = x.wrapping_add(*y);
                 }
-                scratch::give_u64(o);
+                exec.scratch.give_u64(o);
                 if let (Some(all), Some(t)) = (tally.as_mut(), t) {
                     all.merge(&t);
                 }
@@ -541,7 +549,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             h
         } else {
             let acc_group = |g: &[Vec<Cand>]| {
-                let mut h = scratch::zeroed(hist_len);
+                let mut h = exec.scratch.zeroed(hist_len);
                 for cs in g {
                     accumulate_into(&mut h, cs);
                 }
@@ -554,12 +562,12 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 vec![acc_group(&cands)]
             };
             let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(hist_len));
+            let mut h = it.next().unwrap_or_else(|| exec.scratch.zeroed(hist_len));
             for o in it {
                 for (x, y) in h.iter_mut().zip(&o) {
                     *x = x.wrapping_add(*y);
                 }
-                scratch::give_u64(o);
+                exec.scratch.give_u64(o);
             }
             h
         };
@@ -761,7 +769,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
             let per: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
                 Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cs = scratch::cands(reserve(r.len()));
+                    let mut cs = exec.scratch.cands(reserve(r.len()));
                     let mut t = Tally::new(k);
                     for (j, p) in out.iter_mut().enumerate() {
                         if *p & CELL_FLAG == 0 {
@@ -787,7 +795,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                     (cs, Some(t))
                 }),
                 None => exec.map_ranges(keys.len(), |r| {
-                    let mut cs = scratch::cands(reserve(r.len()));
+                    let mut cs = exec.scratch.cands(reserve(r.len()));
                     for i in r {
                         let key = keys[i];
                         let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
@@ -808,7 +816,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 }),
             };
             for c in cands.drain(..) {
-                scratch::give_cands(c);
+                exec.scratch.give_cands(c);
             }
             for (c, t) in per {
                 cands.push(c);
@@ -887,7 +895,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 }
             }
             for c in cands.extract_if(.., |c| c.is_empty()) {
-                scratch::give_cands(c);
+                exec.scratch.give_cands(c);
             }
             // The candidates of cells entered this round swap their key for the sub-key (in a
             // pass of its own, rare, so that the loops above stay lean).
@@ -905,10 +913,10 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             }
         }
         active = next_active;
-        scratch::give_u64(hist);
+        exec.scratch.give_u64(hist);
     }
     for c in cands.drain(..) {
-        scratch::give_cands(c);
+        exec.scratch.give_cands(c);
     }
     debug_assert!(
         assign.is_none() || count_of(&cands) == 0,

@@ -3,7 +3,7 @@
 use crate::dist::{Reduce, Serial};
 use crate::generate::{Distribution, WeightKind, points};
 use crate::{Error, Hsfc, Par, Partition};
-use crate::{Partitioner, Points};
+use crate::{Partitioner, Points, Workspace};
 use proptest::prelude::*;
 use std::sync::{Arc, Barrier, Mutex};
 
@@ -330,6 +330,7 @@ fn run_ranks_from(
                             cfg.partition(&comm, Points::new(&pts, dim, w), targets, &mut parts)
                         }
                         Some((prev, _)) => cfg.repartition(
+                            &mut Workspace::default(),
                             &comm,
                             prev,
                             Points::new(&pts, dim, w),
@@ -550,6 +551,7 @@ fn error_messages() {
     assert_eq!(
         Hsfc::default()
             .repartition(
+                &mut Workspace::default(),
                 &Serial,
                 &part,
                 Points::new(&p3, 3, None),
@@ -868,6 +870,7 @@ fn repartition_moves_little() {
     let mut kept = parts.clone();
     let pk = Hsfc::default()
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &p0,
             Points::new(&pts, 2, Some(&w1)),
@@ -890,6 +893,7 @@ fn repartition_moves_little() {
     let mut tol = parts.clone();
     let pt = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &p0,
             Points::new(&pts, 2, Some(&w1)),
@@ -909,6 +913,7 @@ fn repartition_moves_little() {
     let mut same = parts.clone();
     let ps = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &p0,
             Points::new(&pts, 2, Some(&w2)),
@@ -925,6 +930,7 @@ fn repartition_moves_little() {
     let mut moved2 = parts.clone();
     let p2 = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &p0,
             Points::new(&pts2, 2, Some(&w1)),
@@ -1097,6 +1103,7 @@ fn check_keep_cuts_exact(
     let mut same = base.to_vec();
     let q = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             prev,
             Points::new(pts, dim, Some(w)),
@@ -1118,6 +1125,7 @@ fn check_keep_cuts_exact(
     let mut moved = base.to_vec();
     let r = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             prev,
             Points::new(pts, dim, Some(new_w)),
@@ -1162,7 +1170,7 @@ fn kept_buffers_are_safe_across_concurrent_calls() {
             });
         }
     });
-    crate::release_buffers();
+    // A fresh workspace gives the same result.
     let mut parts = vec![0u32; 60_000];
     let q = Hsfc::default()
         .partition(&Serial, Points::new(&pts, 2, None), &targets, &mut parts)
@@ -1320,6 +1328,7 @@ fn graded_3d_repartition_keeps_cuts_inside_cells() {
         let mut tol = parts.clone();
         let pt = cfg
             .repartition(
+                &mut Workspace::default(),
                 &Serial,
                 &p0,
                 Points::new(&pts, 3, Some(&w1)),
@@ -1342,6 +1351,7 @@ fn graded_3d_repartition_keeps_cuts_inside_cells() {
     let mut serial = parts.clone();
     let ps = Hsfc::default()
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &p0,
             Points::new(&pts, 3, Some(&w1)),

@@ -10,7 +10,7 @@ use hsfc::dist::Serial;
 use hsfc::dist::{Reduce, block_range};
 use hsfc::generate::{Distribution, WeightKind, points};
 use hsfc::{Hsfc, Par, Partition};
-use hsfc::{Partitioner, Points};
+use hsfc::{Partitioner, Points, Workspace};
 use std::ops::Range;
 
 /// One point set and the sizes to partition it into.
@@ -402,6 +402,7 @@ where
             let mut serial_parts = serial_prev_parts.clone();
             let serial = cfg
                 .repartition(
+                    &mut Workspace::default(),
                     &Serial,
                     &serial_prev,
                     Points::new(pts, dim, Some(&new_w)),
@@ -420,6 +421,7 @@ where
             let mut mine = my_prev_parts.clone();
             let dist = cfg
                 .repartition(
+                    &mut Workspace::default(),
                     c,
                     &prev,
                     Points::new(my_pts, dim, my_new_w),

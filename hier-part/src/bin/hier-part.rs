@@ -7,9 +7,8 @@ use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::samples::{Smoothing, powers_from_samples, read_jsonl};
 use drum_model::{Machine, PowerConfig, PowerModel, Powers, static_powers};
 use hier_part::{Csr, Hier, HierPartition, Par, Plan, Quality, picture};
-use hier_part::{Points, Serial};
+use hier_part::{Points, Serial, Workspace};
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -143,7 +142,7 @@ fn rank_run<C>(
     weights: Option<&[f64]>,
 ) -> Result<(HierPartition, Vec<u32>, Vec<f64>)>
 where
-    C: Comm + hsfc::dist::Reduce<Error = comm::CommError>,
+    C: Comm + hsfc::dist::Reduce,
 {
     let hier = Hier {
         par: Par::threads(a.threads),
@@ -151,10 +150,13 @@ where
     let mut mine = vec![0u32; coords.len() / dim];
     let mut times = Vec::with_capacity(a.repeat);
     let mut result = None;
+    // Reused by every repeat, as a simulation reuses it every step.
+    let mut ws = Workspace::default();
     for _ in 0..a.repeat {
         Comm::barrier(c)?;
         let t0 = c.wtime();
-        let r = hier.partition(c, plan, Points::new(coords, dim, weights), &mut mine)?;
+        let points = Points::new(coords, dim, weights);
+        let r = hier.partition_with(&mut ws, c, plan, points, &mut mine)?;
         let mut t = [c.wtime() - t0];
         c.allreduce_f64(comm::ReduceOp::Max, &mut t)?;
         times.push(t[0]);
@@ -174,22 +176,8 @@ fn run(
 ) -> Result<(HierPartition, Vec<u32>, Vec<f64>)> {
     let n = coords.len() / dim;
     match a.backend {
-        Backend::Serial => {
-            let hier = Hier {
-                par: Par::threads(a.threads),
-            };
-            let mut parts = vec![0u32; n];
-            let mut times = Vec::with_capacity(a.repeat);
-            let mut result = None;
-            for _ in 0..a.repeat {
-                let t0 = Instant::now();
-                let r =
-                    hier.partition(&Serial, plan, Points::new(coords, dim, weights), &mut parts)?;
-                times.push(t0.elapsed().as_secs_f64());
-                result = Some(r);
-            }
-            Ok((result.context("--repeat must be at least 1")?, parts, times))
-        }
+        // The serial run is the one-rank group.
+        Backend::Serial => rank_run(&Serial, a, plan, coords, dim, weights),
         Backend::Threads => {
             let ranks = plan.num_ranks();
             let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {

@@ -160,8 +160,11 @@ macro_rules! bisection_partitioner {
         impl<C: comm::Comm> Partitioner<C> for $ty {
             type Output = Bisection;
             type Error = Error;
-            fn partition(
+            /// The bisections keep no buffers between calls.
+            type Workspace = ();
+            fn partition_with(
                 &self,
+                _ws: &mut (),
                 group: &C,
                 points: Points<'_>,
                 targets: &[f64],

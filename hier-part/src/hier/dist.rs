@@ -10,9 +10,9 @@
 use super::level::Level;
 use super::serial::rank_to_child;
 use super::{Child, Hier, HierPartition, LevelCuts, Moved, Plan};
-use crate::Error;
 use crate::bisect::dist::agree;
 use crate::bisect::rank_order_ids;
+use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
 use drum_model::NodeId;
 use hsfc::Points;
@@ -96,6 +96,7 @@ struct Walked {
 impl Hier {
     pub(super) fn run_dist<C: Comm + Reduce>(
         &self,
+        ws: &mut hsfc::Workspace,
         comm: &C,
         plan: &Plan,
         previous: Option<&HierPartition>,
@@ -156,7 +157,14 @@ impl Hier {
                 }
             })
             .collect();
-        let walked = self.walk(comm, plan, previous, objs, dim, weighted);
+        let walk = Walk {
+            plan,
+            previous,
+            par: self.par,
+            dim,
+            weighted,
+        };
+        let walked = walk.run(ws, comm, objs);
         let Walked {
             mut objs,
             cuts,
@@ -205,21 +213,27 @@ impl Hier {
         }
         Ok(result)
     }
+}
 
+/// What every level of one rank's walk shares.
+struct Walk<'a> {
+    plan: &'a Plan,
+    previous: Option<&'a HierPartition>,
+    par: Par,
+    dim: usize,
+    weighted: bool,
+}
+
+impl Walk<'_> {
     /// Walks from the root to this rank's computing node; returns the objects this rank ends
     /// with (all of them its own).
-    fn walk<C>(
+    fn run<C: Comm + Reduce>(
         &self,
+        ws: &mut hsfc::Workspace,
         world: &C,
-        plan: &Plan,
-        previous: Option<&HierPartition>,
         mut objs: Vec<Obj>,
-        dim: usize,
-        weighted: bool,
-    ) -> Result<Walked, Error>
-    where
-        C: Comm + Reduce,
-    {
+    ) -> Result<Walked, Error> {
+        let plan = self.plan;
         let me = Comm::rank(world);
         let mut group = Group::World(world);
         let mut cuts = BTreeMap::new();
@@ -237,13 +251,13 @@ impl Hier {
                 let g = group.get();
                 let t0 = Instant::now();
                 let (child, level) = self
-                    .level(g, plan, id, previous, &objs, (dim, weighted))
+                    .level(ws, g, id, &objs)
                     .map_err(|e| e.at_level(&node.label, method.kind))?;
                 times.push((id, t0.elapsed().as_secs_f64()));
                 if method.keep_cuts {
                     cuts.insert(id, level);
                 }
-                objs = migrate(g, plan, id, me, objs, &child, dim)?;
+                objs = migrate(g, plan, id, me, objs, &child, self.dim)?;
                 group = Group::Split(g.split(mine as u32, me as i32)?);
             }
             match node.children[mine] {
@@ -257,25 +271,24 @@ impl Hier {
     /// Runs the level of node `id` on the group's objects: each object's child, and the cuts.
     fn level<C: Comm + Reduce>(
         &self,
+        ws: &mut hsfc::Workspace,
         g: &C,
-        plan: &Plan,
         id: NodeId,
-        previous: Option<&HierPartition>,
         objs: &[Obj],
-        points: (usize, bool),
     ) -> Result<(Vec<u32>, LevelCuts), Error> {
-        let (dim, weighted) = points;
+        let (plan, dim) = (self.plan, self.dim);
         let node = plan.node(id);
         let method = node.method.as_ref().expect("a splitting node has a method");
         let coords: Vec<f64> = objs.iter().flat_map(|o| o.x[..dim].to_vec()).collect();
-        let w: Option<Vec<f64>> = weighted.then(|| objs.iter().map(|o| o.w).collect());
+        let w: Option<Vec<f64>> = self.weighted.then(|| objs.iter().map(|o| o.w).collect());
         let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
         let mut child = vec![0u32; objs.len()];
         let level = Level {
             method,
             par: self.par,
             targets: &node.targets,
-            prev: previous
+            prev: self
+                .previous
                 .filter(|_| method.keep_cuts)
                 .and_then(|p| p.cuts.get(&id)),
         };
@@ -286,7 +299,7 @@ impl Hier {
             }
         }
         let points = Points::new(&coords, dim, w.as_deref());
-        let cuts = level.run(g, points, Some(&gids), &mut child)?;
+        let cuts = level.run(ws, g, points, Some(&gids), &mut child)?;
         Ok((child, cuts))
     }
 }

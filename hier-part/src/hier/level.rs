@@ -36,6 +36,7 @@ impl Level<'_> {
     /// one-rank group (the serial walk).
     pub(super) fn run<C: comm::Comm + Reduce>(
         &self,
+        ws: &mut hsfc::Workspace,
         group: &C,
         points: Points<'_>,
         gids: Option<&[u64]>,
@@ -53,8 +54,8 @@ impl Level<'_> {
                     tolerance: hsfc_tolerance(self.method),
                 };
                 return Ok(LevelCuts::Hsfc(match self.keeps_hsfc_cuts(points.dim) {
-                    Some(p) => h.repartition(group, p, points, self.targets, out)?,
-                    None => h.partition(group, points, self.targets, out)?,
+                    Some(p) => h.repartition(ws, group, p, points, self.targets, out)?,
+                    None => h.partition_with(ws, group, points, self.targets, out)?,
                 }));
             }
             PartitionMethod::Rcb => bisector(Method::Rcb),

@@ -11,11 +11,14 @@ mod level;
 mod plan;
 mod serial;
 
-/// Frees the buffers the hierarchical partitioner keeps between calls (they are reused to
-/// avoid faulting in fresh memory on every call), and those of `hsfc`.
-pub fn release_buffers() {
-    serial::release_buffers();
-    hsfc::release_buffers();
+/// The hierarchical partitioner's buffers, owned by the caller and reused from call to call
+/// (fresh pages cost a fault each, as much as a pass over them): the serial walk's two
+/// permuted copies of the objects, and `hsfc`'s workspace for the HSFC levels. Drop it to free
+/// the memory.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    walk: serial::Bufs,
+    hsfc: hsfc::Workspace,
 }
 
 pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
@@ -79,7 +82,19 @@ impl Hier {
         points: Points<'_>,
         parts: &mut [u32],
     ) -> Result<HierPartition, Error> {
-        self.run(group, plan, None, points, parts)
+        self.partition_with(&mut Workspace::default(), group, plan, points, parts)
+    }
+
+    /// [`Hier::partition`] with the caller's buffers `ws`, kept for the next call.
+    pub fn partition_with<C: Comm + Reduce>(
+        &self,
+        ws: &mut Workspace,
+        group: &C,
+        plan: &Plan,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        self.run(ws, group, plan, None, points, parts)
     }
 
     /// Repartitions after the load changed (KEEP_CUTS): `parts` holds each point's current
@@ -88,20 +103,23 @@ impl Hier {
     /// cut wherever the parts beside it stay within the level's `IMBALANCE_TOL`, so little
     /// moves; other levels partition afresh (their cuts are exact and deterministic, so an
     /// unchanged load gives unchanged cuts). [`HierPartition::moved`] reports what changed
-    /// rank. `group` as for [`Hier::partition`].
+    /// rank. `group` as for [`Hier::partition`]; `ws`: the caller's buffers (a repartition is
+    /// the call that repeats).
     pub fn repartition<C: Comm + Reduce>(
         &self,
+        ws: &mut Workspace,
         group: &C,
         plan: &Plan,
         previous: &HierPartition,
         points: Points<'_>,
         parts: &mut [u32],
     ) -> Result<HierPartition, Error> {
-        self.run(group, plan, Some(previous), points, parts)
+        self.run(ws, group, plan, Some(previous), points, parts)
     }
 
     fn run<C: Comm + Reduce>(
         &self,
+        ws: &mut Workspace,
         group: &C,
         plan: &Plan,
         previous: Option<&HierPartition>,
@@ -109,9 +127,9 @@ impl Hier {
         parts: &mut [u32],
     ) -> Result<HierPartition, Error> {
         if Comm::size(group) == 1 {
-            serial::partition(self.par, plan, points, parts, previous)
+            serial::partition(self.par, ws, plan, points, parts, previous)
         } else {
-            self.run_dist(group, plan, previous, points, parts)
+            self.run_dist(&mut ws.hsfc, group, plan, previous, points, parts)
         }
     }
 }

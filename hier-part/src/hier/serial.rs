@@ -2,7 +2,7 @@
 //! the level's partitioner; parts are written straight into the caller's buffer.
 
 use super::level::Level;
-use super::{Child, HierPartition, LevelCuts, Moved, Plan};
+use super::{Child, HierPartition, LevelCuts, Moved, Plan, Workspace};
 use crate::input::check_points;
 use crate::{Error, Par};
 use drum_model::NodeId;
@@ -37,6 +37,8 @@ struct Walk<'a> {
     bi: [Vec<u32>; 2],
     /// Each object's child at the current level (indexed like the buffers).
     child: Vec<u32>,
+    /// The HSFC levels' buffers.
+    hsfc: hsfc::Workspace,
     /// Whether buffer 0 and 1 have been sized for this call.
     sized: [bool; 2],
     cuts: BTreeMap<NodeId, LevelCuts>,
@@ -108,6 +110,7 @@ impl Walk<'_> {
                 .filter(|_| method.keep_cuts)
                 .and_then(|(p, _)| p.cuts.get(&id)),
         };
+        let mut hsfc_ws = std::mem::take(&mut self.hsfc);
         let points = Points::new(
             &self.coords_of(src)[lo * dim..hi * dim],
             dim,
@@ -115,8 +118,9 @@ impl Walk<'_> {
         );
         let t0 = Instant::now();
         let level = level
-            .run(&Serial, points, None, &mut child[lo..hi])
+            .run(&mut hsfc_ws, &Serial, points, None, &mut child[lo..hi])
             .map_err(|e| e.at_level(&node.label, method.kind));
+        self.hsfc = hsfc_ws;
         self.child = child;
         let level = level?;
         self.times.push((id, t0.elapsed().as_secs_f64()));
@@ -229,22 +233,13 @@ fn fit<T: Copy + Default>(v: &mut Vec<T>, len: usize) {
     }
 }
 
-/// The walk's buffers, kept between calls: fresh pages cost a fault each, as much as a pass
-/// over them (as `hsfc` keeps its key buffer). A concurrent call that finds them taken
-/// allocates its own; [`crate::release_buffers`] frees them.
-#[derive(Default)]
-struct Bufs {
+/// The walk's buffers, kept between calls in the caller's [`super::Workspace`].
+#[derive(Debug, Default)]
+pub(super) struct Bufs {
     bx: [Vec<f64>; 2],
     bw: [Vec<f64>; 2],
     bi: [Vec<u32>; 2],
     child: Vec<u32>,
-}
-
-static BUFS: std::sync::Mutex<Option<Bufs>> = std::sync::Mutex::new(None);
-
-/// Frees the buffers the serial hierarchical walk keeps between calls.
-pub(crate) fn release_buffers() {
-    *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// The counting sort's write pass: object `lo + j` goes to slot `next[child[j]]++` of the
@@ -288,6 +283,7 @@ pub(super) fn rank_to_child(plan: &Plan, id: NodeId) -> Vec<u32> {
 /// partition and the parts on entry for a repartition. Runs on `par`'s pool.
 pub(super) fn partition(
     par: Par,
+    ws: &mut Workspace,
     plan: &Plan,
     points: Points<'_>,
     parts: &mut [u32],
@@ -296,7 +292,7 @@ pub(super) fn partition(
     let (coords, dim, weights) = points.into_parts();
     let n = check_points(coords, dim, weights, parts.len(), par)?;
     let Some(previous) = previous else {
-        return par.install(|| run(par, plan, points, parts, None))?;
+        return par.install(|| run(par, ws, plan, points, parts, None))?;
     };
     let ranks = plan.num_ranks();
     if let Some(i) = parts.iter().position(|&p| p as usize >= ranks) {
@@ -307,7 +303,7 @@ pub(super) fn partition(
         });
     }
     let entry = parts.to_vec();
-    let mut r = par.install(|| run(par, plan, points, parts, Some((previous, &entry))))??;
+    let mut r = par.install(|| run(par, ws, plan, points, parts, Some((previous, &entry))))??;
     // Per rank in object order, then over the ranks in rank order (as the distributed
     // run sums it).
     let mut per_rank = vec![(0.0f64, 0u64); ranks];
@@ -327,6 +323,7 @@ pub(super) fn partition(
 
 fn run(
     par: Par,
+    ws: &mut Workspace,
     plan: &Plan,
     points: Points<'_>,
     parts: &mut [u32],
@@ -335,11 +332,7 @@ fn run(
     let (coords, dim, weights) = points.into_parts();
     let n = coords.len() / dim;
     let ranks = plan.num_ranks();
-    let mut bufs = BUFS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-        .unwrap_or_default();
+    let mut bufs = std::mem::take(&mut ws.walk);
     fit(&mut bufs.child, n);
     let mut walk = Walk {
         plan,
@@ -352,6 +345,7 @@ fn run(
         bw: bufs.bw,
         bi: bufs.bi,
         child: bufs.child,
+        hsfc: std::mem::take(&mut ws.hsfc),
         sized: [false; 2],
         cuts: BTreeMap::new(),
         times: Vec::new(),
@@ -359,19 +353,16 @@ fn run(
         rank_n: vec![0; ranks],
     };
     let walked = walk.walk(plan.root(), Src::Caller, 0, n, parts);
-    *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bufs {
+    ws.hsfc = std::mem::take(&mut walk.hsfc);
+    let kept = Bufs {
         bx: std::mem::take(&mut walk.bx),
         bw: std::mem::take(&mut walk.bw),
         bi: std::mem::take(&mut walk.bi),
         child: std::mem::take(&mut walk.child),
+    };
+    let result = walked.map(|()| {
+        HierPartition::from_ranks(plan, dim, walk.rank_w, walk.rank_n, walk.cuts, walk.times)
     });
-    walked?;
-    Ok(HierPartition::from_ranks(
-        plan,
-        dim,
-        walk.rank_w,
-        walk.rank_n,
-        walk.cuts,
-        walk.times,
-    ))
+    ws.walk = kept;
+    result
 }

@@ -3,7 +3,7 @@
 //! culprit, with the documented effect on the outputs.
 
 use hsfc::dist::Serial;
-use hsfc::{Partitioner, Points};
+use hsfc::{Partitioner, Points, Workspace};
 use hsfc_capi::*;
 use std::ffi::{CStr, c_int};
 use std::ptr::{null, null_mut};
@@ -602,6 +602,7 @@ fn repartition_reports_the_migration_it_made() {
     let mut expected = before.clone();
     let r = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &prev,
             Points::new(&coords, 3, Some(&w)),

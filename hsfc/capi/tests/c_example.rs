@@ -5,7 +5,7 @@
 mod common;
 
 use hsfc::dist::Serial;
-use hsfc::{Partitioner, Points};
+use hsfc::{Partitioner, Points, Workspace};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -172,6 +172,7 @@ fn check_output(out: &str) {
     }
     let r = cfg
         .repartition(
+            &mut Workspace::default(),
             &Serial,
             &p,
             Points::new(&coords, 2, Some(&weights)),

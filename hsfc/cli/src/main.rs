@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use hsfc::generate::{Distribution, WeightKind};
 use hsfc::{Hsfc, Par};
-use hsfc::{Partitioner, Points};
+use hsfc::{Partitioner, Points, Workspace};
 use ranks::{Ranks, agree};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -242,11 +242,14 @@ fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
     let mut parts = vec![0u32; set.len()];
     let mut times = Vec::with_capacity(a.repeat);
     let mut result = None;
+    // Reused by every repeat, as a simulation reuses it every step.
+    let mut ws = Workspace::default();
     for _ in 0..a.repeat {
         let t0 = Instant::now();
         // Data errors are agreed on inside (every rank returns an error).
         let p = cfg
-            .partition(
+            .partition_with(
+                &mut ws,
                 ranks,
                 Points::new(&set.coords, set.dim, set.weights.as_deref()),
                 &targets,
