@@ -451,6 +451,33 @@ macro_rules! impl_reduce {
 }
 pub(crate) use impl_reduce;
 
+/// Any [`Comm`] as an `hsfc::dist::Reduce`, for generic code bound by `Comm` alone (such as
+/// `hsfc::dist::agree` called from a distributed algorithm written against `Comm`).
+#[derive(Debug, Clone, Copy)]
+pub struct AsReduce<'a, C>(pub &'a C);
+
+impl<C: Comm> hsfc::dist::Reduce for AsReduce<'_, C> {
+    type Error = CommError;
+    fn rank(&self) -> usize {
+        self.0.rank()
+    }
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn sum_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
+        self.0.allreduce_f64(ReduceOp::Sum, buf)
+    }
+    fn min_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
+        self.0.allreduce_f64(ReduceOp::Min, buf)
+    }
+    fn max_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
+        self.0.allreduce_f64(ReduceOp::Max, buf)
+    }
+    fn sum_u64(&self, buf: &mut [u64]) -> Result<(), CommError> {
+        self.0.allreduce_u64(ReduceOp::Sum, buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

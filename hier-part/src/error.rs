@@ -220,3 +220,17 @@ impl Error {
         }
     }
 }
+
+impl From<hsfc::dist::Failed<Error>> for Error {
+    /// A collective step's outcome (`hsfc::dist::agree`): this rank's own error, or that of
+    /// other ranks.
+    fn from(f: hsfc::dist::Failed<Error>) -> Error {
+        match f {
+            hsfc::dist::Failed::Here(e) => e,
+            hsfc::dist::Failed::Elsewhere { ranks, first } => Error::InvalidOnOtherRank {
+                ranks,
+                rank: first as u64,
+            },
+        }
+    }
+}

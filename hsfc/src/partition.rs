@@ -1,7 +1,7 @@
 //! The partition pipeline and its result.
 
 use crate::curve::{self, key_bits, sub_key_bits, tables};
-use crate::dist::Reduce;
+use crate::dist::{self, Failed, Reduce};
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
 use crate::refine::{self, B0, Found, Quant};
@@ -742,15 +742,14 @@ pub(crate) fn run<R: Reduce>(
             local_err = Some(first_bad(points, dim, weights));
         }
     }
-    let mut head = [u64::from(local_err.is_some()), n_local as u64];
-    comm.sum_u64(&mut head).map_err(comm_err)?;
-    if let Some(e) = local_err {
-        return Err(e);
+    let mut n_total = [n_local as u64];
+    let local = local_err.map_or(Ok(()), Err);
+    match dist::agree(comm, local, &mut n_total).map_err(comm_err)? {
+        Ok(()) => {}
+        Err(Failed::Here(e)) => return Err(e),
+        Err(Failed::Elsewhere { ranks, .. }) => return Err(Error::InvalidOnOtherRank { ranks }),
     }
-    if head[0] > 0 {
-        return Err(Error::InvalidOnOtherRank { ranks: head[0] });
-    }
-    let n_total = head[1];
+    let [n_total] = n_total;
     let mut ext = [0.0f64; 7];
     for a in 0..dim {
         ext[a] = scan.lo[a];

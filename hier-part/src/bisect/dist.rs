@@ -535,26 +535,11 @@ fn side_stats<const D: usize, C: Comm>(
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
 }
 
-/// Makes a local check collective: every rank returns its own error, or
+/// Makes a local step collective (`hsfc::dist::agree`): every rank returns its own error, or
 /// [`Error::InvalidOnOtherRank`] when only other ranks failed, or the value when none did (so
 /// no rank is left waiting in a later collective).
-pub(crate) fn agree<C: Comm, T>(comm: &C, local: Result<T, Error>) -> Result<T, Error> {
-    let mut bad = [u64::from(local.is_err())];
-    comm.allreduce_u64(ReduceOp::Sum, &mut bad)?;
-    let mut first = [if local.is_err() {
-        comm.rank() as u64
-    } else {
-        u64::MAX
-    }];
-    comm.allreduce_u64(ReduceOp::Min, &mut first)?;
-    let value = local?;
-    if bad[0] > 0 {
-        return Err(Error::InvalidOnOtherRank {
-            ranks: bad[0],
-            rank: first[0],
-        });
-    }
-    Ok(value)
+pub(crate) fn agreed<C: Comm, T>(comm: &C, local: Result<T, Error>) -> Result<T, Error> {
+    Ok(hsfc::dist::agree(&comm::AsReduce(comm), local, &mut [])??)
 }
 
 /// Validates the local part of a distributed bisection collectively and builds the shared
@@ -581,7 +566,7 @@ pub(crate) fn validate_dist<C: Comm>(
         }
         fractions(targets)
     })();
-    let fractions = agree(comm, local)?;
+    let fractions = agreed(comm, local)?;
     // [has weights, lacks weights], then [targets hash, its complement].
     let mut has = [
         u64::from(n > 0 && weights.is_some()),

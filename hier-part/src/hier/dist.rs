@@ -10,7 +10,7 @@
 use super::level::Level;
 use super::serial::rank_to_child;
 use super::{Child, Hier, HierPartition, LevelCuts, Moved, Plan};
-use crate::bisect::dist::agree;
+use crate::bisect::dist::agreed;
 use crate::bisect::rank_order_ids;
 use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
@@ -125,7 +125,7 @@ impl Hier {
                 }
                 Ok(n)
             });
-        let n = agree(comm, local)?;
+        let n = agreed(comm, local)?;
         // Weighted iff some rank with points passes weights; mixing is an error.
         let mut has = [
             u64::from(n > 0 && weights.is_some()),
@@ -169,7 +169,7 @@ impl Hier {
             mut objs,
             cuts,
             times,
-        } = agree(comm, walked)?;
+        } = agreed(comm, walked)?;
 
         // This rank's figures, summed in global order (as the serial walk sums in index order).
         objs.sort_unstable_by_key(|o| o.gid);
