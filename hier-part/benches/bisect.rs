@@ -11,6 +11,7 @@
 //! each partition's edge cut on it. `--extra` adds two hard cases: a lattice (ties on every
 //! cut) and points already sorted along a line.
 
+use cli_support::median;
 use hier_part::points::{Dist, Weights, fast_slow, points};
 use hier_part::{Bisection, Csr, Error, Par, Quality, Rcb, Rib};
 use hier_part::{Partitioner, Points, Serial};
@@ -61,16 +62,6 @@ fn parse() -> Args {
     a
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
-
 /// CPU seconds used by this process so far (all threads).
 fn cpu_time() -> f64 {
     let mut ts = libc::timespec {
@@ -97,9 +88,9 @@ fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, f64, f64, T) {
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
     (
-        median(times),
+        median(&mut times),
         min,
-        median(cpu),
+        median(&mut cpu),
         last.expect("at least one run"),
     )
 }

@@ -14,9 +14,9 @@ fn drum(args: &[&str]) -> Output {
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .join("../..")
+        .canonicalize()
         .unwrap()
-        .to_path_buf()
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -3,9 +3,10 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use cli_support::power::PowerArgs;
+use cli_support::{RunArgs, emit, median};
 use comm::{Comm, ThreadComm, ThreadOptions};
-use drum_model::samples::{Smoothing, powers_from_samples, read_jsonl};
-use drum_model::{Machine, PowerConfig, PowerModel, Powers, static_powers};
+use drum_model::Machine;
 use hier_part::{Csr, Hier, HierPartition, Par, Plan, Quality, picture};
 use hier_part::{Points, Serial, Workspace};
 use std::path::PathBuf;
@@ -28,16 +29,6 @@ enum Cmd {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum ModelArg {
-    /// DRUM 2005 §3.3 (processing power and available bandwidth).
-    Drum,
-    /// DRUM 2004 (communication power from the CAF).
-    Drum2004,
-    /// Sinha–Parashar capacity (CPU, memory, bandwidth, weights 1/3 each).
-    Sinha,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
     /// One process, the serial walk.
     Serial,
@@ -57,25 +48,15 @@ struct PartitionArgs {
     machine: PathBuf,
     /// ZPT1 point file (DESIGN.md §3).
     points: PathBuf,
-    /// Communication weight w_comm in [0, 1].
-    #[arg(long, default_value_t = 0.0)]
-    w_comm: f64,
-    /// Power model.
-    #[arg(long, value_enum, default_value_t = ModelArg::Drum)]
-    model: ModelArg,
-    /// Powers from recorded monitor samples (JSON Lines, `drum monitor --record`) instead of
-    /// static ratings.
-    #[arg(long, value_name = "SAMPLES.jsonl")]
-    replay: Option<PathBuf>,
+    /// Where the powers come from (as `drum powers`).
+    #[command(flatten)]
+    power: PowerArgs,
     /// Write the rank of every point here (u32 little endian).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Threads inside each level's partitioner.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Repeat the partition call this many times; the time printed is the median.
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
+    /// Threads inside each level's partitioner, and repeats.
+    #[command(flatten)]
+    run: RunArgs,
     /// Where the partition runs.
     #[arg(long, value_enum, default_value_t = Backend::Serial)]
     backend: Backend,
@@ -91,46 +72,6 @@ struct PartitionArgs {
     json: bool,
 }
 
-fn powers(a: &PartitionArgs, machine: &Machine) -> Result<(Powers, String)> {
-    let model = match a.model {
-        ModelArg::Drum => PowerModel::Drum { w_comm: a.w_comm },
-        ModelArg::Drum2004 => PowerModel::Drum2004 { w_comm: a.w_comm },
-        ModelArg::Sinha => PowerModel::SinhaParashar {
-            w_p: 1.0 / 3.0,
-            w_m: 1.0 / 3.0,
-            w_b: 1.0 / 3.0,
-        },
-    };
-    let config = PowerConfig {
-        model,
-        ..PowerConfig::default()
-    };
-    Ok(match &a.replay {
-        None => (static_powers(machine, &config)?, "static powers".into()),
-        Some(path) => {
-            let samples = read_jsonl(path)?;
-            let p = powers_from_samples(machine, &config, &samples, Smoothing::WindowMean)?;
-            let origin = format!(
-                "powers from {} samples of {}",
-                samples.len(),
-                path.display()
-            );
-            (p, origin)
-        }
-    })
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
-}
-
 /// One rank's part of a distributed run, `repeat` times: the result, this rank's parts and
 /// the time of each call (the slowest rank's).
 fn rank_run<C>(
@@ -144,15 +85,13 @@ fn rank_run<C>(
 where
     C: Comm + hsfc::dist::Reduce,
 {
-    let hier = Hier {
-        par: Par::threads(a.threads),
-    };
+    let hier = Hier { par: a.run.par() };
     let mut mine = vec![0u32; coords.len() / dim];
-    let mut times = Vec::with_capacity(a.repeat);
+    let mut times = Vec::with_capacity(a.run.repeat);
     let mut result = None;
     // Reused by every repeat, as a simulation reuses it every step.
     let mut ws = Workspace::default();
-    for _ in 0..a.repeat {
+    for _ in 0..a.run.repeat {
         Comm::barrier(c)?;
         let t0 = c.wtime();
         let points = Points::new(coords, dim, weights);
@@ -207,11 +146,11 @@ fn run(
 }
 
 fn partition(a: &PartitionArgs) -> Result<()> {
-    if a.repeat == 0 {
+    if a.run.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
     let machine = Machine::from_file(&a.machine)?;
-    let (powers, origin) = powers(a, &machine)?;
+    let (powers, origin) = a.power.compute(&machine)?;
     let plan = Plan::new(&machine, &powers)?;
     if a.backend == Backend::Mpi {
         return run_mpi(a, &plan, &origin);
@@ -230,34 +169,12 @@ fn partition(a: &PartitionArgs) -> Result<()> {
 /// one rank ends the job instead of leaving the others waiting.
 #[cfg(feature = "mpi")]
 fn run_mpi(a: &PartitionArgs, plan: &Plan, origin: &str) -> Result<()> {
-    let world = comm::MpiComm::init().context("starting MPI")?;
-    let (me, size) = (Comm::rank(&world), Comm::size(&world));
-    let result = mpi_rank(&world, a, plan, origin);
-    if let Err(e) = &result {
-        // One write, so that mpirun does not interleave the lines of several ranks; errors
-        // are agreed on, so every rank gets here: wait until all have written before any exits
-        // (mpirun ends the job at the first non-zero exit).
-        let line = format!("Error: rank {me} of {size}: {e:#}\n");
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        let _ = Comm::barrier(&world);
-        drop(world);
-        std::process::exit(1);
-    }
-    result
+    cli_support::mpi::main(|world| mpi_rank(world, a, plan, origin))
 }
 
 #[cfg(feature = "mpi")]
 fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str) -> Result<()> {
     let (me, size) = (Comm::rank(world), Comm::size(world));
-    let agree = |local: Result<()>| -> Result<()> {
-        let mut failed = [u64::from(local.is_err())];
-        world.allreduce_u64(comm::ReduceOp::Sum, &mut failed)?;
-        local?;
-        if failed[0] > 0 {
-            bail!("{} other rank(s) failed; see their messages", failed[0]);
-        }
-        Ok(())
-    };
     let read = (|| {
         if size != plan.num_ranks() {
             bail!(
@@ -271,16 +188,7 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
         let range = hsfc::dist::block_range(head.n, me, size);
         hsfc::io::read_points_range(&a.points, range).context("reading the points")
     })();
-    let set = match read {
-        Ok(set) => {
-            agree(Ok(()))?;
-            set
-        }
-        Err(e) => {
-            let _ = agree(Err(anyhow::anyhow!("failed")));
-            return Err(e);
-        }
-    };
+    let set = cli_support::agreed(world, read)?;
     if me == 0 {
         for w in plan.warnings() {
             eprintln!("warning: {w}");
@@ -310,7 +218,7 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(_: &PartitionArgs, _: &Plan, _: &str) -> Result<()> {
     bail!(
-        "this hier-part was built without MPI: build it with `cargo build --release -p hier-part --features mpi` and run it under mpirun"
+        "this hier-part was built without MPI: build it with `cargo build --release -p hier-part-cli --features mpi` and run it under mpirun"
     )
 }
 
@@ -330,7 +238,7 @@ fn report(
     let dim = set.dim;
     let (coords, weights) = (&set.coords[..], set.weights.as_deref());
     let n = mpi.map_or(coords.len() / dim, |m| m.0);
-    let time_s = median(times);
+    let time_s = median(&mut times.to_vec());
     if let Some(out) = &a.out {
         hsfc::io::write_parts(out, parts).context("writing the parts")?;
     }
@@ -392,7 +300,7 @@ fn report(
             "n": n,
             "dim": dim,
             "backend": backend,
-            "threads": a.threads,
+            "threads": a.run.threads,
             "powers": origin,
             "time_s": time_s,
             "times_s": times,
@@ -421,8 +329,8 @@ fn report(
                 ""
             },
             time_s * 1e3,
-            a.repeat,
-            a.threads
+            a.run.repeat,
+            a.run.threads
         );
         s += &r.table(plan);
         if let Some((q, per_level)) = &quality {
@@ -445,15 +353,6 @@ fn report(
 /// Reads a ZPT1 point file.
 fn hier_part_points(path: &std::path::Path) -> Result<hsfc::io::PointSet> {
     hsfc::io::read_points(path).context("reading the points")
-}
-
-/// Prints to stdout; a closed pipe is not an error.
-fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing to stdout"),
-    }
 }
 
 fn main() -> Result<()> {

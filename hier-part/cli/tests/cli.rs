@@ -11,7 +11,7 @@ fn bin() -> Command {
 
 fn machine(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../machines")
+        .join("../../machines")
         .join(name)
 }
 
