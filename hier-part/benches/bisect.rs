@@ -12,9 +12,9 @@
 //! cut) and points already sorted along a line.
 
 use cli_support::median;
-use hier_part::points::{Dist, Weights, fast_slow, points};
 use hier_part::{Bisection, Csr, Error, Par, Quality, Rcb, Rib};
 use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{Distribution, WeightKind, Xoshiro256, fast_slow, points_with};
 use std::time::Instant;
 
 struct Args {
@@ -99,8 +99,8 @@ fn main() {
     let args = parse();
     let par = Par::threads(args.threads);
     let mut dists = vec![
-        ("uniform", Some(Dist::Uniform)),
-        ("graded", Some(Dist::Graded { rmin: 1e-6 })),
+        ("uniform", Some(Distribution::Uniform)),
+        ("graded", Some(Distribution::Corner { rmin: 1e-6 })),
     ];
     if args.extra {
         // Hard cases for a selection: a lattice (every cut splits ties) and points already
@@ -108,7 +108,7 @@ fn main() {
         dists.push(("lattice", None));
         dists.push(("sorted", None));
     }
-    let weights = [("unit", Weights::Unit), ("random", Weights::Random)];
+    let weights = [("unit", WeightKind::Unit), ("random", WeightKind::Random)];
     if !args.json {
         println!(
             "# hier-part bisect bench: n = {}, dim = {}, repeat = {}, threads = {} ({:?})",
@@ -122,9 +122,17 @@ fn main() {
     for (dname, dist) in dists {
         for (wname, wkind) in weights {
             let (coords, w) = match dist {
-                Some(dist) => points(dist, args.n, args.dim, wkind, 12345),
+                Some(dist) => {
+                    points_with(&mut Xoshiro256::new(12345), args.n, args.dim, dist, wkind)
+                }
                 None => {
-                    let (_, w) = points(Dist::Uniform, args.n, args.dim, wkind, 12345);
+                    let (_, w) = points_with(
+                        &mut Xoshiro256::new(12345),
+                        args.n,
+                        args.dim,
+                        Distribution::Uniform,
+                        wkind,
+                    );
                     let side = (args.n as f64).powf(1.0 / args.dim as f64).ceil() as usize;
                     let c = (0..args.n)
                         .flat_map(|i| {

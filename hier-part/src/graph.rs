@@ -332,11 +332,11 @@ impl Ord for Ord64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::points::Rng;
+    use hsfc::generate::{RandomSource, Xoshiro256};
 
     #[test]
     fn knn_matches_brute_force() {
-        let mut rng = Rng::new(3);
+        let mut rng = Xoshiro256::new(3);
         for dim in 1..=3 {
             for n in [0, 1, 2, 10, 300] {
                 let coords: Vec<f64> = (0..n * dim)
@@ -360,7 +360,7 @@ mod tests {
 
     #[test]
     fn knn_graph_is_symmetric() {
-        let mut rng = Rng::new(4);
+        let mut rng = Xoshiro256::new(4);
         let coords: Vec<f64> = (0..2 * 500).map(|_| rng.uniform()).collect();
         let g = Csr::knn(&coords, 2, 5, Par::Seq).unwrap();
         // Csr::new checks symmetry, sortedness and repeats.

@@ -14,7 +14,9 @@
 //!   ([`Quality::grouped`]), with a table and an ASCII picture ([`picture`]);
 //! - [`rebalance`]: when to repartition — Watts et al.'s efficiency, Lan et al.'s gain against
 //!   cost, and drift of the monitored powers;
-//! - [`points`]: the uniform and corner-graded point sets of the benchmarks.
+//!
+//! The test and benchmark point sets come from `hsfc::generate` (one generator for the
+//! workspace; `hier-part`'s tests draw from its `Xoshiro256` stream).
 #![deny(missing_docs)]
 
 mod bisect;
@@ -22,7 +24,6 @@ mod error;
 pub mod graph;
 mod hier;
 mod input;
-pub mod points;
 pub mod quality;
 pub mod rebalance;
 

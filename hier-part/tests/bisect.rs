@@ -4,9 +4,9 @@
 
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
-use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Plane, Rcb, Rib};
 use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 use proptest::prelude::*;
 
 fn partition(
@@ -219,7 +219,7 @@ fn check_inertial<'a>(
         .flat_map(|&i| pt(i).iter())
         .fold(0.0f64, |a, x| a.max(x.abs()));
     let tol = 1e-4 * trace + 1e-20 * big * big;
-    let mut rng = Rng::new(set.len() as u64);
+    let mut rng = Xoshiro256::new(set.len() as u64);
     for _ in 0..64 {
         let mut u = [0.0; 3];
         for x in u.iter_mut().take(dim) {
@@ -282,13 +282,18 @@ proptest! {
 #[test]
 fn same_result_for_every_thread_count() {
     let cases = [
-        (Dist::Uniform, 2, Weights::Unit, 7),
-        (Dist::Graded { rmin: 1e-6 }, 2, Weights::Random, 13),
-        (Dist::Uniform, 3, Weights::LogNormal, 64),
-        (Dist::Graded { rmin: 1e-6 }, 3, Weights::Unit, 5),
+        (Distribution::Uniform, 2, WeightKind::Unit, 7),
+        (
+            Distribution::Corner { rmin: 1e-6 },
+            2,
+            WeightKind::Random,
+            13,
+        ),
+        (Distribution::Uniform, 3, WeightKind::LogNormal, 64),
+        (Distribution::Corner { rmin: 1e-6 }, 3, WeightKind::Unit, 5),
     ];
     for (c, &(dist, dim, wk, k)) in cases.iter().enumerate() {
-        let (coords, w) = points(dist, 70_000, dim, wk, c as u64);
+        let (coords, w) = points_with(&mut Xoshiro256::new(c as u64), 70_000, dim, dist, wk);
         let targets: Vec<f64> = (0..k).map(|i| 1.0 + (i % 3) as f64).collect();
         for method in [Method::Rcb, Method::Rib] {
             let mut base = vec![0u32; 70_000];
@@ -338,7 +343,13 @@ fn same_result_for_every_thread_count() {
 #[test]
 fn input_order_does_not_change_the_parts_of_rcb_and_rib() {
     // Both methods depend only on the set of points: reversing the input reverses the parts.
-    let (coords, w) = points(Dist::Graded { rmin: 1e-6 }, 30_000, 2, Weights::Random, 3);
+    let (coords, w) = points_with(
+        &mut Xoshiro256::new(3),
+        30_000,
+        2,
+        Distribution::Corner { rmin: 1e-6 },
+        WeightKind::Random,
+    );
     let w = w.unwrap();
     let rev_coords: Vec<f64> = coords.chunks(2).rev().flatten().copied().collect();
     let rev_w: Vec<f64> = w.iter().rev().copied().collect();
@@ -374,7 +385,13 @@ fn input_order_does_not_change_the_parts_of_rcb_and_rib() {
 
 #[test]
 fn balance_is_exact_for_unit_weights_and_divisible_targets() {
-    let (coords, _) = points(Dist::Graded { rmin: 1e-6 }, 64_000, 3, Weights::Unit, 9);
+    let (coords, _) = points_with(
+        &mut Xoshiro256::new(9),
+        64_000,
+        3,
+        Distribution::Corner { rmin: 1e-6 },
+        WeightKind::Unit,
+    );
     for method in [Method::Rcb, Method::Rib] {
         let mut parts = vec![0; 64_000];
         let r = partition(
@@ -496,7 +513,7 @@ fn degenerate_sets() {
 
 #[test]
 fn extreme_coordinates_and_weights() {
-    let mut rng = Rng::new(5);
+    let mut rng = Xoshiro256::new(5);
     let coords: Vec<f64> = (0..2000)
         .map(|i| match i % 4 {
             0 => 1e300 * (rng.uniform() - 0.5),
@@ -602,7 +619,13 @@ fn errors_name_the_place() {
 #[test]
 fn point_assign_beyond_the_data() {
     // Points outside the partitioned set go to the side their keys put them on.
-    let (coords, _) = points(Dist::Uniform, 4000, 2, Weights::Unit, 1);
+    let (coords, _) = points_with(
+        &mut Xoshiro256::new(1),
+        4000,
+        2,
+        Distribution::Uniform,
+        WeightKind::Unit,
+    );
     let mut parts = vec![0; 4000];
     let r = Rcb::default()
         .partition(

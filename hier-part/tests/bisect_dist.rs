@@ -4,9 +4,9 @@
 #![allow(clippy::too_many_arguments)]
 
 use comm::{Comm, ThreadComm, ThreadOptions};
-use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Rcb, Rib};
 use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 
 fn serial(
     method: Method,
@@ -33,7 +33,7 @@ fn serial(
 
 /// Slice boundaries of `n` objects over `ranks` ranks, uneven (seeded), some possibly empty.
 fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Xoshiro256::new(seed);
     let mut cuts: Vec<usize> = (0..ranks - 1)
         .map(|_| (rng.next_u64() % (n as u64 + 1)) as usize)
         .collect();
@@ -111,10 +111,10 @@ fn check(
 fn random_and_graded_sets_match_serial() {
     let mut case = 0u64;
     for dim in 1..=3 {
-        for dist in [Dist::Uniform, Dist::Graded { rmin: 1e-6 }] {
-            for wk in [Weights::Unit, Weights::Random, Weights::LogNormal] {
+        for dist in [Distribution::Uniform, Distribution::Corner { rmin: 1e-6 }] {
+            for wk in [WeightKind::Unit, WeightKind::Random, WeightKind::LogNormal] {
                 case += 1;
-                let (x, w) = points(dist, 3000, dim, wk, case);
+                let (x, w) = points_with(&mut Xoshiro256::new(case), 3000, dim, dist, wk);
                 for (targets, method) in [
                     (vec![1.0; 7], Method::Rcb),
                     (vec![16.0, 19.0, 31.0, 34.0], Method::Rib),
@@ -143,7 +143,7 @@ fn random_and_graded_sets_match_serial() {
 #[test]
 fn ties_duplicates_and_zero_weights_match_serial() {
     // A coarse grid with duplicates: many objects share keys and coordinates.
-    let mut rng = Rng::new(99);
+    let mut rng = Xoshiro256::new(99);
     for dim in 1..=3 {
         let n = 2000;
         let x: Vec<f64> = (0..n * dim)

@@ -7,9 +7,9 @@
 
 use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::{Machine, PowerConfig, static_powers};
-use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Child, Hier, HierPartition, LevelCuts, Par, PartitionMethod, Plan, Plane};
 use hier_part::{Points, Serial, Workspace};
+use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -178,10 +178,10 @@ fn every_machine_file_partitions_correctly() {
         let m = keep_all_cuts(&Machine::from_file(&f).unwrap());
         let plan = plan_of(&m);
         for (dist, wk, seed) in [
-            (Dist::Uniform, Weights::Unit, 1),
-            (Dist::Graded { rmin: 1e-6 }, Weights::Random, 2),
+            (Distribution::Uniform, WeightKind::Unit, 1),
+            (Distribution::Corner { rmin: 1e-6 }, WeightKind::Random, 2),
         ] {
-            let (x, w) = points(dist, 20_000, 2, wk, seed);
+            let (x, w) = points_with(&mut Xoshiro256::new(seed), 20_000, 2, dist, wk);
             let (parts, r) = run_serial(&plan, &x, 2, w.as_deref(), Par::Seq);
             check_partition(&plan, &x, 2, w.as_deref(), &parts, &r);
             // Point assign through the hierarchy gives every point its rank.
@@ -205,7 +205,7 @@ fn every_machine_file_partitions_correctly() {
 
 /// Slice boundaries of `n` points over `ranks`, uneven, some ranks empty.
 fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Xoshiro256::new(seed);
     let mut cuts: Vec<usize> = (0..ranks - 1)
         .map(|_| {
             if rng.next_u64().is_multiple_of(4) {
@@ -227,7 +227,13 @@ fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
 fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
     let plan = plan_of(m);
     let ranks = plan.num_ranks();
-    let (x, w) = points(Dist::Graded { rmin: 1e-6 }, n, dim, Weights::Random, seed);
+    let (x, w) = points_with(
+        &mut Xoshiro256::new(seed),
+        n,
+        dim,
+        Distribution::Corner { rmin: 1e-6 },
+        WeightKind::Random,
+    );
     let w = w.unwrap();
     let w2: Vec<f64> = w
         .iter()
@@ -340,7 +346,13 @@ fn keep_cuts_repartition_moves_little() {
     let m = Machine::from_file(machines_dir().join("hier-lbmethods.xml")).unwrap();
     let m = keep_all_cuts(&m);
     let plan = plan_of(&m);
-    let (x, w) = points(Dist::Uniform, 40_000, 2, Weights::Random, 5);
+    let (x, w) = points_with(
+        &mut Xoshiro256::new(5),
+        40_000,
+        2,
+        Distribution::Uniform,
+        WeightKind::Random,
+    );
     let w = w.unwrap();
     let (parts, r) = run_serial(&plan, &x, 2, Some(&w), Par::Seq);
     // The same load again: nothing moves.
@@ -545,7 +557,7 @@ proptest! {
     /// run on 2-4 thread ranks... (on the tree's own rank count) equals the serial one.
     #[test]
     fn random_trees(seed in 0u64..1_000_000, n in 0usize..3000, dim in 2usize..=3) {
-        let mut rng = Rng::new(seed);
+        let mut rng = Xoshiro256::new(seed);
         let methods = ["HSFC", "RCB", "RIB"];
         let mut xml = String::from("<machinemodel>\n");
         let top = methods[(rng.next_u64() % 3) as usize];
@@ -572,7 +584,7 @@ proptest! {
         xml += "</machinemodel>\n";
         let m = Machine::parse_str(&xml, "random.xml").unwrap();
         let plan = plan_of(&m);
-        let (x, w) = points(Dist::Graded { rmin: 1e-4 }, n, dim, Weights::Random, seed);
+        let (x, w) = points_with(&mut Xoshiro256::new(seed), n, dim, Distribution::Corner { rmin: 1e-4 }, WeightKind::Random);
         let (parts, r) = run_serial(&plan, &x, dim, w.as_deref(), Par::Seq);
         check_partition(&plan, &x, dim, w.as_deref(), &parts, &r);
         if plan.num_ranks() <= 12 {

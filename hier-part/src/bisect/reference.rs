@@ -202,10 +202,10 @@ pub(crate) fn partition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::points::Rng;
+    use hsfc::generate::{RandomSource, Xoshiro256};
 
     /// Points with many exact ties (coordinates on a coarse lattice) or none.
-    fn case(rng: &mut Rng, n: usize, dim: usize, lattice: bool) -> Vec<f64> {
+    fn case(rng: &mut Xoshiro256, n: usize, dim: usize, lattice: bool) -> Vec<f64> {
         (0..n * dim)
             .map(|_| {
                 if lattice {
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn fast_equals_reference() {
-        let mut rng = Rng::new(42);
+        let mut rng = Xoshiro256::new(42);
         let (mut ties, mut empty_sides) = (0, 0);
         for c in 0..240 {
             let dim = 1 + c % 3;
