@@ -49,7 +49,7 @@ mod serial;
 mod thread;
 
 pub use error::CommError;
-pub use link::{LinkModel, LinkProbe, measure_link};
+pub use link::{LinkFitError, LinkModel, LinkProbe, LinkTimings, measure_link};
 #[cfg(feature = "mpi")]
 pub use mpi_backend::MpiComm;
 pub use scalar::Scalar;

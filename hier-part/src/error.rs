@@ -130,19 +130,8 @@ pub enum Error {
         what: &'static str,
     },
     /// Two message timings cannot give a latency and a transfer rate.
-    #[error("cannot fit T = alpha + beta*L to ({b1} B, {t1} s) and ({b2} B, {t2} s): {reason}")]
-    DegenerateTimings {
-        /// Size of the first message in bytes.
-        b1: f64,
-        /// Its time in seconds.
-        t1: f64,
-        /// Size of the second message in bytes.
-        b2: f64,
-        /// Its time in seconds.
-        t2: f64,
-        /// Why no fit exists.
-        reason: &'static str,
-    },
+    #[error(transparent)]
+    DegenerateTimings(#[from] comm::LinkFitError),
     /// A known `<lbmethod>` parameter has a bad value.
     #[error("{location}: {node}: lbmethod parameter {name}=\"{value}\" is not {expected}")]
     BadParameter {
@@ -170,6 +159,9 @@ pub enum Error {
     /// An error of the `hsfc` partitioner.
     #[error(transparent)]
     Hsfc(#[from] hsfc::Error),
+    /// An error of the machine model (a metric of bad figures).
+    #[error(transparent)]
+    Model(#[from] drum_model::Error),
     /// A collective failed (a rank died, ranks disagreed).
     #[error("communication failed: {0}")]
     Comm(#[from] comm::CommError),
