@@ -9,6 +9,8 @@ use hier_part::{Partitioner, Points, Serial};
 use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 use proptest::prelude::*;
 
+mod common;
+
 fn partition(
     method: Method,
     keep_ties: bool,
@@ -19,14 +21,8 @@ fn partition(
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
-    match method {
-        Method::Rcb => {
-            Rcb { keep_ties, par }.partition(&Serial, Points::new(coords, dim, w), targets, parts)
-        }
-        Method::Rib => {
-            Rib { keep_ties, par }.partition(&Serial, Points::new(coords, dim, w), targets, parts)
-        }
-    }
+    let points = Points::new(coords, dim, w);
+    common::bisect(&Serial, (method, keep_ties, par), points, targets, parts)
 }
 
 /// Lexicographic `a ≤ b`.

@@ -8,6 +8,9 @@ use hier_part::{Bisection, Error, Method, Par, Rcb, Rib};
 use hier_part::{Partitioner, Points, Serial};
 use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 
+mod common;
+use common::bisect;
+
 fn serial(
     method: Method,
     keep_ties: bool,
@@ -17,18 +20,14 @@ fn serial(
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
-    match method {
-        Method::Rcb => Rcb {
-            keep_ties,
-            par: Par::Seq,
-        }
-        .partition(&Serial, Points::new(coords, dim, w), targets, parts),
-        Method::Rib => Rib {
-            keep_ties,
-            par: Par::Seq,
-        }
-        .partition(&Serial, Points::new(coords, dim, w), targets, parts),
-    }
+    let points = Points::new(coords, dim, w);
+    bisect(
+        &Serial,
+        (method, keep_ties, Par::Seq),
+        points,
+        targets,
+        parts,
+    )
 }
 
 /// Slice boundaries of `n` objects over `ranks` ranks, uneven (seeded), some possibly empty.
@@ -64,28 +63,14 @@ fn check(
         let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
         let mut parts = vec![u32::MAX; hi - lo];
         let lw = w.map(|w| &w[lo..hi]);
-        let bis = match method {
-            Method::Rcb => Rcb {
-                keep_ties,
-                par: Par::Seq,
-            }
-            .partition(
-                &c,
-                Points::new(&coords[lo * dim..hi * dim], dim, lw),
-                targets,
-                &mut parts,
-            ),
-            Method::Rib => Rib {
-                keep_ties,
-                par: Par::Seq,
-            }
-            .partition(
-                &c,
-                Points::new(&coords[lo * dim..hi * dim], dim, lw),
-                targets,
-                &mut parts,
-            ),
-        }
+        let points = Points::new(&coords[lo * dim..hi * dim], dim, lw);
+        let bis = bisect(
+            &c,
+            (method, keep_ties, Par::Seq),
+            points,
+            targets,
+            &mut parts,
+        )
         .unwrap();
         (parts, bis)
     })
@@ -96,6 +81,12 @@ fn check(
         assert_eq!(
             bis.cuts, s.cuts,
             "{what}: cuts differ on rank {r} of {ranks}"
+        );
+        // To the bit (`-0.0 == 0.0` as numbers, not as cut values or tie points).
+        assert_eq!(
+            format!("{:?}", bis.cuts),
+            format!("{:?}", s.cuts),
+            "{what}: cuts differ in their bits on rank {r} of {ranks}"
         );
         assert_eq!(bis.part_counts, s.part_counts, "{what}: counts");
         for (a, b) in bis.part_weights.iter().zip(&s.part_weights) {
@@ -244,5 +235,32 @@ fn bad_data_on_one_rank_is_an_error_on_every_rank() {
             "ranks disagree: the target part sizes",
             "every rank sees it"
         );
+    }
+}
+
+#[test]
+fn signed_zeros_give_the_same_cuts_serial_and_distributed() {
+    // A lattice on {-0.0, 0.0, 1.0, 2.0}² with both zeros, so cuts and ties land on zero.
+    let vals = [-0.0, 0.0, 1.0, 2.0, 0.0, -0.0];
+    let coords: Vec<f64> = (0..36)
+        .flat_map(|i| [vals[i % 6], vals[(i / 6) % 6]])
+        .collect();
+    for method in [Method::Rcb, Method::Rib] {
+        for keep_ties in [false, true] {
+            for ranks in [2, 3] {
+                let what = format!("signed zeros {method} keep_ties={keep_ties}");
+                check(
+                    method,
+                    keep_ties,
+                    &coords,
+                    2,
+                    None,
+                    &[1.0, 2.0, 1.0],
+                    ranks,
+                    5,
+                    &what,
+                );
+            }
+        }
     }
 }

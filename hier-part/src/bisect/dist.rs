@@ -678,19 +678,7 @@ fn run_dim<const D: usize, C: Comm>(
 ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
     let n = coords.len() / D;
     let mut dots: Vec<Dot<D>> = (0..n)
-        .map(|i| {
-            let mut x = [0.0; D];
-            for j in 0..D {
-                // -0.0 and 0.0 compare equal; keep one of them so min/max do not depend on
-                // the order objects are met in.
-                x[j] = coords[i * D + j] + 0.0;
-            }
-            let w = match weights {
-                Some(w) if !job.input.unit => job.input.quantize(w[i]),
-                _ => 1,
-            };
-            Dot { x, w, id: i as u32 }
-        })
+        .map(|i| Dot::of(coords, weights, job.input, i))
         .collect();
     let mut g = gids.to_vec();
     job.run(&mut dots, &mut g, parts)

@@ -31,6 +31,28 @@ pub(crate) struct Dot<const D: usize> {
     pub(crate) id: u32,
 }
 
+impl<const D: usize> Dot<D> {
+    /// Object `i` of the points `coords` (`D` per object) with optional `weights`: its
+    /// coordinates, its integer weight (`input.quantize`, 1 for unit weights) and `i` as id.
+    /// The one way dots are made (serial, distributed and reference bisection alike).
+    ///
+    /// `-0.0` is read as `0.0`: the two compare equal, and keeping one of them makes bounding
+    /// boxes and cut values independent of the order in which objects are met, so the serial
+    /// and the distributed bisection agree on them by construction.
+    #[inline(always)]
+    pub(crate) fn of(coords: &[f64], weights: Option<&[f64]>, input: &Input, i: usize) -> Dot<D> {
+        let mut x = [0.0; D];
+        for (j, xj) in x.iter_mut().enumerate() {
+            *xj = coords[i * D + j] + 0.0;
+        }
+        let w = match weights {
+            Some(w) if !input.unit => input.quantize(w[i]),
+            _ => 1,
+        };
+        Dot { x, w, id: i as u32 }
+    }
+}
+
 /// The key a split orders objects by, computed from the coordinates when needed (never
 /// stored: a split then costs about one pass over its objects).
 pub(crate) trait Key<const D: usize>: Sync {

@@ -164,15 +164,7 @@ pub(crate) fn partition(
         cuts: &mut Vec<RefCut>,
     ) {
         let dots = (0..input.n)
-            .map(|i| {
-                let mut x = [0.0; D];
-                x.copy_from_slice(&coords[i * D..i * D + D]);
-                let w = match weights {
-                    Some(w) if !input.unit => input.quantize(w[i]),
-                    _ => 1,
-                };
-                Dot { x, w, id: i as u32 }
-            })
+            .map(|i| Dot::<D>::of(coords, weights, input, i))
             .collect();
         rec(
             method,

@@ -89,15 +89,7 @@ impl Job<'_> {
         par: Par,
     ) -> (Vec<Cut>, Vec<usize>) {
         let n = self.input.n;
-        let make = |i: usize| {
-            let mut x = [0.0; D];
-            x.copy_from_slice(&coords[i * D..i * D + D]);
-            let w = match weights {
-                Some(w) if !self.input.unit => self.input.quantize(w[i]),
-                _ => 1,
-            };
-            Dot { x, w, id: i as u32 }
-        };
+        let make = |i: usize| Dot::of(coords, weights, self.input, i);
         let mut dots: Vec<Dot<D>> = Vec::with_capacity(n);
         if par.is_parallel() && n >= 2 * CHUNK {
             dots.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(make));
