@@ -161,7 +161,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     let set = hier_part_points(&a.points)?;
     let (r, parts, times) = run(a, &plan, &set.coords, set.dim, set.weights.as_deref())
         .with_context(|| format!("partitioning {}", a.points.display()))?;
-    report(a, &plan, &origin, &set, None, &r, &parts, &times)
+    report(a, (&plan, &origin), &set, None, (&r, &parts, &times))
 }
 
 /// `--backend mpi`: each rank reads its slice and partitions with the others; rank 0 writes the
@@ -212,7 +212,13 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
             weights: None,
         }
     };
-    report(a, plan, origin, &whole, Some((n, size)), &r, &parts, &times)
+    report(
+        a,
+        (plan, origin),
+        &whole,
+        Some((n, size)),
+        (&r, &parts, &times),
+    )
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -223,18 +229,16 @@ fn run_mpi(_: &PartitionArgs, _: &Plan, _: &str) -> Result<()> {
 }
 
 /// Writes the parts file and prints the report (table or JSON). `mpi` = (points, ranks) of an
-/// MPI run, whose `set` may hold no coordinates.
-#[allow(clippy::too_many_arguments)]
+/// MPI run, whose `set` may hold no coordinates; `run`: the result, every point's rank and the
+/// time of each repeat.
 fn report(
     a: &PartitionArgs,
-    plan: &Plan,
-    origin: &str,
+    (plan, origin): (&Plan, &str),
     set: &hsfc::io::PointSet,
     mpi: Option<(usize, usize)>,
-    r: &HierPartition,
-    parts: &[u32],
-    times: &[f64],
+    run: (&HierPartition, &[u32], &[f64]),
 ) -> Result<()> {
+    let (r, parts, times) = run;
     let dim = set.dim;
     let (coords, weights) = (&set.coords[..], set.weights.as_deref());
     let n = mpi.map_or(coords.len() / dim, |m| m.0);

@@ -161,6 +161,23 @@ fn reduce_moments<const D: usize, C: Comm>(
     Ok(out)
 }
 
+/// One segment of the distributed recursion: the local dots `v` (global ids `g`, same order)
+/// of the set `set` that goes to the parts `p0..p0 + counts.len()`, at depth `depth`.
+struct Seg<'s, const D: usize> {
+    v: &'s mut [Dot<D>],
+    g: &'s mut [u64],
+    counts: &'s mut [usize],
+    p0: u32,
+    set: Set<D>,
+    depth: u32,
+}
+
+/// Where the recursion writes: the cuts in preorder, and each local object's part.
+struct Out<'o> {
+    cuts: &'o mut Vec<Cut>,
+    parts: &'o mut [u32],
+}
+
 impl<C: Comm> DistJob<'_, C> {
     /// Bisects the local dots `v` (global ids `g`, same order) among all parts, collectively;
     /// writes each local object's part into `parts` (by `Dot::id`) and returns the cuts and the
@@ -175,73 +192,65 @@ impl<C: Comm> DistJob<'_, C> {
         let k = self.input.fractions.len();
         let mut counts = vec![0usize; k];
         let mut cuts = Vec::new();
-        let set = Set { len, total, st };
-        self.split(v, g, &mut counts, 0, set, 0, &mut cuts, parts)?;
+        let root = Seg {
+            v,
+            g,
+            counts: &mut counts,
+            p0: 0,
+            set: Set { len, total, st },
+            depth: 0,
+        };
+        self.split(
+            root,
+            &mut Out {
+                cuts: &mut cuts,
+                parts,
+            },
+        )?;
         Ok((cuts, counts))
     }
 
-    /// [`super::Job::split`], collectively: appends the cuts of this subtree in preorder.
-    #[allow(clippy::too_many_arguments)]
-    fn split<const D: usize>(
-        &self,
-        v: &mut [Dot<D>],
-        g: &mut [u64],
-        counts: &mut [usize],
-        p0: u32,
-        set: Set<D>,
-        depth: u32,
-        cuts: &mut Vec<Cut>,
-        parts: &mut [u32],
-    ) -> Result<(), Error> {
-        let st = set.st;
-        if counts.len() == 1 {
-            counts[0] = set.len as usize;
-            for d in v.iter() {
-                parts[d.id as usize] = p0;
+    /// The serial `Job::split`, collectively: appends the cuts of this subtree in preorder.
+    fn split<const D: usize>(&self, seg: Seg<'_, D>, out: &mut Out<'_>) -> Result<(), Error> {
+        let st = seg.set.st;
+        if seg.counts.len() == 1 {
+            seg.counts[0] = seg.set.len as usize;
+            for d in seg.v.iter() {
+                out.parts[d.id as usize] = seg.p0;
             }
             return Ok(());
         }
         match self.method {
             Method::Rcb => {
                 let axis = st.longest_axis();
-                let key = AxisKey(axis);
-                self.cut(
-                    v,
-                    g,
-                    counts,
-                    p0,
-                    set,
-                    depth,
-                    cuts,
-                    parts,
-                    Plane::Axis(axis),
-                    &key,
-                )
+                self.cut(seg, out, Plane::Axis(axis), &AxisKey(axis))
             }
             Method::Rib => {
+                let v = &*seg.v;
                 let sums = |u: bool| reduce_moments(self.comm, moment_sums(v, &st, u, self.par));
                 let (plane, key): (Plane, InertialKey<D>) =
                     inertial_from(&st, self.input.unit, sums)?;
-                self.cut(v, g, counts, p0, set, depth, cuts, parts, plane, &key)
+                self.cut(seg, out, plane, &key)
             }
         }
     }
 
-    /// [`super::Job::cut`], collectively.
-    #[allow(clippy::too_many_arguments)]
+    /// The serial `Job::cut`, collectively.
     fn cut<const D: usize, K: Key<D>>(
         &self,
-        v: &mut [Dot<D>],
-        g: &mut [u64],
-        counts: &mut [usize],
-        p0: u32,
-        set: Set<D>,
-        depth: u32,
-        cuts: &mut Vec<Cut>,
-        parts: &mut [u32],
+        seg: Seg<'_, D>,
+        out: &mut Out<'_>,
         plane: Plane,
         key: &K,
     ) -> Result<(), Error> {
+        let Seg {
+            v,
+            g,
+            counts,
+            p0,
+            set,
+            depth,
+        } = seg;
         let comm = self.comm;
         let (len, total) = (set.len, set.total);
         let k = counts.len();
@@ -341,8 +350,8 @@ impl<C: Comm> DistJob<'_, C> {
         let (vl, vh) = v.split_at_mut(nl);
         let (gl, gh) = g.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
-        let at = cuts.len();
-        cuts.push(Cut {
+        let at = out.cuts.len();
+        out.cuts.push(Cut {
             plane,
             value,
             tie,
@@ -354,24 +363,37 @@ impl<C: Comm> DistJob<'_, C> {
             side_counts: [m as usize, (len - m) as usize],
         });
         if half > 1 {
-            cuts[at].children[0] = Some(cuts.len());
+            out.cuts[at].children[0] = Some(out.cuts.len());
         }
-        let low_set = Set {
-            len: m,
-            total: w_low,
-            st: sl,
+        let low = Seg {
+            v: vl,
+            g: gl,
+            counts: cl,
+            p0,
+            set: Set {
+                len: m,
+                total: w_low,
+                st: sl,
+            },
+            depth: depth + 1,
         };
-        self.split(vl, gl, cl, p0, low_set, depth + 1, cuts, parts)?;
+        self.split(low, out)?;
         if k - half > 1 {
-            cuts[at].children[1] = Some(cuts.len());
+            out.cuts[at].children[1] = Some(out.cuts.len());
         }
-        let high_set = Set {
-            len: len - m,
-            total: w_high,
-            st: sh,
+        let high = Seg {
+            v: vh,
+            g: gh,
+            counts: ch,
+            p0: mid,
+            set: Set {
+                len: len - m,
+                total: w_high,
+                st: sh,
+            },
+            depth: depth + 1,
         };
-        self.split(vh, gh, ch, mid, high_set, depth + 1, cuts, parts)?;
-        Ok(())
+        self.split(high, out)
     }
 
     /// The crossing object of target `tau`: the first object `e` in the order with

@@ -27,10 +27,9 @@ fn sort_set<const D: usize>(dots: &mut [Dot<D>], key: &impl Key<D>) -> Vec<f64> 
     dots.iter().map(|d| key.key(&d.x)).collect()
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The cuts of `dots` among the parts `p0..p0 + k`; `spec`: the method and `keep_ties`.
 fn rec<const D: usize>(
-    method: Method,
-    keep_ties: bool,
+    spec: (Method, bool),
     input: &Input,
     mut dots: Vec<Dot<D>>,
     p0: usize,
@@ -44,6 +43,7 @@ fn rec<const D: usize>(
         }
         return;
     }
+    let (method, keep_ties) = spec;
     let st = dots.iter().fold(Stats::EMPTY, |mut s, d| {
         s.add(d, 0.0);
         s
@@ -128,17 +128,8 @@ fn rec<const D: usize>(
     cuts[me].tie = tie;
     cuts[me].counts = [m, n - m];
     let high = dots.split_off(m);
-    rec(method, keep_ties, input, dots, p0, half, parts, cuts);
-    rec(
-        method,
-        keep_ties,
-        input,
-        high,
-        p0 + half,
-        k - half,
-        parts,
-        cuts,
-    );
+    rec(spec, input, dots, p0, half, parts, cuts);
+    rec(spec, input, high, p0 + half, k - half, parts, cuts);
 }
 
 /// Parts and cuts (in preorder) by the reference algorithm.
@@ -166,16 +157,8 @@ pub(crate) fn partition(
         let dots = (0..input.n)
             .map(|i| Dot::<D>::of(coords, weights, input, i))
             .collect();
-        rec(
-            method,
-            keep_ties,
-            input,
-            dots,
-            0,
-            input.fractions.len(),
-            parts,
-            cuts,
-        );
+        let k = input.fractions.len();
+        rec((method, keep_ties), input, dots, 0, k, parts, cuts);
     }
     match dim {
         1 => go::<1>(

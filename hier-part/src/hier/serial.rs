@@ -174,17 +174,24 @@ impl Walk<'_> {
             std::mem::take(&mut self.bi[d]),
         );
         {
-            let xs = self.coords_of(src);
-            let ws = self.weights_of(src);
-            let idx = match src {
-                Src::Caller => None,
-                Src::Buf(b) => Some(&self.bi[b][..]),
+            let from = Objects {
+                xs: self.coords_of(src),
+                ws: self.weights_of(src),
+                idx: match src {
+                    Src::Caller => None,
+                    Src::Buf(b) => Some(&self.bi[b][..]),
+                },
+            };
+            let to = Copies {
+                bx: &mut bx,
+                bw: &mut bw,
+                bi: &mut bi,
             };
             let child = &self.child[lo..hi];
             match dim {
-                1 => scatter::<1>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
-                2 => scatter::<2>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
-                _ => scatter::<3>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
+                1 => scatter::<1>(&from, child, lo, &mut next, to),
+                2 => scatter::<2>(&from, child, lo, &mut next, to),
+                _ => scatter::<3>(&from, child, lo, &mut next, to),
             }
         }
         self.bx[d] = bx;
@@ -242,20 +249,33 @@ pub(super) struct Bufs {
     child: Vec<u32>,
 }
 
+/// A level's objects where they are: coordinates, weights (`None`: unit), and their original
+/// indices (`None`: the caller's arrays, where the position is the index).
+#[derive(Clone, Copy)]
+struct Objects<'a> {
+    xs: &'a [f64],
+    ws: Option<&'a [f64]>,
+    idx: Option<&'a [u32]>,
+}
+
+/// The other buffer's copies the counting sort writes: coordinates, weights, original indices.
+struct Copies<'a> {
+    bx: &'a mut [f64],
+    bw: &'a mut [f64],
+    bi: &'a mut [u32],
+}
+
 /// The counting sort's write pass: object `lo + j` goes to slot `next[child[j]]++` of the
 /// destination (coordinates, weight, original index).
-#[allow(clippy::too_many_arguments)]
 fn scatter<const D: usize>(
-    xs: &[f64],
-    ws: Option<&[f64]>,
-    idx: Option<&[u32]>,
+    from: &Objects<'_>,
     child: &[u32],
     lo: usize,
     next: &mut [usize],
-    bx: &mut [f64],
-    bw: &mut [f64],
-    bi: &mut [u32],
+    to: Copies<'_>,
 ) {
+    let Objects { xs, ws, idx } = *from;
+    let Copies { bx, bw, bi } = to;
     for (j, &c) in (lo..).zip(child) {
         let t = next[c as usize];
         next[c as usize] += 1;
