@@ -31,6 +31,7 @@ pub mod monitor;
 pub mod power;
 pub mod render;
 pub mod samples;
+mod validate;
 mod xml;
 
 pub use error::{Error, Location, Problem, Result};
