@@ -735,16 +735,19 @@ pub(crate) fn run<R: Reduce>(
     // points in it (the low word of its fine key).
     let sub_key = |i: usize| map.fine_key(&points[i * dim..(i + 1) * dim]) as u64;
     let positive_u32: Vec<u32> = plan.positive.iter().map(|&p| p as u32).collect();
+    let located = refine::Targets {
+        keys,
+        sub_key: &sub_key,
+        quant,
+        hist0: &hist0,
+        bits: (key_bits(dim), sub_key_bits(dim)),
+        n_total: ext.n_total,
+        queries: &plan.queries,
+    };
     let (found, fresh_tally) = refine::locate(
         comm,
         &exec,
-        keys,
-        &sub_key,
-        quant,
-        &hist0,
-        (key_bits(dim), sub_key_bits(dim)),
-        ext.n_total,
-        &plan.queries,
+        located,
         fresh.then(|| refine::Assign {
             mult: &plan.mult,
             positive: &positive_u32,

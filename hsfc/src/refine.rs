@@ -257,6 +257,66 @@ fn sub_bits(count: u64) -> u32 {
 /// to their atom) instead of descending 8 bits a round. One word per key bit and cell.
 const BIT_COUNT_MAX: u64 = 16;
 
+/// Where a gather pass sends a local point.
+enum Route {
+    /// Nowhere: it already has its part.
+    Keep,
+    /// Its part is now known.
+    Done(u32),
+    /// It stays a candidate, of this active cell.
+    Cand(u32),
+}
+
+/// One gather pass over the local points (the first gather and pass B share it): each point's
+/// route comes, with `assign`, from its parts entry (`by_entry`; a finished point's part is
+/// written there and counted), else from its key (`by_key`: its slot, if it stays a
+/// candidate). The candidates come in chunks of increasing point order, each with room for
+/// `reserve(chunk length)`, and with `assign` each chunk's counts per part.
+fn gather(
+    exec: &Exec,
+    (keys, quant): (&[u64], Quant<'_>),
+    assign: Option<&mut Assign<'_>>,
+    reserve: impl Fn(usize) -> usize + Sync,
+    by_entry: impl Fn(u32) -> Route + Sync,
+    by_key: impl Fn(u64) -> Option<u32> + Sync,
+) -> Vec<(Vec<Cand>, Option<Tally>)> {
+    let cand = |i: usize, slot: u32| Cand {
+        key: keys[i],
+        w: quant.q(i),
+        idx: i as u32,
+        slot,
+    };
+    match assign {
+        Some(a) => {
+            let k = a.k;
+            exec.map_chunks_mut(a.parts, |r, out| {
+                let mut cs = exec.scratch.cands(reserve(r.len()));
+                let mut t = Tally::new(k);
+                for (j, p) in out.iter_mut().enumerate() {
+                    match by_entry(*p) {
+                        Route::Keep => {}
+                        Route::Done(part) => {
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        }
+                        Route::Cand(slot) => cs.push(cand(r.start + j, slot)),
+                    }
+                }
+                (cs, Some(t))
+            })
+        }
+        None => exec.map_ranges(keys.len(), |r| {
+            let mut cs = exec.scratch.cands(reserve(r.len()));
+            for i in r {
+                if let Some(slot) = by_key(keys[i]) {
+                    cs.push(cand(i, slot));
+                }
+            }
+            (cs, None)
+        }),
+    }
+}
+
 /// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
 /// the global weights per part.
 pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
@@ -269,19 +329,34 @@ pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
 /// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
 /// local point's part and returns the local counts per part and the global weights per
 /// part (summed from the reduced histograms, so not to be reduced again).
-#[allow(clippy::too_many_arguments)]
+/// What [`locate`] works on: the local points (their keys, the sub-key of point `i`, their
+/// fixed-point weights; `bits`: the widths of keys and sub-keys), the global level-0
+/// histogram, the global number of points, and the queries.
+pub(crate) struct Targets<'a, S> {
+    pub keys: &'a [u64],
+    pub sub_key: &'a S,
+    pub quant: Quant<'a>,
+    pub hist0: &'a [u64],
+    pub bits: (u32, u32),
+    pub n_total: u64,
+    pub queries: &'a [u64],
+}
+
 pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
     comm: &R,
     exec: &Exec,
-    keys: &[u64],
-    sub_key: &S,
-    quant: Quant<'_>,
-    hist0: &[u64],
-    (key_bits, sub_key_bits): (u32, u32),
-    n_total: u64,
-    queries: &[u64],
+    input: Targets<'_, S>,
     mut assign: Option<Assign<'_>>,
 ) -> Result<Located, R::Error> {
+    let Targets {
+        keys,
+        sub_key,
+        quant,
+        hist0,
+        bits: (key_bits, sub_key_bits),
+        n_total,
+        queries,
+    } = input;
     // Bits of the key an active cell's candidates carry (cell keys, or sub-keys inside a cell).
     let width = |a: &Active| {
         if a.inner.is_some() {
@@ -376,51 +451,22 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
     // points, so that chunks can be processed in parallel (each writing its own parts).
     let mut cands: Vec<Vec<Cand>> = Vec::new();
     if !from_keys {
-        let gathered: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
-            Some(a) => {
-                let k = a.k;
-                exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cands = exec.scratch.cands(reserve(r.len()));
-                    let mut t = Tally::new(k);
-                    for (j, p) in out.iter_mut().enumerate() {
-                        // The key pass left the point's level-0 bin in its parts entry.
-                        let b = *p as usize & (nb - 1);
-                        let s = slot_of_bin[b];
-                        if s == u32::MAX {
-                            // Its weight is counted from hist0 (see `global_w`).
-                            let part = part_of_bin[b];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            let i = r.start + j;
-                            cands.push(Cand {
-                                key: keys[i],
-                                w: quant.q(i),
-                                idx: i as u32,
-                                slot: s,
-                            });
-                        }
-                    }
-                    (cands, Some(t))
-                })
-            }
-            None => exec.map_ranges(keys.len(), |r| {
-                let mut cands = exec.scratch.cands(reserve(r.len()));
-                for i in r {
-                    let key = keys[i];
-                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                    if s != u32::MAX {
-                        cands.push(Cand {
-                            key,
-                            w: quant.q(i),
-                            idx: i as u32,
-                            slot: s,
-                        });
-                    }
+        let gathered = gather(
+            exec,
+            (keys, quant),
+            assign.as_mut(),
+            reserve,
+            // The key pass left the point's level-0 bin in its parts entry.
+            |entry| {
+                let b = entry as usize & (nb - 1);
+                match slot_of_bin[b] {
+                    // Its weight is counted from hist0 (see `global_w`).
+                    u32::MAX => Route::Done(part_of_bin[b]),
+                    s => Route::Cand(s),
                 }
-                (cands, None)
-            }),
-        };
+            },
+            |key| Some(slot_of_bin[(key >> shift0) as usize & (nb - 1)]).filter(|&s| s != u32::MAX),
+        );
         for (c, t) in gathered {
             cands.push(c);
             if let (Some(all), Some(t)) = (tally.as_mut(), t) {
@@ -763,58 +809,33 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             );
             // Pass B: assign the points of the finished sub-bins, gather the others.
             from_keys = false;
-            let k = assign.as_ref().map_or(0, |a| a.k);
             let survivors: u64 = next_active.iter().map(|a| a.count).sum();
             let sfrac = survivors as f64 / n_total.max(1) as f64;
             let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
-            let per: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
-                Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cs = exec.scratch.cands(reserve(r.len()));
-                    let mut t = Tally::new(k);
-                    for (j, p) in out.iter_mut().enumerate() {
-                        if *p & CELL_FLAG == 0 {
-                            continue; // assigned in pass A
-                        }
-                        let cell = (*p & !CELL_FLAG) as usize;
-                        let next = remap[cell];
-                        if next == u32::MAX {
-                            // Weighed from the round's histogram (see `global_w`).
-                            let part = sub_part[cell];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            let i = r.start + j;
-                            cs.push(Cand {
-                                key: keys[i],
-                                w: quant.q(i),
-                                idx: i as u32,
-                                slot: next,
-                            });
-                        }
+            let per = gather(
+                exec,
+                (keys, quant),
+                assign.as_mut(),
+                reserve,
+                |entry| {
+                    if entry & CELL_FLAG == 0 {
+                        return Route::Keep; // assigned in pass A
                     }
-                    (cs, Some(t))
-                }),
-                None => exec.map_ranges(keys.len(), |r| {
-                    let mut cs = exec.scratch.cands(reserve(r.len()));
-                    for i in r {
-                        let key = keys[i];
-                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                        if s == u32::MAX {
-                            continue;
-                        }
-                        let next = remap[geom_cell(&geom, s, key)];
-                        if next != u32::MAX {
-                            cs.push(Cand {
-                                key,
-                                w: quant.q(i),
-                                idx: i as u32,
-                                slot: next,
-                            });
-                        }
+                    let cell = (entry & !CELL_FLAG) as usize;
+                    match remap[cell] {
+                        // Weighed from the round's histogram (see `global_w`).
+                        u32::MAX => Route::Done(sub_part[cell]),
+                        next => Route::Cand(next),
                     }
-                    (cs, None)
-                }),
-            };
+                },
+                |key| {
+                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                    if s == u32::MAX {
+                        return None;
+                    }
+                    Some(remap[geom_cell(&geom, s, key)]).filter(|&next| next != u32::MAX)
+                },
+            );
             for c in cands.drain(..) {
                 exec.scratch.give_cands(c);
             }
