@@ -227,7 +227,12 @@ impl<C: Comm> DistJob<'_, C> {
             }
             Method::Rib => {
                 let v = &*seg.v;
-                let sums = |u: bool| reduce_moments(self.comm, moment_sums(v, &st, u, self.par));
+                // The local sums on the setting's pool (the communicator stays on this thread).
+                let par = self.par;
+                let sums = |u: bool| {
+                    let local = par.install(|| moment_sums(v, &st, u, par))?;
+                    reduce_moments(self.comm, local)
+                };
                 let (plane, key): (Plane, InertialKey<D>) =
                     inertial_from(&st, self.input.unit, sums)?;
                 self.cut(seg, out, plane, &key)
