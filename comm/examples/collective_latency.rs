@@ -47,8 +47,13 @@ fn measure<C: Comm>(c: &C) -> Result<Vec<(String, f64)>, CommError> {
         median_time(c, || c.alltoallv_bytes(&send, &counts).map(|_| ()))?,
     ));
     let link = measure_link(c, 0, n - 1, &LinkProbe::default())?;
-    out.push((format!("link 0<->{}: alpha (s)", n - 1), link.alpha));
-    out.push((format!("link 0<->{}: beta (s/B)", n - 1), link.beta));
+    // Timing noise can make the line impossible (NaN then: measure again).
+    let fit = link.fit().unwrap_or(comm::LinkModel {
+        alpha: f64::NAN,
+        beta: f64::NAN,
+    });
+    out.push((format!("link 0<->{}: alpha (s)", n - 1), fit.alpha));
+    out.push((format!("link 0<->{}: beta (s/B)", n - 1), fit.beta));
     Ok(out)
 }
 

@@ -45,10 +45,11 @@ pub mod link;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
 mod scalar;
+mod serial;
 mod thread;
 
 pub use error::CommError;
-pub use link::{LinkModel, LinkProbe, measure_link};
+pub use link::{LinkFitError, LinkModel, LinkProbe, LinkTimings, measure_link};
 #[cfg(feature = "mpi")]
 pub use mpi_backend::MpiComm;
 pub use scalar::Scalar;
@@ -449,6 +450,33 @@ macro_rules! impl_reduce {
     };
 }
 pub(crate) use impl_reduce;
+
+/// Any [`Comm`] as an `hsfc::dist::Reduce`, for generic code bound by `Comm` alone (such as
+/// `hsfc::dist::agree` called from a distributed algorithm written against `Comm`).
+#[derive(Debug, Clone, Copy)]
+pub struct AsReduce<'a, C>(pub &'a C);
+
+impl<C: Comm> hsfc::dist::Reduce for AsReduce<'_, C> {
+    type Error = CommError;
+    fn rank(&self) -> usize {
+        self.0.rank()
+    }
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn sum_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
+        self.0.allreduce_f64(ReduceOp::Sum, buf)
+    }
+    fn min_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
+        self.0.allreduce_f64(ReduceOp::Min, buf)
+    }
+    fn max_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
+        self.0.allreduce_f64(ReduceOp::Max, buf)
+    }
+    fn sum_u64(&self, buf: &mut [u64]) -> Result<(), CommError> {
+        self.0.allreduce_u64(ReduceOp::Sum, buf)
+    }
+}
 
 #[cfg(test)]
 mod tests {

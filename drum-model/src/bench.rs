@@ -40,17 +40,6 @@ pub struct Rating {
     pub seconds: Vec<f64>,
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
-}
-
 /// LINPACK's operation count for factoring and solving an n × n system:
 /// 2/3 n³ + 2 n² (Dongarra et al., LINPACK User's Guide; DESIGN.md §2).
 pub fn linpack_flops(n: usize) -> f64 {
@@ -110,7 +99,7 @@ pub fn linpack(config: &LinpackConfig) -> Result<Rating> {
         runs.push(flops / t.max(1e-12) / 1e6);
     }
     Ok(Rating {
-        median: median(&runs),
+        median: crate::metrics::median(runs.iter().copied()),
         runs,
         seconds,
     })
@@ -142,7 +131,7 @@ pub fn calibrate<F: FnMut() -> f64>(repeats: usize, mut work: F) -> Result<Ratin
         runs.push(w / t.max(1e-12));
     }
     Ok(Rating {
-        median: median(&runs),
+        median: crate::metrics::median(runs.iter().copied()),
         runs,
         seconds,
     })

@@ -132,6 +132,14 @@ pub enum Problem {
     NetworkLeaf(u32),
     /// Two `<lbmethod>` elements in one node.
     DuplicateLbMethod,
+    /// `<lbmethod lbm="...">` names a method that is not one of
+    /// [`crate::PartitionMethod::NAMES`].
+    UnknownLbMethod {
+        /// The node, as `node 3 ("name")`.
+        node: String,
+        /// The name found.
+        method: String,
+    },
     /// A `numprocs`/`cpus` inconsistency or a size limit.
     Inconsistent(String),
 }
@@ -215,6 +223,11 @@ impl fmt::Display for Problem {
                 "network node {n} has no children; every leaf must be a computing node"
             ),
             Problem::DuplicateLbMethod => write!(f, "a second <lbmethod> in the same node"),
+            Problem::UnknownLbMethod { node, method } => write!(
+                f,
+                "{node}: unknown lbmethod `{method}` (known: {})",
+                crate::PartitionMethod::NAMES.join(", ")
+            ),
             Problem::Inconsistent(m) => write!(f, "{m}"),
         }
     }
@@ -259,13 +272,13 @@ pub enum Error {
         message: String,
     },
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
+        /// The cause (printed in the message, so not also a `source()`: a report that walks
+        /// the chain, such as anyhow's `{:#}`, would print it twice).
+        error: std::io::Error,
     },
     /// A parameter given by the caller is out of range (a weight not in [0, 1], a zero period).
     #[error("invalid parameter: {0}")]

@@ -73,24 +73,13 @@ impl State {
                 while self.window.len() > window.max(1) {
                     self.window.pop_front();
                 }
-                median(self.window.iter().copied())
+                crate::metrics::median(self.window.iter().copied())
             }
             Predictor::Exponential { alpha } => match self.prediction {
                 None => x,
                 Some(p) => p + alpha * (x - p),
             },
         });
-    }
-}
-
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
     }
 }
 

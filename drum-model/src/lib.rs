@@ -31,9 +31,10 @@ pub mod monitor;
 pub mod power;
 pub mod render;
 pub mod samples;
+mod validate;
 mod xml;
 
 pub use error::{Error, Location, Problem, Result};
-pub use machine::{CpuList, LbMethod, Machine, Node, NodeId, NodeKind};
+pub use machine::{CpuList, LbMethod, Machine, Node, NodeId, NodeKind, PartitionMethod};
 pub use power::{Observations, PowerConfig, PowerModel, Powers, compute_powers, static_powers};
 pub use xml::Attribute;

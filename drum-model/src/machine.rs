@@ -1,9 +1,8 @@
 //! Stage 2 of loading: the validated machine tree ([`Machine`]), its nodes, ranks and
 //! `<lbmethod>`s, and the writer back to DrumHead XML.
 
-use crate::error::{Error, Location, Problem, Result};
-use crate::xml::{self, Attribute, RawDocument};
-use std::collections::HashMap;
+use crate::error::{Error, Location, Result};
+use crate::xml::{self, Attribute};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
@@ -142,13 +141,58 @@ impl fmt::Display for CpuList {
     }
 }
 
+/// A partitioning method a node can name in `<lbmethod lbm="...">`. The names are part of the
+/// file format, so the reader rejects any other with its `FILE:LINE:COL`; drum-model does not
+/// know the partitioners themselves (hier-part maps each name to one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PartitionMethod {
+    /// Hilbert space-filling curve (`HSFC`).
+    Hsfc,
+    /// Recursive coordinate bisection (`RCB`).
+    Rcb,
+    /// Recursive inertial bisection (`RIB`).
+    Rib,
+}
+
+impl PartitionMethod {
+    /// The names accepted in `lbm="..."` (case-insensitive, as Zoltan's `LB_METHOD`).
+    pub const NAMES: [&'static str; 3] = ["HSFC", "RCB", "RIB"];
+
+    /// Parses a method name, ignoring ASCII case and surrounding white space.
+    pub fn parse(name: &str) -> Option<PartitionMethod> {
+        let n = name.trim();
+        [
+            PartitionMethod::Hsfc,
+            PartitionMethod::Rcb,
+            PartitionMethod::Rib,
+        ]
+        .into_iter()
+        .find(|m| m.as_str().eq_ignore_ascii_case(n))
+    }
+
+    /// The canonical name (what the writer puts in `lbm="..."`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartitionMethod::Hsfc => "HSFC",
+            PartitionMethod::Rcb => "RCB",
+            PartitionMethod::Rib => "RIB",
+        }
+    }
+}
+
+impl fmt::Display for PartitionMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A node's `<lbmethod lbm=".." PARAM=".."/>`: the partitioning method hier-part uses to split
 /// this node's objects among its children (or its processes), with its parameters in file order.
-/// drum-model does not interpret the method; the partitioner parses it into its own enum.
+/// drum-model does not interpret the parameters; the partitioner does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LbMethod {
-    /// The `lbm` attribute, e.g. `HSFC`, `RCB`, `RIB`.
-    pub method: String,
+    /// The `lbm` attribute (`HSFC`, `RCB`, `RIB`).
+    pub method: PartitionMethod,
     /// Where the `lbm` attribute is (for "unknown method X at node N (file:line:col)").
     pub method_location: Location,
     /// The other attributes, e.g. `KEEP_CUTS="1"`, in file order, each with its location.
@@ -201,9 +245,9 @@ pub struct Node {
     pub extra: Vec<Attribute>,
     /// Where the `<node` tag starts.
     pub location: Location,
-    parent: Option<NodeId>,
-    children: Vec<NodeId>,
-    first_rank: usize,
+    pub(crate) parent: Option<NodeId>,
+    pub(crate) children: Vec<NodeId>,
+    pub(crate) first_rank: usize,
 }
 
 impl Node {
@@ -254,21 +298,21 @@ impl Node {
 /// (DESIGN.md §2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
-    source: String,
-    location: Location,
-    attrs: Vec<Attribute>,
-    nodes: Vec<Node>,
-    root: NodeId,
-    rank_node: Vec<NodeId>,
+    pub(crate) source: String,
+    pub(crate) location: Location,
+    pub(crate) attrs: Vec<Attribute>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) root: NodeId,
+    pub(crate) rank_node: Vec<NodeId>,
 }
 
 impl Machine {
     /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Machine> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        let bytes = std::fs::read(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Machine::from_bytes(&bytes, &path.display().to_string())
     }
@@ -282,7 +326,7 @@ impl Machine {
     /// Validates XML text; `source` names it in errors. Never panics, whatever the text.
     pub fn parse_str(text: &str, source: &str) -> Result<Machine> {
         let doc = xml::parse(source, text)?;
-        validate(source, doc)
+        crate::validate::validate(source, doc)
     }
 
     /// The name given when loading (file path), used in messages.
@@ -462,553 +506,13 @@ impl Machine {
     /// attributes written back). `Machine::parse_str(&m.to_xml(), ..)` gives back `m` up to
     /// source locations.
     pub fn to_xml(&self) -> String {
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<machinemodel");
-        for a in &self.attrs {
-            xml::push_attr(&mut out, &a.name, &a.value);
-        }
-        out.push_str(">\n");
-        for n in &self.nodes {
-            out.push_str("  <node");
-            xml::push_attr(&mut out, "type", n.kind.as_str());
-            xml::push_attr(&mut out, "nodenum", &n.nodenum.to_string());
-            xml::push_attr(&mut out, "name", &n.name);
-            if let Some(ip) = &n.ip {
-                xml::push_attr(&mut out, "IP", ip);
-            }
-            if let Some(m) = n.is_monitorable {
-                xml::push_attr(&mut out, "isMonitorable", if m { "true" } else { "false" });
-            }
-            let parent = n
-                .parent
-                .map_or("-1".to_string(), |p| self.node(p).nodenum.to_string());
-            xml::push_attr(&mut out, "parent", &parent);
-            let nums = [
-                ("imgx", n.img.0),
-                ("imgy", n.img.1),
-                ("numprocs", None),
-                ("mflops", n.mflops),
-                ("bandwidth", n.bandwidth),
-                ("memory", n.memory),
-            ];
-            for (name, v) in nums {
-                if name == "numprocs" {
-                    if let NodeKind::MultipleComputing { numprocs } = n.kind {
-                        xml::push_attr(&mut out, "numprocs", &numprocs.to_string());
-                    }
-                } else if let Some(v) = v {
-                    xml::push_attr(&mut out, name, &v.to_string());
-                }
-            }
-            if let Some(c) = &n.cpus {
-                xml::push_attr(&mut out, "cpus", &c.to_string());
-            }
-            if let Some(r) = n.ranks {
-                xml::push_attr(&mut out, "ranks", &r.to_string());
-            }
-            for a in &n.extra {
-                xml::push_attr(&mut out, &a.name, &a.value);
-            }
-            match &n.lbmethod {
-                None => out.push_str("/>\n"),
-                Some(lb) => {
-                    out.push_str(">\n    <lbmethod");
-                    xml::push_attr(&mut out, "lbm", &lb.method);
-                    for p in &lb.params {
-                        xml::push_attr(&mut out, &p.name, &p.value);
-                    }
-                    out.push_str("/>\n  </node>\n");
-                }
-            }
-        }
-        out.push_str("</machinemodel>\n");
-        out
+        xml::write(self)
     }
 
     /// Compares two machines ignoring source names and locations (used by round-trip tests).
     pub fn same_model(&self, other: &Machine) -> bool {
         self.to_xml() == other.to_xml()
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Validation
-
-fn invalid(location: &Location, problem: Problem) -> Error {
-    Error::Invalid {
-        location: location.clone(),
-        problem,
-    }
-}
-
-struct Attrs<'a> {
-    element: &'static str,
-    at: &'a Location,
-    list: &'a [Attribute],
-}
-
-impl<'a> Attrs<'a> {
-    fn get(&self, name: &str) -> Option<&'a Attribute> {
-        self.list.iter().find(|a| a.name == name)
-    }
-
-    fn require(&self, name: &'static str) -> Result<&'a Attribute> {
-        self.get(name).ok_or_else(|| {
-            invalid(
-                self.at,
-                Problem::MissingAttribute {
-                    attr: name,
-                    element: self.element,
-                },
-            )
-        })
-    }
-}
-
-fn bad_value(a: &Attribute, expected: &'static str) -> Error {
-    invalid(
-        &a.location,
-        Problem::BadValue {
-            attr: a.name.clone(),
-            value: a.value.clone(),
-            expected,
-        },
-    )
-}
-
-fn out_of_range(a: &Attribute, expected: &'static str) -> Error {
-    invalid(
-        &a.location,
-        Problem::OutOfRange {
-            attr: a.name.clone(),
-            value: a.value.clone(),
-            expected,
-        },
-    )
-}
-
-/// A finite number; `positive` demands > 0, otherwise >= 0.
-fn number(a: &Attribute, positive: bool) -> Result<f64> {
-    let v: f64 = a
-        .value
-        .trim()
-        .parse()
-        .map_err(|_| bad_value(a, "a number"))?;
-    if !v.is_finite() {
-        return Err(out_of_range(a, "a finite number"));
-    }
-    if positive && v <= 0.0 {
-        return Err(out_of_range(a, "a number > 0"));
-    }
-    if v < 0.0 {
-        return Err(out_of_range(a, "a number >= 0"));
-    }
-    Ok(v)
-}
-
-/// A positive integer that fits in u32.
-fn count(a: &Attribute) -> Result<u32> {
-    let t = a.value.trim();
-    match t.parse::<i64>() {
-        Ok(v) if v >= 1 && v <= u32::MAX as i64 => Ok(v as u32),
-        Ok(_) => Err(out_of_range(a, "a whole number >= 1")),
-        Err(_) if t.parse::<f64>().is_ok() => Err(bad_value(a, "a whole number")),
-        Err(_) => Err(bad_value(a, "a whole number")),
-    }
-}
-
-/// A node number: a whole number in 0..2^32 (or -1 for `parent`, when `allow_root`).
-fn nodenum(a: &Attribute, allow_root: bool) -> Result<Option<u32>> {
-    let t = a.value.trim();
-    let v: i64 = t.parse().map_err(|_| bad_value(a, "a whole node number"))?;
-    if allow_root && v == -1 {
-        return Ok(None);
-    }
-    if v < 0 || v > u32::MAX as i64 {
-        return Err(out_of_range(
-            a,
-            if allow_root {
-                "a node number >= 0, or -1 for the root"
-            } else {
-                "a node number >= 0"
-            },
-        ));
-    }
-    Ok(Some(v as u32))
-}
-
-const KNOWN: &[&str] = &[
-    "type",
-    "nodenum",
-    "name",
-    "IP",
-    "isMonitorable",
-    "parent",
-    "imgx",
-    "imgy",
-    "numprocs",
-    "mflops",
-    "bandwidth",
-    "memory",
-    "cpus",
-    "ranks",
-];
-
-/// Per-node facts needed after the first pass.
-struct Pending {
-    node: Node,
-    parent_num: Option<u32>, // None = root
-    parent_at: Location,
-}
-
-fn validate(source: &str, doc: RawDocument) -> Result<Machine> {
-    let mut pending: Vec<Pending> = Vec::with_capacity(doc.nodes.len());
-    let mut by_num: HashMap<u32, usize> = HashMap::new();
-    for (i, raw) in doc.nodes.iter().enumerate() {
-        let attrs = Attrs {
-            element: "node",
-            at: &raw.location,
-            list: &raw.attrs,
-        };
-        let ty = attrs.require("type")?;
-        let num_attr = attrs.require("nodenum")?;
-        let num = nodenum(num_attr, false)?.expect("no root allowed here");
-        if let Some(&first) = by_num.get(&num) {
-            return Err(invalid(
-                &num_attr.location,
-                Problem::DuplicateNodenum {
-                    nodenum: num,
-                    first: doc.nodes[first].location.clone(),
-                },
-            ));
-        }
-        by_num.insert(num, i);
-
-        let numprocs = attrs.get("numprocs").map(count).transpose()?;
-        if let (Some(n), Some(a)) = (numprocs, attrs.get("numprocs"))
-            && n > MAX_CPU
-        {
-            return Err(out_of_range(a, "at most 65536 processors"));
-        }
-        let kind = match ty.value.trim() {
-            "NETWORK" => NodeKind::Network,
-            "SINGLE_COMPUTING" => NodeKind::SingleComputing,
-            "MULTIPLE_COMPUTING" => NodeKind::MultipleComputing {
-                numprocs: numprocs.ok_or_else(|| {
-                    invalid(
-                        &raw.location,
-                        Problem::MissingAttribute {
-                            attr: "numprocs",
-                            element: "node",
-                        },
-                    )
-                })?,
-            },
-            other => {
-                return Err(invalid(
-                    &ty.location,
-                    Problem::UnknownNodeType(other.to_string()),
-                ));
-            }
-        };
-
-        // parent: explicit, or implied by nesting (both must agree).
-        let enclosing_num = raw.enclosing.map(|e| pending[e].node.nodenum);
-        let (parent_num, parent_at) = match (attrs.get("parent"), enclosing_num) {
-            (Some(p), None) => (nodenum(p, true)?, p.location.clone()),
-            (Some(p), Some(enc)) => match nodenum(p, true)? {
-                Some(pn) if pn == enc => (Some(pn), p.location.clone()),
-                Some(pn) => {
-                    return Err(invalid(
-                        &p.location,
-                        Problem::ParentMismatch {
-                            nodenum: num,
-                            parent: pn,
-                            enclosing: enc,
-                        },
-                    ));
-                }
-                None => {
-                    return Err(invalid(
-                        &p.location,
-                        Problem::Inconsistent(format!(
-                            "node {num} says parent=\"-1\" (root) but is nested inside node {enc}"
-                        )),
-                    ));
-                }
-            },
-            (None, Some(enc)) => (Some(enc), raw.location.clone()),
-            (None, None) => {
-                return Err(invalid(
-                    &raw.location,
-                    Problem::MissingAttribute {
-                        attr: "parent",
-                        element: "node",
-                    },
-                ));
-            }
-        };
-
-        let opt_num = |name: &str, positive: bool| -> Result<Option<f64>> {
-            attrs.get(name).map(|a| number(a, positive)).transpose()
-        };
-        let imgx = opt_num("imgx", false)?;
-        let imgy = opt_num("imgy", false)?;
-        let mflops = opt_num("mflops", true)?;
-        let bandwidth = opt_num("bandwidth", true)?;
-        let memory = opt_num("memory", true)?;
-        let ranks = attrs.get("ranks").map(count).transpose()?;
-        let cpus = match attrs.get("cpus") {
-            None => None,
-            Some(a) => Some(CpuList::parse(&a.value).map_err(|why| {
-                invalid(
-                    &a.location,
-                    Problem::BadValue {
-                        attr: "cpus".into(),
-                        value: a.value.clone(),
-                        expected: match why.as_str() {
-                            _ if why.contains("twice") => "a CPU list without repeats",
-                            _ if why.contains("backwards") => "ranges like 0-3, low to high",
-                            _ if why.contains("beyond") => "CPU numbers below 65536",
-                            _ => "a CPU list such as 0-1,3",
-                        },
-                    },
-                )
-            })?),
-        };
-        let is_monitorable = match attrs.get("isMonitorable") {
-            None => None,
-            Some(a) => match a.value.trim() {
-                "true" | "1" => Some(true),
-                "false" | "0" => Some(false),
-                _ => return Err(bad_value(a, "true or false")),
-            },
-        };
-
-        // Kind-specific rules.
-        match kind {
-            NodeKind::Network => {
-                for name in ["mflops", "cpus", "ranks", "numprocs", "memory"] {
-                    if let Some(a) = attrs.get(name) {
-                        return Err(invalid(
-                            &a.location,
-                            Problem::NotAllowed {
-                                attr: name.into(),
-                                why: "a NETWORK node runs no process",
-                            },
-                        ));
-                    }
-                }
-            }
-            NodeKind::SingleComputing => {
-                if let Some(a) = attrs.get("numprocs")
-                    && numprocs != Some(1)
-                {
-                    return Err(out_of_range(a, "1 on a SINGLE_COMPUTING node"));
-                }
-                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus"))
-                    && c.len() != 1
-                {
-                    return Err(out_of_range(a, "one CPU on a SINGLE_COMPUTING node"));
-                }
-            }
-            NodeKind::MultipleComputing { numprocs } => {
-                if let (Some(c), Some(a)) = (&cpus, attrs.get("cpus"))
-                    && c.len() != numprocs as usize
-                {
-                    return Err(invalid(
-                        &a.location,
-                        Problem::Inconsistent(format!(
-                            "`cpus` lists {} CPUs but numprocs is {numprocs}",
-                            c.len()
-                        )),
-                    ));
-                }
-            }
-        }
-
-        let lbmethod = match &raw.lbmethod {
-            None => None,
-            Some(lb) => {
-                let la = Attrs {
-                    element: "lbmethod",
-                    at: &lb.location,
-                    list: &lb.attrs,
-                };
-                let lbm = la.require("lbm")?;
-                if lbm.value.trim().is_empty() {
-                    return Err(bad_value(lbm, "a method name such as HSFC, RCB or RIB"));
-                }
-                Some(LbMethod {
-                    method: lbm.value.trim().to_string(),
-                    method_location: lbm.location.clone(),
-                    params: lb
-                        .attrs
-                        .iter()
-                        .filter(|a| a.name != "lbm")
-                        .cloned()
-                        .collect(),
-                    location: lb.location.clone(),
-                })
-            }
-        };
-
-        let node = Node {
-            id: NodeId(i),
-            nodenum: num,
-            kind,
-            name: attrs
-                .get("name")
-                .map(|a| a.value.clone())
-                .unwrap_or_default(),
-            ip: attrs.get("IP").map(|a| a.value.clone()),
-            is_monitorable,
-            img: (imgx, imgy),
-            mflops,
-            bandwidth,
-            memory,
-            cpus,
-            ranks,
-            lbmethod,
-            extra: raw
-                .attrs
-                .iter()
-                .filter(|a| !KNOWN.contains(&a.name.as_str()))
-                .cloned()
-                .collect(),
-            location: raw.location.clone(),
-            parent: None,
-            children: Vec::new(),
-            first_rank: 0,
-        };
-        pending.push(Pending {
-            node,
-            parent_num,
-            parent_at,
-        });
-    }
-
-    // Parents exist; exactly one root.
-    let mut root: Option<usize> = None;
-    let mut parents: Vec<Option<usize>> = Vec::with_capacity(pending.len());
-    for (i, p) in pending.iter().enumerate() {
-        match p.parent_num {
-            None => {
-                if let Some(r) = root {
-                    return Err(invalid(
-                        &p.parent_at,
-                        Problem::TwoRoots {
-                            first: pending[r].node.nodenum,
-                            second: p.node.nodenum,
-                        },
-                    ));
-                }
-                root = Some(i);
-                parents.push(None);
-            }
-            Some(pn) => match by_num.get(&pn) {
-                Some(&j) => parents.push(Some(j)),
-                None => {
-                    return Err(invalid(
-                        &p.parent_at,
-                        Problem::MissingParent {
-                            nodenum: p.node.nodenum,
-                            parent: pn,
-                        },
-                    ));
-                }
-            },
-        }
-    }
-    let Some(root) = root else {
-        let at = pending.first().map_or(&doc.location, |p| &p.node.location);
-        return Err(invalid(at, Problem::NoRoot));
-    };
-
-    // Cycles: every node must reach the root by parent links (walk with a three-colour mark).
-    let n = pending.len();
-    let mut state = vec![0u8; n]; // 0 unknown, 1 on current walk, 2 reaches root
-    state[root] = 2;
-    for start in 0..n {
-        let mut walk = Vec::new();
-        let mut at = start;
-        while state[at] == 0 {
-            state[at] = 1;
-            walk.push(at);
-            at = parents[at].expect("only the root has no parent");
-        }
-        if state[at] == 1 {
-            // `at` is on the current walk: the cycle is walk[pos..].
-            let pos = walk.iter().position(|&w| w == at).expect("on the walk");
-            let cycle: Vec<usize> = walk[pos..].to_vec();
-            let first = *cycle.iter().min().expect("non-empty");
-            let nums: Vec<u32> = {
-                // Start the printed cycle at its first node in document order.
-                let k = cycle.iter().position(|&c| c == first).expect("present");
-                cycle[k..]
-                    .iter()
-                    .chain(&cycle[..k])
-                    .map(|&c| pending[c].node.nodenum)
-                    .collect()
-            };
-            return Err(invalid(&pending[first].parent_at, Problem::Cycle(nums)));
-        }
-        for w in walk {
-            state[w] = 2;
-        }
-    }
-
-    // Children in document order; computing nodes are leaves.
-    for i in 0..n {
-        if let Some(p) = parents[i] {
-            if pending[p].node.kind.is_computing() {
-                return Err(invalid(
-                    &pending[i].node.location,
-                    Problem::ComputingHasChildren {
-                        nodenum: pending[p].node.nodenum,
-                        child: pending[i].node.nodenum,
-                    },
-                ));
-            }
-            pending[i].node.parent = Some(NodeId(p));
-            pending[p].node.children.push(NodeId(i));
-        }
-    }
-    for p in &pending {
-        if !p.node.kind.is_computing() && p.node.children.is_empty() {
-            return Err(invalid(
-                &p.node.location,
-                Problem::NetworkLeaf(p.node.nodenum),
-            ));
-        }
-    }
-
-    // Ranks in document order of the computing nodes.
-    let mut nodes: Vec<Node> = pending.into_iter().map(|p| p.node).collect();
-    let mut rank_node = Vec::new();
-    for node in &mut nodes {
-        if node.kind.is_computing() {
-            let k = node.processes();
-            if rank_node.len() + k > MAX_RANKS {
-                return Err(invalid(
-                    &node.location,
-                    Problem::Inconsistent(format!(
-                        "the machine declares more than {MAX_RANKS} processes"
-                    )),
-                ));
-            }
-            node.first_rank = rank_node.len();
-            rank_node.extend(std::iter::repeat_n(node.id, k));
-        }
-    }
-
-    Ok(Machine {
-        source: source.to_string(),
-        location: doc.location,
-        attrs: doc.attrs,
-        nodes,
-        root: NodeId(root),
-        rank_node,
-    })
 }
 
 #[cfg(test)]

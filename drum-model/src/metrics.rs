@@ -84,6 +84,19 @@ pub fn efficiency(utilizations: &[f64]) -> Result<f64> {
     Ok(avg / max)
 }
 
+/// The median of `values` (the mean of the two middle ones for an even count): the one of
+/// the crate (LINPACK repeats, the NWS sliding-median predictor).
+pub(crate) fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 //! (un-normalised) quantities are kept too, for display.
 
 use crate::error::{Error, Result};
-use crate::machine::{Machine, NodeId};
+use crate::machine::{Machine, Node, NodeId};
 use std::collections::BTreeMap;
 
 /// Which power formula to use.
@@ -618,6 +618,11 @@ fn caf_of(machine: &Machine, id: NodeId, o: &NodeObservation) -> Result<f64> {
 
 /// Computes every node's share and every rank's part size (DRUM_computePowers).
 ///
+/// Each [`PowerModel`] has its own function ([`drum_powers`] for both DRUM variants,
+/// [`sinha_parashar_powers`], [`measured_powers`]) giving every node's raw figures, each rank's
+/// share of its node and each node's share among its siblings; the fractions along the paths
+/// and the part sizes are common ([`assemble`]).
+///
 /// Errors (never a panic, never a NaN in the result): a weight outside [0, 1], a computing node
 /// without an observation or with inconsistent values, a missing `mflops` on some but not all
 /// computing nodes, zero total power under a node, a non-finite result; each names the node.
@@ -626,8 +631,21 @@ pub fn compute_powers(
     config: &PowerConfig,
     obs: &Observations,
 ) -> Result<Powers> {
-    let model = &config.model;
-    match *model {
+    check_config(config)?;
+    let model = match config.model {
+        PowerModel::Drum { w_comm } => drum_powers(machine, config, obs, w_comm, Comm::Abw)?,
+        PowerModel::Drum2004 { w_comm } => drum_powers(machine, config, obs, w_comm, Comm::Caf)?,
+        PowerModel::SinhaParashar { w_p, w_m, w_b } => {
+            sinha_parashar_powers(machine, obs, (w_p, w_m, w_b))?
+        }
+        PowerModel::Measured => measured_powers(machine, obs)?,
+    };
+    assemble(machine, &config.model, model)
+}
+
+/// The weights of the model and the memory threshold are in range.
+fn check_config(config: &PowerConfig) -> Result<()> {
+    match config.model {
         PowerModel::Drum { w_comm } | PowerModel::Drum2004 { w_comm } => {
             check_weight("w_comm", w_comm)?
         }
@@ -651,20 +669,187 @@ pub fn compute_powers(
             "memory threshold must be in (0, 1], got {t}"
         )));
     }
+    Ok(())
+}
 
-    let n = machine.nodes().len();
-    let order = machine.breadth_first();
-    let mut raw = vec![Raw::default(); n];
+/// What a model gives before the common assembly: each node's raw figures, each rank's share
+/// of its node, and each node's share among its siblings (the root's is 1).
+struct ModelPowers {
+    raw: Vec<Raw>,
+    rank_share: Vec<f64>,
+    share: Vec<f64>,
+}
+
+/// How a DRUM model measures communication: available bandwidth (2005), or the mean
+/// communication activity factor (2004, `c_n = 1/CAF` after aggregation).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Comm {
+    Abw,
+    Caf,
+}
+
+/// DRUM 2005 §3.3 (`Comm::Abw`) or the 2004 CAF variant (`Comm::Caf`): p_{n,j} = b_n (ū_n +
+/// ī_n) per process with the memory rule, c_n from the links when `w_comm > 0`, and
+/// power_n = w_comm ĉ_n + (1 − w_comm) p̂_n among siblings.
+fn drum_powers(
+    machine: &Machine,
+    config: &PowerConfig,
+    obs: &Observations,
+    w_comm: f64,
+    comm: Comm,
+) -> Result<ModelPowers> {
+    check_ratings(machine)?;
+    let need_comm = w_comm > 0.0;
+    let (mut raw, rank_share) = observed_leaves(machine, obs, |node, k, o| {
+        let b = node.mflops.unwrap_or(1.0);
+        let mut p = processing_power(b, k, &o.proc_util, &o.cpu_idle);
+        if let (Some(t), Some(m)) = (config.memory_threshold, o.memory) {
+            p *= memory_factor(m.total, m.available, t);
+        }
+        let mut r = Raw {
+            p,
+            ..Raw::default()
+        };
+        if need_comm {
+            match comm {
+                Comm::Abw => r.c = Some(abw_of(machine, node.id, o)?),
+                Comm::Caf => r.caf = Some(caf_of(machine, node.id, o)?),
+            }
+        }
+        Ok(r)
+    })?;
+    aggregate(machine, obs, &mut raw, need_comm.then_some(comm), false)?;
+    if comm == Comm::Caf {
+        for r in raw.iter_mut() {
+            r.c = r.caf.map(caf_power);
+        }
+    }
+    let share = sibling_shares_by(machine, &raw, |zero, kids| {
+        let ps: Vec<f64> = kids.iter().map(|r| r.p).collect();
+        let p_hat = sibling_shares(&ps).ok_or_else(|| {
+            zero("processing power (no idle CPU time and no application CPU use observed)")
+        })?;
+        if !need_comm {
+            return Ok(p_hat);
+        }
+        let cs: Vec<f64> = kids.iter().map(|r| r.c.unwrap_or(0.0)).collect();
+        let c_hat = sibling_shares(&cs)
+            .ok_or_else(|| zero("communication power (every link saturated?)"))?;
+        Ok(p_hat
+            .iter()
+            .zip(&c_hat)
+            .map(|(&p, &c)| combined_power(w_comm, c, p))
+            .collect())
+    })?;
+    Ok(ModelPowers {
+        raw,
+        rank_share,
+        share,
+    })
+}
+
+/// Sinha–Parashar: C_k = w_p P_k + w_m M_k + w_b B_k among siblings, from the CPUs available
+/// to the processes, the available memory (when `w_m > 0`) and the available bandwidth (when
+/// `w_b > 0`).
+fn sinha_parashar_powers(
+    machine: &Machine,
+    obs: &Observations,
+    (w_p, w_m, w_b): (f64, f64, f64),
+) -> Result<ModelPowers> {
+    let (mut raw, rank_share) = observed_leaves(machine, obs, |node, k, o| {
+        // 𝒫: CPUs available to the node's processes (NWS "percentage of CPU available").
+        let mut r = Raw {
+            p: processing_power(1.0, k, &o.proc_util, &o.cpu_idle),
+            ..Raw::default()
+        };
+        if w_m > 0.0 {
+            let m = o.memory.ok_or_else(|| {
+                power_err(
+                    machine,
+                    node.id,
+                    "no memory measurement (set memory=\"MB\" on the node for static powers)",
+                )
+            })?;
+            r.m = Some(m.available);
+        }
+        if w_b > 0.0 {
+            r.c = Some(abw_of(machine, node.id, o)?);
+        }
+        Ok(r)
+    })?;
+    aggregate(
+        machine,
+        obs,
+        &mut raw,
+        (w_b > 0.0).then_some(Comm::Abw),
+        w_m > 0.0,
+    )?;
+    let share = sibling_shares_by(machine, &raw, |zero, kids| {
+        let ps: Vec<f64> = kids.iter().map(|r| r.p).collect();
+        let ms: Vec<f64> = kids.iter().map(|r| r.m.unwrap_or(0.0)).collect();
+        let bs: Vec<f64> = kids.iter().map(|r| r.c.unwrap_or(0.0)).collect();
+        sinha_parashar_capacity(&ps, &ms, &bs, (w_p, w_m, w_b)).map_err(zero)
+    })?;
+    Ok(ModelPowers {
+        raw,
+        rank_share,
+        share,
+    })
+}
+
+/// Watts et al.: each rank's capacity is its work per CPU second; a node's is the sum over
+/// its ranks, and ranks share their node in proportion to their capacities.
+fn measured_powers(machine: &Machine, obs: &Observations) -> Result<ModelPowers> {
+    let mut raw = vec![Raw::default(); machine.nodes().len()];
     let mut rank_share = vec![0.0; machine.num_ranks()];
+    for node in machine.computing_nodes() {
+        let (id, range) = (node.id, node.rank_range());
+        let mut caps = Vec::with_capacity(node.processes());
+        for r in range.clone() {
+            let w = obs
+                .rank_work
+                .get(&r)
+                .ok_or_else(|| power_err(machine, id, format!("no measured work for rank {r}")))?;
+            if !(w.work.is_finite() && w.work > 0.0 && w.cpu_seconds.is_finite())
+                || w.cpu_seconds <= 0.0
+            {
+                return Err(power_err(
+                    machine,
+                    id,
+                    format!(
+                        "rank {r} reports work {} in {} CPU seconds; both must be finite and > 0",
+                        w.work, w.cpu_seconds
+                    ),
+                ));
+            }
+            caps.push(measured_capacity(w.work, w.cpu_seconds));
+        }
+        let total: f64 = caps.iter().sum();
+        for (r, c) in range.zip(caps) {
+            rank_share[r] = c / total;
+        }
+        raw[id.0].p = total;
+    }
+    aggregate(machine, obs, &mut raw, None, false)?;
+    let share = sibling_shares_by(machine, &raw, |zero, kids| {
+        let ps: Vec<f64> = kids.iter().map(|r| r.p).collect();
+        sibling_shares(&ps).ok_or_else(|| zero("measured capacity"))
+    })?;
+    Ok(ModelPowers {
+        raw,
+        rank_share,
+        share,
+    })
+}
 
-    // b_n: all computing nodes rated, or none (then all equal).
+/// b_n: all computing nodes rated (`mflops`), or none (then all equal).
+fn check_ratings(machine: &Machine) -> Result<()> {
     let rated = machine
         .computing_nodes()
         .filter(|c| c.mflops.is_some())
         .count();
     let all = machine.computing_nodes().count();
-    let uses_b = matches!(model, PowerModel::Drum { .. } | PowerModel::Drum2004 { .. });
-    if uses_b && rated != 0 && rated != all {
+    if rated != 0 && rated != all {
         let missing = machine
             .computing_nodes()
             .find(|c| c.mflops.is_none())
@@ -675,44 +860,21 @@ pub fn compute_powers(
             "no `mflops` rating while other computing nodes have one; rate all or none",
         ));
     }
+    Ok(())
+}
 
-    let w_comm = model.w_comm();
-    let need_comm = w_comm > 0.0;
-
-    // Leaves.
+/// Every computing node's raw figures from its (checked) observation by `leaf(node, k_n,
+/// observation)`, and its ranks' equal shares of it.
+fn observed_leaves(
+    machine: &Machine,
+    obs: &Observations,
+    mut leaf: impl FnMut(&Node, usize, &NodeObservation) -> Result<Raw>,
+) -> Result<(Vec<Raw>, Vec<f64>)> {
+    let mut raw = vec![Raw::default(); machine.nodes().len()];
+    let mut rank_share = vec![0.0; machine.num_ranks()];
     for node in machine.computing_nodes() {
         let id = node.id;
         let k = node.processes();
-        let range = node.rank_range();
-        if let PowerModel::Measured = model {
-            let mut total = 0.0;
-            let mut caps = Vec::with_capacity(k);
-            for r in range.clone() {
-                let w = obs.rank_work.get(&r).ok_or_else(|| {
-                    power_err(machine, id, format!("no measured work for rank {r}"))
-                })?;
-                if !(w.work.is_finite() && w.work > 0.0 && w.cpu_seconds.is_finite())
-                    || w.cpu_seconds <= 0.0
-                {
-                    return Err(power_err(
-                        machine,
-                        id,
-                        format!(
-                            "rank {r} reports work {} in {} CPU seconds; both must be finite and > 0",
-                            w.work, w.cpu_seconds
-                        ),
-                    ));
-                }
-                let c = measured_capacity(w.work, w.cpu_seconds);
-                caps.push(c);
-                total += c;
-            }
-            for (r, c) in range.zip(caps) {
-                rank_share[r] = c / total;
-            }
-            raw[id.0].p = total;
-            continue;
-        }
         let o = obs.nodes.get(&node.nodenum).ok_or_else(|| {
             power_err(
                 machine,
@@ -721,60 +883,38 @@ pub fn compute_powers(
             )
         })?;
         check_observation(machine, id, o)?;
-        for r in range {
+        for r in node.rank_range() {
             rank_share[r] = 1.0 / k as f64;
         }
-        match model {
-            PowerModel::Drum { .. } | PowerModel::Drum2004 { .. } => {
-                let b = node.mflops.unwrap_or(1.0);
-                let mut p = processing_power(b, k, &o.proc_util, &o.cpu_idle);
-                if let (Some(t), Some(m)) = (config.memory_threshold, o.memory) {
-                    p *= memory_factor(m.total, m.available, t);
-                }
-                raw[id.0].p = p;
-                if need_comm {
-                    if let PowerModel::Drum { .. } = model {
-                        raw[id.0].c = Some(abw_of(machine, id, o)?);
-                    } else {
-                        raw[id.0].caf = Some(caf_of(machine, id, o)?);
-                    }
-                }
-            }
-            PowerModel::SinhaParashar { w_m, w_b, .. } => {
-                // 𝒫: CPUs available to the node's processes (NWS "percentage of CPU available").
-                raw[id.0].p = processing_power(1.0, k, &o.proc_util, &o.cpu_idle);
-                if *w_m > 0.0 {
-                    let m = o.memory.ok_or_else(|| {
-                        power_err(
-                            machine,
-                            id,
-                            "no memory measurement (set memory=\"MB\" on the node for static powers)",
-                        )
-                    })?;
-                    raw[id.0].m = Some(m.available);
-                }
-                if *w_b > 0.0 {
-                    raw[id.0].c = Some(abw_of(machine, id, o)?);
-                }
-            }
-            PowerModel::Measured => unreachable!("handled above"),
-        }
+        raw[id.0] = leaf(node, k, o)?;
     }
+    Ok((raw, rank_share))
+}
 
-    // Internal nodes, children before parents. DRUM 2005 §3.3.2: if at least one non-root
-    // network node cannot be probed, every internal node takes the sum of its children.
+/// Internal nodes, children before parents: p is the sum of the children's; communication
+/// (`comm`) and memory (`memory`) likewise, except that DRUM 2005 §3.3.2 lets a network node
+/// that was probed use its own links when every non-root network node was probed.
+fn aggregate(
+    machine: &Machine,
+    obs: &Observations,
+    raw: &mut [Raw],
+    comm: Option<Comm>,
+    memory: bool,
+) -> Result<()> {
     let probed = |id: NodeId| obs.nodes.get(&machine.node(id).nodenum);
     let all_probed = machine
         .nodes()
         .iter()
         .filter(|x| !x.kind.is_computing() && x.id != machine.root())
         .all(|x| probed(x.id).is_some_and(|o| !o.ifaces.is_empty()));
-    for &id in order.iter().rev() {
+    for &id in machine.breadth_first().iter().rev() {
         let node = machine.node(id);
         if node.kind.is_computing() {
             continue;
         }
         let kids = node.children();
+        let sum =
+            |f: fn(&Raw) -> Option<f64>| kids.iter().map(|c| f(&raw[c.0]).unwrap_or(0.0)).sum();
         let mut agg = Raw {
             p: kids.iter().map(|c| raw[c.0].p).sum(),
             ..Raw::default()
@@ -784,44 +924,39 @@ pub fn compute_powers(
         } else {
             None
         };
-        let comm_needed = match model {
-            PowerModel::Drum { .. } | PowerModel::Drum2004 { .. } => need_comm,
-            PowerModel::SinhaParashar { w_b, .. } => *w_b > 0.0,
-            PowerModel::Measured => false,
-        };
-        if comm_needed {
-            match model {
-                PowerModel::Drum2004 { .. } => {
-                    agg.caf = Some(match own {
-                        Some(o) => caf_of(machine, id, o)?,
-                        None => kids.iter().map(|c| raw[c.0].caf.unwrap_or(0.0)).sum(),
-                    });
-                }
-                _ => {
-                    agg.c = Some(match own {
-                        Some(o) => abw_of(machine, id, o)?,
-                        None => kids.iter().map(|c| raw[c.0].c.unwrap_or(0.0)).sum(),
-                    });
-                }
+        match comm {
+            None => {}
+            Some(Comm::Caf) => {
+                agg.caf = Some(match own {
+                    Some(o) => caf_of(machine, id, o)?,
+                    None => sum(|r| r.caf),
+                });
+            }
+            Some(Comm::Abw) => {
+                agg.c = Some(match own {
+                    Some(o) => abw_of(machine, id, o)?,
+                    None => sum(|r| r.c),
+                });
             }
         }
-        if let PowerModel::SinhaParashar { w_m, .. } = model
-            && *w_m > 0.0
-        {
-            agg.m = Some(kids.iter().map(|c| raw[c.0].m.unwrap_or(0.0)).sum());
+        if memory {
+            agg.m = Some(sum(|r| r.m));
         }
         raw[id.0] = agg;
     }
-    if let PowerModel::Drum2004 { .. } = model {
-        for r in raw.iter_mut() {
-            r.c = r.caf.map(caf_power);
-        }
-    }
+    Ok(())
+}
 
-    // Shares among siblings.
-    let mut share = vec![0.0; n];
+/// Every node's share among its siblings, from `shares(zero, children's raw figures)`
+/// (`zero(what)` is the error for children whose total `what` is zero).
+fn sibling_shares_by(
+    machine: &Machine,
+    raw: &[Raw],
+    shares: impl Fn(&dyn Fn(&str) -> Error, &[Raw]) -> Result<Vec<f64>>,
+) -> Result<Vec<f64>> {
+    let mut share = vec![0.0; raw.len()];
     share[machine.root().0] = 1.0;
-    for &id in &order {
+    for &id in &machine.breadth_first() {
         let kids = machine.children(id);
         if kids.is_empty() {
             continue;
@@ -833,40 +968,25 @@ pub fn compute_powers(
                 format!("the children of this node have zero total {what}"),
             )
         };
-        let ps: Vec<f64> = kids.iter().map(|c| raw[c.0].p).collect();
-        let shares: Vec<f64> = match model {
-            PowerModel::Drum { w_comm } | PowerModel::Drum2004 { w_comm } => {
-                let p_hat = sibling_shares(&ps).ok_or_else(|| {
-                    zero("processing power (no idle CPU time and no application CPU use observed)")
-                })?;
-                if *w_comm > 0.0 {
-                    let cs: Vec<f64> = kids.iter().map(|c| raw[c.0].c.unwrap_or(0.0)).collect();
-                    let c_hat = sibling_shares(&cs)
-                        .ok_or_else(|| zero("communication power (every link saturated?)"))?;
-                    p_hat
-                        .iter()
-                        .zip(&c_hat)
-                        .map(|(&p, &c)| combined_power(*w_comm, c, p))
-                        .collect()
-                } else {
-                    p_hat
-                }
-            }
-            PowerModel::SinhaParashar { w_p, w_m, w_b } => {
-                let ms: Vec<f64> = kids.iter().map(|c| raw[c.0].m.unwrap_or(0.0)).collect();
-                let bs: Vec<f64> = kids.iter().map(|c| raw[c.0].c.unwrap_or(0.0)).collect();
-                sinha_parashar_capacity(&ps, &ms, &bs, (*w_p, *w_m, *w_b)).map_err(&zero)?
-            }
-            PowerModel::Measured => sibling_shares(&ps).ok_or_else(|| zero("measured capacity"))?,
-        };
-        for (c, s) in kids.iter().zip(shares) {
+        let kid_raw: Vec<Raw> = kids.iter().map(|c| raw[c.0]).collect();
+        for (c, s) in kids.iter().zip(shares(&zero, &kid_raw)?) {
             share[c.0] = s;
         }
     }
+    Ok(share)
+}
 
-    // Fractions and part sizes.
+/// The common end of every model: fractions along the paths (products of shares), part sizes
+/// (a rank's node's fraction times its share of the node), checks, and the result.
+fn assemble(machine: &Machine, model: &PowerModel, m: ModelPowers) -> Result<Powers> {
+    let ModelPowers {
+        raw,
+        rank_share,
+        share,
+    } = m;
+    let n = machine.nodes().len();
     let mut fraction = vec![0.0; n];
-    for &id in &order {
+    for &id in &machine.breadth_first() {
         fraction[id.0] = match machine.parent(id) {
             None => 1.0,
             Some(p) => fraction[p.0] * share[id.0],
@@ -889,7 +1009,6 @@ pub fn compute_powers(
             format!("part sizes sum to {total}, not 1 (non-finite input?)"),
         ));
     }
-
     let nodes = machine
         .nodes()
         .iter()

@@ -107,9 +107,9 @@ pub fn parse_jsonl(text: &str, source: &str) -> Result<Vec<LocatedSample>> {
 /// Reads a JSON Lines file.
 pub fn read_jsonl(path: impl AsRef<Path>) -> Result<Vec<LocatedSample>> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    let bytes = std::fs::read(path).map_err(|error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let name = path.display().to_string();
     let text = std::str::from_utf8(&bytes).map_err(|e| Error::Samples {

@@ -103,6 +103,13 @@ fn structure_errors() {
         ),
         "t.xml:2:46: <lbmethod> lacks the required attribute `lbm`",
     );
+    // Method names are part of the format: an unknown one is rejected where it stands.
+    check_err(
+        &model(
+            "<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\"><lbmethod lbm=\"FOO\"/></node>",
+        ),
+        "t.xml:2:66: node 0 (\"sw\"): unknown lbmethod `FOO` (known: HSFC, RCB, RIB)",
+    );
 }
 
 #[test]
@@ -342,7 +349,7 @@ fn fig4_excerpt_loads_with_its_api() {
     let root = m.node(m.root());
     assert_eq!(root.kind, NodeKind::Network);
     let lb = root.lbmethod.as_ref().unwrap();
-    assert_eq!(lb.method, "HSFC");
+    assert_eq!(lb.method, drum_model::PartitionMethod::Hsfc);
     assert_eq!(lb.param("KEEP_CUTS"), Some("1"));
     assert_eq!(lb.params[1].name, "IMBALANCE_TOL");
     assert_eq!(lb.method_location.to_string(), "fig4.xml:4:15");
@@ -393,12 +400,8 @@ fn round_trip_keeps_everything() {
         };
         assert_eq!(names(&x.extra), names(&y.extra));
         assert_eq!(
-            x.lbmethod
-                .as_ref()
-                .map(|l| (l.method.clone(), names(&l.params))),
-            y.lbmethod
-                .as_ref()
-                .map(|l| (l.method.clone(), names(&l.params)))
+            x.lbmethod.as_ref().map(|l| (l.method, names(&l.params))),
+            y.lbmethod.as_ref().map(|l| (l.method, names(&l.params)))
         );
     }
 }

@@ -11,8 +11,10 @@
 //! each partition's edge cut on it. `--extra` adds two hard cases: a lattice (ties on every
 //! cut) and points already sorted along a line.
 
-use hier_part::points::{Dist, Weights, fast_slow, points};
+use cli_support::median;
 use hier_part::{Bisection, Csr, Error, Par, Quality, Rcb, Rib};
+use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{Distribution, WeightKind, Xoshiro256, fast_slow, points_with};
 use std::time::Instant;
 
 struct Args {
@@ -60,16 +62,6 @@ fn parse() -> Args {
     a
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
-
 /// CPU seconds used by this process so far (all threads).
 fn cpu_time() -> f64 {
     let mut ts = libc::timespec {
@@ -96,27 +88,19 @@ fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, f64, f64, T) {
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
     (
-        median(times),
+        median(&mut times),
         min,
-        median(cpu),
+        median(&mut cpu),
         last.expect("at least one run"),
     )
 }
 
 fn main() {
     let args = parse();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.max(1))
-        .build()
-        .expect("thread pool");
-    let par = if args.threads > 1 {
-        Par::rayon(args.threads)
-    } else {
-        Par::Seq
-    };
+    let par = Par::threads(args.threads);
     let mut dists = vec![
-        ("uniform", Some(Dist::Uniform)),
-        ("graded", Some(Dist::Graded { rmin: 1e-6 })),
+        ("uniform", Some(Distribution::Uniform)),
+        ("graded", Some(Distribution::Corner { rmin: 1e-6 })),
     ];
     if args.extra {
         // Hard cases for a selection: a lattice (every cut splits ties) and points already
@@ -124,7 +108,7 @@ fn main() {
         dists.push(("lattice", None));
         dists.push(("sorted", None));
     }
-    let weights = [("unit", Weights::Unit), ("random", Weights::Random)];
+    let weights = [("unit", WeightKind::Unit), ("random", WeightKind::Random)];
     if !args.json {
         println!(
             "# hier-part bisect bench: n = {}, dim = {}, repeat = {}, threads = {} ({:?})",
@@ -138,9 +122,17 @@ fn main() {
     for (dname, dist) in dists {
         for (wname, wkind) in weights {
             let (coords, w) = match dist {
-                Some(dist) => points(dist, args.n, args.dim, wkind, 12345),
+                Some(dist) => {
+                    points_with(&mut Xoshiro256::new(12345), args.n, args.dim, dist, wkind)
+                }
                 None => {
-                    let (_, w) = points(Dist::Uniform, args.n, args.dim, wkind, 12345);
+                    let (_, w) = points_with(
+                        &mut Xoshiro256::new(12345),
+                        args.n,
+                        args.dim,
+                        Distribution::Uniform,
+                        wkind,
+                    );
                     let side = (args.n as f64).powf(1.0 / args.dim as f64).ceil() as usize;
                     let c = (0..args.n)
                         .flat_map(|i| {
@@ -165,9 +157,7 @@ fn main() {
             });
             let graph = args.quality.then(|| {
                 let t = Instant::now();
-                let g = pool
-                    .install(|| Csr::knn(&coords, args.dim, 6, par))
-                    .expect("knn graph");
+                let g = Csr::knn(&coords, args.dim, 6, par).expect("knn graph");
                 if !args.json {
                     println!(
                         "# {dname} {wname}: 6-NN graph of {} edges built in {:.2} s",
@@ -194,9 +184,8 @@ fn main() {
                                     ..Default::default()
                                 }
                                 .partition(
-                                    &coords,
-                                    args.dim,
-                                    w.as_deref(),
+                                    &Serial,
+                                    Points::new(&coords, args.dim, w.as_deref()),
                                     &sizes,
                                     parts,
                                 ),
@@ -205,16 +194,14 @@ fn main() {
                                     ..Default::default()
                                 }
                                 .partition(
-                                    &coords,
-                                    args.dim,
-                                    w.as_deref(),
+                                    &Serial,
+                                    Points::new(&coords, args.dim, w.as_deref()),
                                     &sizes,
                                     parts,
                                 ),
                             }
                         };
-                        let (med, min, cpu, r) =
-                            pool.install(|| time(args.repeat, || run(&mut parts)));
+                        let (med, min, cpu, r) = time(args.repeat, || run(&mut parts));
                         let r = r.expect("partition");
                         let cut = graph.as_ref().map_or(-1.0, |g| {
                             let q = Quality::new(&parts, w.as_deref(), &sizes, Some(g))

@@ -1,7 +1,7 @@
 //! The crate's error type.
 
-use crate::hier::MethodKind;
 use drum_model::Location;
+use drum_model::PartitionMethod;
 
 /// Everything that can go wrong in `hier-part` with bad data (not programmer error).
 ///
@@ -130,29 +130,8 @@ pub enum Error {
         what: &'static str,
     },
     /// Two message timings cannot give a latency and a transfer rate.
-    #[error("cannot fit T = alpha + beta*L to ({b1} B, {t1} s) and ({b2} B, {t2} s): {reason}")]
-    DegenerateTimings {
-        /// Size of the first message in bytes.
-        b1: f64,
-        /// Its time in seconds.
-        t1: f64,
-        /// Size of the second message in bytes.
-        b2: f64,
-        /// Its time in seconds.
-        t2: f64,
-        /// Why no fit exists.
-        reason: &'static str,
-    },
-    /// `<lbmethod lbm="...">` names a method this crate does not have.
-    #[error("{location}: {node}: unknown lbmethod `{method}` (known: HSFC, RCB, RIB)")]
-    UnknownMethod {
-        /// Where the `lbm` attribute is.
-        location: Location,
-        /// The node, as `node 3 ("name")`.
-        node: String,
-        /// The method named.
-        method: String,
-    },
+    #[error(transparent)]
+    DegenerateTimings(#[from] comm::LinkFitError),
     /// A known `<lbmethod>` parameter has a bad value.
     #[error("{location}: {node}: lbmethod parameter {name}=\"{value}\" is not {expected}")]
     BadParameter {
@@ -173,13 +152,16 @@ pub enum Error {
         /// The node that was splitting, as `node 3 ("name")`.
         node: String,
         /// Its method.
-        method: MethodKind,
+        method: PartitionMethod,
         /// The partitioner's error.
         source: Box<Error>,
     },
     /// An error of the `hsfc` partitioner.
     #[error(transparent)]
     Hsfc(#[from] hsfc::Error),
+    /// An error of the machine model (a metric of bad figures).
+    #[error(transparent)]
+    Model(#[from] drum_model::Error),
     /// A collective failed (a rank died, ranks disagreed).
     #[error("communication failed: {0}")]
     Comm(#[from] comm::CommError),
@@ -222,11 +204,25 @@ pub enum Error {
 
 impl Error {
     /// Wraps an error of a level's partitioner with the node and the method.
-    pub(crate) fn at_level(self, node: &str, method: MethodKind) -> Error {
+    pub(crate) fn at_level(self, node: &str, method: PartitionMethod) -> Error {
         Error::Level {
             node: node.to_string(),
             method,
             source: Box::new(self),
+        }
+    }
+}
+
+impl From<hsfc::dist::Failed<Error>> for Error {
+    /// A collective step's outcome (`hsfc::dist::agree`): this rank's own error, or that of
+    /// other ranks.
+    fn from(f: hsfc::dist::Failed<Error>) -> Error {
+        match f {
+            hsfc::dist::Failed::Here(e) => e,
+            hsfc::dist::Failed::Elsewhere { ranks, first } => Error::InvalidOnOtherRank {
+                ranks,
+                rank: first as u64,
+            },
         }
     }
 }

@@ -125,11 +125,13 @@ impl Csr {
         let tree = KdTree::new(coords, dim);
         let query = |i: usize| tree.nearest(i, k);
         let lists: Vec<Vec<u32>> = if par.is_parallel() {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(1024)
-                .map(query)
-                .collect()
+            par.install(|| {
+                (0..n)
+                    .into_par_iter()
+                    .with_min_len(1024)
+                    .map(query)
+                    .collect()
+            })?
         } else {
             (0..n).map(query).collect()
         };
@@ -330,11 +332,11 @@ impl Ord for Ord64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::points::Rng;
+    use hsfc::generate::{RandomSource, Xoshiro256};
 
     #[test]
     fn knn_matches_brute_force() {
-        let mut rng = Rng::new(3);
+        let mut rng = Xoshiro256::new(3);
         for dim in 1..=3 {
             for n in [0, 1, 2, 10, 300] {
                 let coords: Vec<f64> = (0..n * dim)
@@ -358,14 +360,14 @@ mod tests {
 
     #[test]
     fn knn_graph_is_symmetric() {
-        let mut rng = Rng::new(4);
+        let mut rng = Xoshiro256::new(4);
         let coords: Vec<f64> = (0..2 * 500).map(|_| rng.uniform()).collect();
         let g = Csr::knn(&coords, 2, 5, Par::Seq).unwrap();
         // Csr::new checks symmetry, sortedness and repeats.
         let again = Csr::new(g.xadj().to_vec(), g.adjncy().to_vec()).unwrap();
         assert_eq!(g, again);
         assert!((0..500).all(|v| g.neighbours(v).len() >= 5));
-        assert_eq!(g, Csr::knn(&coords, 2, 5, Par::rayon(3)).unwrap());
+        assert_eq!(g, Csr::knn(&coords, 2, 5, Par::threads(3)).unwrap());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! [`Hier`] partitions objects over the ranks of a machine: [`Plan`] reads each node's
 //! `<lbmethod>` and its children's powers, and from the root down every node splits its
 //! objects among its children with its own method (serial: [`Hier::partition`]; one rank per
-//! machine rank on any [`comm::Comm`]: [`Hier::partition_dist`], equal to the serial result;
+//! machine rank on any [`comm::Comm`]: the same [`Hier::partition`] on that group, equal to the serial result;
 //! KEEP_CUTS repartition and point assign through the tree). It is built from:
 //! - [`Rcb`] and [`Rib`]: recursive coordinate and inertial bisection to arbitrary target part
 //!   sizes (any k ≥ 1, zero-size parts allowed), weighted, deterministic for every [`Par`],
@@ -14,7 +14,9 @@
 //!   ([`Quality::grouped`]), with a table and an ASCII picture ([`picture`]);
 //! - [`rebalance`]: when to repartition — Watts et al.'s efficiency, Lan et al.'s gain against
 //!   cost, and drift of the monitored powers;
-//! - [`points`]: the uniform and corner-graded point sets of the benchmarks.
+//!
+//! The test and benchmark point sets come from `hsfc::generate` (one generator for the
+//! workspace; `hier-part`'s tests draw from its `Xoshiro256` stream).
 #![deny(missing_docs)]
 
 mod bisect;
@@ -22,17 +24,21 @@ mod error;
 pub mod graph;
 mod hier;
 mod input;
-mod par;
-pub mod points;
 pub mod quality;
 pub mod rebalance;
 
 pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
+pub use drum_model::PartitionMethod;
 pub use error::Error;
 pub use graph::Csr;
 pub use hier::{
-    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport,
-    MethodKind, Moved, Plan, PlanNode, ToleranceWarning, release_buffers,
+    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport, Moved,
+    Plan, PlanNode, ToleranceWarning, Workspace,
 };
-pub use par::Par;
+/// The one parallelism setting of the workspace (`hsfc`'s): `Seq`, or a local rayon pool of
+/// that many threads (never rayon's global pool).
+pub use hsfc::Par;
+/// The one partitioner interface ([`Rcb`], [`Rib`] and `hsfc::Hsfc` implement it), its input
+/// view, and the one-rank group (a serial call).
+pub use hsfc::{Partitioner, Points, dist::Serial};
 pub use quality::{Quality, picture};

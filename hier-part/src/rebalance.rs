@@ -62,16 +62,9 @@ pub fn utilizations(loads: &[f64], capacities: &[f64]) -> Result<Vec<f64>, Error
     Ok(loads.iter().zip(capacities).map(|(l, c)| l / c).collect())
 }
 
-/// `eff = U_avg / U_max` (Watts et al. 1998, "Profitability determination"); 1 when every
-/// utilization is 0.
-pub fn efficiency(u: &[f64]) -> Result<f64, Error> {
-    check_all("utilizations", u, false, None)?;
-    let max = u.iter().fold(0.0f64, |a, &b| a.max(b));
-    if max == 0.0 {
-        return Ok(1.0);
-    }
-    Ok(u.iter().sum::<f64>() / u.len() as f64 / max)
-}
+/// `eff = U_avg / U_max` (Watts et al. 1998): the one definition, in `drum_model::metrics`
+/// (an error for no utilizations or a bad one; 1 when every utilization is 0).
+pub use drum_model::metrics::efficiency;
 
 /// Lan et al. 2001 §4.3, eq. (4):
 /// `Gain = T(t) · (max W_group(t) − min W_group(t)) / (Number_Groups · max W_group(t))`, the
@@ -95,70 +88,9 @@ pub fn lan_gain(step_time: f64, group_work: &[f64]) -> Result<f64, Error> {
     Ok(step_time * (max - min) / (group_work.len() as f64 * max))
 }
 
-/// The communication model of Lan et al. 2001 §4.2, `T_comm = α + β·L`: latency `α` in
-/// seconds and `β` in seconds per byte, for messages of `L` bytes between groups.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkModel {
-    /// Latency α (s).
-    pub alpha: f64,
-    /// Inverse bandwidth β (s/B).
-    pub beta: f64,
-}
-
-impl LinkModel {
-    /// α and β from two timed messages `(bytes, seconds)` of different sizes, "the scheme
-    /// sends two messages between groups, and calculates the network performance parameters α
-    /// and β" (Lan et al. §4.2): the line through the two points. Errors when the sizes are
-    /// equal, a figure is negative or not finite, the larger message was not slower (β ≤ 0) or
-    /// the line has a negative latency — measure again with more repetitions.
-    pub fn fit(a: (f64, f64), b: (f64, f64)) -> Result<LinkModel, Error> {
-        let fail = |reason| {
-            Err(Error::DegenerateTimings {
-                b1: a.0,
-                t1: a.1,
-                b2: b.0,
-                t2: b.1,
-                reason,
-            })
-        };
-        if ![a.0, a.1, b.0, b.1]
-            .iter()
-            .all(|x| x.is_finite() && *x >= 0.0)
-        {
-            return fail("sizes and times must be finite and >= 0");
-        }
-        if a.0 == b.0 {
-            return fail("both messages have the same size");
-        }
-        let (s, l) = if a.0 < b.0 { (a, b) } else { (b, a) };
-        let beta = (l.1 - s.1) / (l.0 - s.0);
-        if beta <= 0.0 {
-            return fail("the larger message was not slower (beta <= 0)");
-        }
-        let alpha = s.1 - beta * s.0;
-        if alpha < 0.0 {
-            return fail("the line through them has a negative latency (alpha < 0)");
-        }
-        Ok(LinkModel { alpha, beta })
-    }
-
-    /// `α + β·bytes` seconds.
-    pub fn time(&self, bytes: f64) -> f64 {
-        self.alpha + self.beta * bytes
-    }
-}
-
-impl fmt::Display for LinkModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "alpha = {:.3e} s, beta = {:.3e} s/B ({:.1} MB/s)",
-            self.alpha,
-            self.beta,
-            1e-6 / self.beta
-        )
-    }
-}
+/// The one fitted link model `T(L) = α + β·L` (Lan et al. 2001 §4.2): `comm` measures the
+/// timings and fits them ([`comm::LinkTimings::fit`], an error for impossible figures).
+pub use comm::LinkModel;
 
 /// Measures the link between the groups that node `id` of `plan` splits into, as Lan et al.
 /// 2001 §4.2 do: "the scheme sends two messages between groups, and calculates the network
@@ -184,11 +116,7 @@ pub fn measure_group_link<C: comm::Comm>(
     let mut worst: Option<LinkModel> = None;
     for c in 1..k.max(2) {
         let (a, b) = (leader(0), if k > 1 { leader(c) } else { leader(0) });
-        let m = comm::measure_link(comm, a, b, probe)?;
-        let fit = LinkModel::fit(
-            (probe.small as f64, m.t_small),
-            (probe.large as f64, m.t_large),
-        )?;
+        let fit = comm::measure_link(comm, a, b, probe)?.fit()?;
         worst = Some(match worst {
             None => fit,
             Some(w) => LinkModel {
@@ -293,7 +221,7 @@ impl Default for Policy {
 /// What moving data would cost (for Lan et al.'s test).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Migration {
-    /// The link between groups (from [`LinkModel::fit`]).
+    /// The link between groups (from `LinkModel::fit`).
     pub link: LinkModel,
     /// Bytes to move per unit of load.
     pub bytes_per_load: f64,

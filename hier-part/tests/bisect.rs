@@ -4,9 +4,12 @@
 
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
-use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Plane, Rcb, Rib};
+use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 use proptest::prelude::*;
+
+mod common;
 
 fn partition(
     method: Method,
@@ -18,10 +21,8 @@ fn partition(
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
-    match method {
-        Method::Rcb => Rcb { keep_ties, par }.partition(coords, dim, w, targets, parts),
-        Method::Rib => Rib { keep_ties, par }.partition(coords, dim, w, targets, parts),
-    }
+    let points = Points::new(coords, dim, w);
+    common::bisect(&Serial, (method, keep_ties, par), points, targets, parts)
 }
 
 /// Lexicographic `a ≤ b`.
@@ -214,7 +215,7 @@ fn check_inertial<'a>(
         .flat_map(|&i| pt(i).iter())
         .fold(0.0f64, |a, x| a.max(x.abs()));
     let tol = 1e-4 * trace + 1e-20 * big * big;
-    let mut rng = Rng::new(set.len() as u64);
+    let mut rng = Xoshiro256::new(set.len() as u64);
     for _ in 0..64 {
         let mut u = [0.0; 3];
         for x in u.iter_mut().take(dim) {
@@ -277,13 +278,18 @@ proptest! {
 #[test]
 fn same_result_for_every_thread_count() {
     let cases = [
-        (Dist::Uniform, 2, Weights::Unit, 7),
-        (Dist::Graded { rmin: 1e-6 }, 2, Weights::Random, 13),
-        (Dist::Uniform, 3, Weights::LogNormal, 64),
-        (Dist::Graded { rmin: 1e-6 }, 3, Weights::Unit, 5),
+        (Distribution::Uniform, 2, WeightKind::Unit, 7),
+        (
+            Distribution::Corner { rmin: 1e-6 },
+            2,
+            WeightKind::Random,
+            13,
+        ),
+        (Distribution::Uniform, 3, WeightKind::LogNormal, 64),
+        (Distribution::Corner { rmin: 1e-6 }, 3, WeightKind::Unit, 5),
     ];
     for (c, &(dist, dim, wk, k)) in cases.iter().enumerate() {
-        let (coords, w) = points(dist, 70_000, dim, wk, c as u64);
+        let (coords, w) = points_with(&mut Xoshiro256::new(c as u64), 70_000, dim, dist, wk);
         let targets: Vec<f64> = (0..k).map(|i| 1.0 + (i % 3) as f64).collect();
         for method in [Method::Rcb, Method::Rib] {
             let mut base = vec![0u32; 70_000];
@@ -310,7 +316,7 @@ fn same_result_for_every_thread_count() {
                             partition(
                                 method,
                                 false,
-                                Par::rayon(budget),
+                                Par::threads(budget),
                                 &coords,
                                 dim,
                                 w.as_deref(),
@@ -333,7 +339,13 @@ fn same_result_for_every_thread_count() {
 #[test]
 fn input_order_does_not_change_the_parts_of_rcb_and_rib() {
     // Both methods depend only on the set of points: reversing the input reverses the parts.
-    let (coords, w) = points(Dist::Graded { rmin: 1e-6 }, 30_000, 2, Weights::Random, 3);
+    let (coords, w) = points_with(
+        &mut Xoshiro256::new(3),
+        30_000,
+        2,
+        Distribution::Corner { rmin: 1e-6 },
+        WeightKind::Random,
+    );
     let w = w.unwrap();
     let rev_coords: Vec<f64> = coords.chunks(2).rev().flatten().copied().collect();
     let rev_w: Vec<f64> = w.iter().rev().copied().collect();
@@ -369,7 +381,13 @@ fn input_order_does_not_change_the_parts_of_rcb_and_rib() {
 
 #[test]
 fn balance_is_exact_for_unit_weights_and_divisible_targets() {
-    let (coords, _) = points(Dist::Graded { rmin: 1e-6 }, 64_000, 3, Weights::Unit, 9);
+    let (coords, _) = points_with(
+        &mut Xoshiro256::new(9),
+        64_000,
+        3,
+        Distribution::Corner { rmin: 1e-6 },
+        WeightKind::Unit,
+    );
     for method in [Method::Rcb, Method::Rib] {
         let mut parts = vec![0; 64_000];
         let r = partition(
@@ -416,7 +434,12 @@ fn keep_ties_keeps_grid_columns_together() {
         .collect();
     let mut parts = vec![0; 100];
     let loose = Rcb::default()
-        .partition(&coords, 2, None, &[1.0; 3], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&coords, 2, None),
+            &[1.0; 3],
+            &mut parts,
+        )
         .unwrap();
     assert_eq!(loose.part_counts, vec![33, 34, 33]);
     assert!(loose.cuts.iter().any(|c| c.tie.is_some()));
@@ -424,7 +447,12 @@ fn keep_ties_keeps_grid_columns_together() {
         keep_ties: true,
         ..Default::default()
     }
-    .partition(&coords, 2, None, &[1.0; 3], &mut parts)
+    .partition(
+        &Serial,
+        Points::new(&coords, 2, None),
+        &[1.0; 3],
+        &mut parts,
+    )
     .unwrap();
     assert!(strict.cuts.iter().all(|c| c.tie.is_none()));
     // Three columns (30 objects), then the remaining 7×10 block is cut between rows (35).
@@ -481,7 +509,7 @@ fn degenerate_sets() {
 
 #[test]
 fn extreme_coordinates_and_weights() {
-    let mut rng = Rng::new(5);
+    let mut rng = Xoshiro256::new(5);
     let coords: Vec<f64> = (0..2000)
         .map(|i| match i % 4 {
             0 => 1e300 * (rng.uniform() - 0.5),
@@ -519,10 +547,10 @@ fn errors_name_the_place() {
     let c = [0.0, 0.0, 1.0, 1.0, 2.0, 2.0];
     let err = |coords: &[f64], dim, w: Option<&[f64]>, t: &[f64], parts: &mut [u32]| {
         let a = Rcb::default()
-            .partition(coords, dim, w, t, parts)
+            .partition(&Serial, Points::new(coords, dim, w), t, parts)
             .unwrap_err();
         let b = Rib::default()
-            .partition(coords, dim, w, t, parts)
+            .partition(&Serial, Points::new(coords, dim, w), t, parts)
             .unwrap_err();
         assert_eq!(a.to_string(), b.to_string());
         a.to_string()
@@ -587,10 +615,21 @@ fn errors_name_the_place() {
 #[test]
 fn point_assign_beyond_the_data() {
     // Points outside the partitioned set go to the side their keys put them on.
-    let (coords, _) = points(Dist::Uniform, 4000, 2, Weights::Unit, 1);
+    let (coords, _) = points_with(
+        &mut Xoshiro256::new(1),
+        4000,
+        2,
+        Distribution::Uniform,
+        WeightKind::Unit,
+    );
     let mut parts = vec![0; 4000];
     let r = Rcb::default()
-        .partition(&coords, 2, None, &[1.0; 4], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&coords, 2, None),
+            &[1.0; 4],
+            &mut parts,
+        )
         .unwrap();
     let corners = [[-5.0, -5.0], [5.0, -5.0], [-5.0, 5.0], [5.0, 5.0]];
     let mut seen: Vec<u32> = corners.iter().map(|x| r.point_assign(x)).collect();

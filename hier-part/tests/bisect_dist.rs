@@ -4,8 +4,12 @@
 #![allow(clippy::too_many_arguments)]
 
 use comm::{Comm, ThreadComm, ThreadOptions};
-use hier_part::points::{Dist, Rng, Weights, points};
 use hier_part::{Bisection, Error, Method, Par, Rcb, Rib};
+use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
+
+mod common;
+use common::bisect;
 
 fn serial(
     method: Method,
@@ -16,23 +20,19 @@ fn serial(
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
-    match method {
-        Method::Rcb => Rcb {
-            keep_ties,
-            par: Par::Seq,
-        }
-        .partition(coords, dim, w, targets, parts),
-        Method::Rib => Rib {
-            keep_ties,
-            par: Par::Seq,
-        }
-        .partition(coords, dim, w, targets, parts),
-    }
+    let points = Points::new(coords, dim, w);
+    bisect(
+        &Serial,
+        (method, keep_ties, Par::Seq),
+        points,
+        targets,
+        parts,
+    )
 }
 
 /// Slice boundaries of `n` objects over `ranks` ranks, uneven (seeded), some possibly empty.
 fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Xoshiro256::new(seed);
     let mut cuts: Vec<usize> = (0..ranks - 1)
         .map(|_| (rng.next_u64() % (n as u64 + 1)) as usize)
         .collect();
@@ -63,32 +63,14 @@ fn check(
         let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
         let mut parts = vec![u32::MAX; hi - lo];
         let lw = w.map(|w| &w[lo..hi]);
-        let bis = match method {
-            Method::Rcb => Rcb {
-                keep_ties,
-                par: Par::Seq,
-            }
-            .partition_dist(
-                &c,
-                &coords[lo * dim..hi * dim],
-                dim,
-                lw,
-                targets,
-                &mut parts,
-            ),
-            Method::Rib => Rib {
-                keep_ties,
-                par: Par::Seq,
-            }
-            .partition_dist(
-                &c,
-                &coords[lo * dim..hi * dim],
-                dim,
-                lw,
-                targets,
-                &mut parts,
-            ),
-        }
+        let points = Points::new(&coords[lo * dim..hi * dim], dim, lw);
+        let bis = bisect(
+            &c,
+            (method, keep_ties, Par::Seq),
+            points,
+            targets,
+            &mut parts,
+        )
         .unwrap();
         (parts, bis)
     })
@@ -99,6 +81,12 @@ fn check(
         assert_eq!(
             bis.cuts, s.cuts,
             "{what}: cuts differ on rank {r} of {ranks}"
+        );
+        // To the bit (`-0.0 == 0.0` as numbers, not as cut values or tie points).
+        assert_eq!(
+            format!("{:?}", bis.cuts),
+            format!("{:?}", s.cuts),
+            "{what}: cuts differ in their bits on rank {r} of {ranks}"
         );
         assert_eq!(bis.part_counts, s.part_counts, "{what}: counts");
         for (a, b) in bis.part_weights.iter().zip(&s.part_weights) {
@@ -114,10 +102,10 @@ fn check(
 fn random_and_graded_sets_match_serial() {
     let mut case = 0u64;
     for dim in 1..=3 {
-        for dist in [Dist::Uniform, Dist::Graded { rmin: 1e-6 }] {
-            for wk in [Weights::Unit, Weights::Random, Weights::LogNormal] {
+        for dist in [Distribution::Uniform, Distribution::Corner { rmin: 1e-6 }] {
+            for wk in [WeightKind::Unit, WeightKind::Random, WeightKind::LogNormal] {
                 case += 1;
-                let (x, w) = points(dist, 3000, dim, wk, case);
+                let (x, w) = points_with(&mut Xoshiro256::new(case), 3000, dim, dist, wk);
                 for (targets, method) in [
                     (vec![1.0; 7], Method::Rcb),
                     (vec![16.0, 19.0, 31.0, 34.0], Method::Rib),
@@ -146,7 +134,7 @@ fn random_and_graded_sets_match_serial() {
 #[test]
 fn ties_duplicates_and_zero_weights_match_serial() {
     // A coarse grid with duplicates: many objects share keys and coordinates.
-    let mut rng = Rng::new(99);
+    let mut rng = Xoshiro256::new(99);
     for dim in 1..=3 {
         let n = 2000;
         let x: Vec<f64> = (0..n * dim)
@@ -213,7 +201,7 @@ fn bad_data_on_one_rank_is_an_error_on_every_rank() {
         }
         let mut parts = vec![0u32; 10];
         Rcb::default()
-            .partition_dist(&c, &x, 2, None, &[1.0, 1.0], &mut parts)
+            .partition(&c, Points::new(&x, 2, None), &[1.0, 1.0], &mut parts)
             .map(|_| ())
             .map_err(|e| e.to_string())
     })
@@ -236,7 +224,7 @@ fn bad_data_on_one_rank_is_an_error_on_every_rank() {
             vec![1.0, 2.0]
         };
         Rib::default()
-            .partition_dist(&c, &x, 2, None, &t, &mut parts)
+            .partition(&c, Points::new(&x, 2, None), &t, &mut parts)
             .map(|_| ())
             .map_err(|e| e.to_string())
     })
@@ -247,5 +235,32 @@ fn bad_data_on_one_rank_is_an_error_on_every_rank() {
             "ranks disagree: the target part sizes",
             "every rank sees it"
         );
+    }
+}
+
+#[test]
+fn signed_zeros_give_the_same_cuts_serial_and_distributed() {
+    // A lattice on {-0.0, 0.0, 1.0, 2.0}² with both zeros, so cuts and ties land on zero.
+    let vals = [-0.0, 0.0, 1.0, 2.0, 0.0, -0.0];
+    let coords: Vec<f64> = (0..36)
+        .flat_map(|i| [vals[i % 6], vals[(i / 6) % 6]])
+        .collect();
+    for method in [Method::Rcb, Method::Rib] {
+        for keep_ties in [false, true] {
+            for ranks in [2, 3] {
+                let what = format!("signed zeros {method} keep_ties={keep_ties}");
+                check(
+                    method,
+                    keep_ties,
+                    &coords,
+                    2,
+                    None,
+                    &[1.0, 2.0, 1.0],
+                    ranks,
+                    5,
+                    &what,
+                );
+            }
+        }
     }
 }

@@ -7,8 +7,9 @@
 
 use comm::{Comm, ThreadComm, ThreadOptions};
 use drum_model::{Machine, PowerConfig, static_powers};
-use hier_part::points::{Dist, Rng, Weights, points};
-use hier_part::{Child, Hier, HierPartition, LevelCuts, MethodKind, Par, Plan, Plane};
+use hier_part::{Child, Hier, HierPartition, LevelCuts, Par, PartitionMethod, Plan, Plane};
+use hier_part::{Points, Serial, Workspace};
+use hsfc::generate::{Distribution, RandomSource, WeightKind, Xoshiro256, points_with};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -97,7 +98,7 @@ fn check_partition(
             .filter(|&i| node.ranks.binary_search(&(parts[i] as usize)).is_ok())
             .collect();
         match (method.kind, cuts) {
-            (MethodKind::Rcb | MethodKind::Rib, LevelCuts::Bisection(b)) => {
+            (PartitionMethod::Rcb | PartitionMethod::Rib, LevelCuts::Bisection(b)) => {
                 for &i in &members {
                     let x = &coords[i * dim..(i + 1) * dim];
                     assert_eq!(
@@ -109,12 +110,12 @@ fn check_partition(
                 }
                 for c in &b.cuts {
                     match (method.kind, c.plane) {
-                        (MethodKind::Rcb, Plane::Axis(_))
-                        | (MethodKind::Rib, Plane::Inertial { .. }) => {}
+                        (PartitionMethod::Rcb, Plane::Axis(_))
+                        | (PartitionMethod::Rib, Plane::Inertial { .. }) => {}
                         (k, p) => panic!("{}: {k} level made a cut {p:?}", node.label),
                     }
                 }
-                if method.kind == MethodKind::Rcb {
+                if method.kind == PartitionMethod::Rcb {
                     // Pairwise: some axis separates the children's bounding boxes.
                     let k = node.children.len();
                     let mut bb = vec![([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]); k];
@@ -135,7 +136,7 @@ fn check_partition(
                     }
                 }
             }
-            (MethodKind::Hsfc, LevelCuts::Hsfc(p)) => {
+            (PartitionMethod::Hsfc, LevelCuts::Hsfc(p)) => {
                 // Children own consecutive key intervals: sorting by key gives non-decreasing
                 // child indices.
                 let mut keyed: Vec<(u64, usize)> = members
@@ -166,7 +167,7 @@ fn run_serial(
 ) -> (Vec<u32>, HierPartition) {
     let mut parts = vec![u32::MAX; coords.len() / dim];
     let r = Hier { par }
-        .partition(plan, coords, dim, w, &mut parts)
+        .partition(&Serial, plan, Points::new(coords, dim, w), &mut parts)
         .unwrap();
     (parts, r)
 }
@@ -177,10 +178,10 @@ fn every_machine_file_partitions_correctly() {
         let m = keep_all_cuts(&Machine::from_file(&f).unwrap());
         let plan = plan_of(&m);
         for (dist, wk, seed) in [
-            (Dist::Uniform, Weights::Unit, 1),
-            (Dist::Graded { rmin: 1e-6 }, Weights::Random, 2),
+            (Distribution::Uniform, WeightKind::Unit, 1),
+            (Distribution::Corner { rmin: 1e-6 }, WeightKind::Random, 2),
         ] {
-            let (x, w) = points(dist, 20_000, 2, wk, seed);
+            let (x, w) = points_with(&mut Xoshiro256::new(seed), 20_000, 2, dist, wk);
             let (parts, r) = run_serial(&plan, &x, 2, w.as_deref(), Par::Seq);
             check_partition(&plan, &x, 2, w.as_deref(), &parts, &r);
             // Point assign through the hierarchy gives every point its rank.
@@ -194,7 +195,7 @@ fn every_machine_file_partitions_correctly() {
             }
             // The same for every thread count.
             for t in [2, 4] {
-                let (p2, r2) = run_serial(&plan, &x, 2, w.as_deref(), Par::rayon(t));
+                let (p2, r2) = run_serial(&plan, &x, 2, w.as_deref(), Par::threads(t));
                 assert_eq!(p2, parts, "{}: {t} threads", f.display());
                 assert_eq!(r2.rank_weights, r.rank_weights);
             }
@@ -204,7 +205,7 @@ fn every_machine_file_partitions_correctly() {
 
 /// Slice boundaries of `n` points over `ranks`, uneven, some ranks empty.
 fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Xoshiro256::new(seed);
     let mut cuts: Vec<usize> = (0..ranks - 1)
         .map(|_| {
             if rng.next_u64().is_multiple_of(4) {
@@ -226,7 +227,13 @@ fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
 fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
     let plan = plan_of(m);
     let ranks = plan.num_ranks();
-    let (x, w) = points(Dist::Graded { rmin: 1e-6 }, n, dim, Weights::Random, seed);
+    let (x, w) = points_with(
+        &mut Xoshiro256::new(seed),
+        n,
+        dim,
+        Distribution::Corner { rmin: 1e-6 },
+        WeightKind::Random,
+    );
     let w = w.unwrap();
     let w2: Vec<f64> = w
         .iter()
@@ -236,31 +243,35 @@ fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
     let (want, r) = run_serial(&plan, &x, dim, Some(&w), Par::Seq);
     let mut want2 = want.clone();
     let r2 = Hier::default()
-        .repartition(&plan, &r, &x, dim, Some(&w2), &mut want2)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &plan,
+            &r,
+            Points::new(&x, dim, Some(&w2)),
+            &mut want2,
+        )
         .unwrap();
     let b = spread(n, ranks, seed);
     let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
         let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
         let mut parts = vec![u32::MAX; hi - lo];
         let d = Hier::default()
-            .partition_dist(
+            .partition(
                 &c,
                 &plan,
-                &x[lo * dim..hi * dim],
-                dim,
-                Some(&w[lo..hi]),
+                Points::new(&x[lo * dim..hi * dim], dim, Some(&w[lo..hi])),
                 &mut parts,
             )
             .unwrap();
         let first = parts.clone();
         let d2 = Hier::default()
-            .repartition_dist(
+            .repartition(
+                &mut Workspace::default(),
                 &c,
                 &plan,
                 &d,
-                &x[lo * dim..hi * dim],
-                dim,
-                Some(&w2[lo..hi]),
+                Points::new(&x[lo * dim..hi * dim], dim, Some(&w2[lo..hi])),
                 &mut parts,
             )
             .unwrap();
@@ -335,13 +346,26 @@ fn keep_cuts_repartition_moves_little() {
     let m = Machine::from_file(machines_dir().join("hier-lbmethods.xml")).unwrap();
     let m = keep_all_cuts(&m);
     let plan = plan_of(&m);
-    let (x, w) = points(Dist::Uniform, 40_000, 2, Weights::Random, 5);
+    let (x, w) = points_with(
+        &mut Xoshiro256::new(5),
+        40_000,
+        2,
+        Distribution::Uniform,
+        WeightKind::Random,
+    );
     let w = w.unwrap();
     let (parts, r) = run_serial(&plan, &x, 2, Some(&w), Par::Seq);
     // The same load again: nothing moves.
     let mut again = parts.clone();
     let r1 = Hier::default()
-        .repartition(&plan, &r, &x, 2, Some(&w), &mut again)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &plan,
+            &r,
+            Points::new(&x, 2, Some(&w)),
+            &mut again,
+        )
         .unwrap();
     assert_eq!(again, parts);
     assert_eq!(r1.moved.unwrap().count, 0);
@@ -353,7 +377,14 @@ fn keep_cuts_repartition_moves_little() {
         .collect();
     let mut p2 = parts.clone();
     let r2 = Hier::default()
-        .repartition(&plan, &r, &x, 2, Some(&w2), &mut p2)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &plan,
+            &r,
+            Points::new(&x, 2, Some(&w2)),
+            &mut p2,
+        )
         .unwrap();
     let moved = r2.moved.unwrap();
     assert!(moved.weight < 0.05 * r2.total_weight, "{moved:?}");
@@ -364,7 +395,7 @@ fn keep_cuts_repartition_moves_little() {
 fn method_of_each_level_comes_from_the_xml() {
     let m = Machine::from_file(machines_dir().join("fig3-cluster-of-clusters.xml")).unwrap();
     let plan = plan_of(&m);
-    let kinds: Vec<(u32, MethodKind)> = plan
+    let kinds: Vec<(u32, PartitionMethod)> = plan
         .split_nodes()
         .iter()
         .map(|&id| {
@@ -372,7 +403,7 @@ fn method_of_each_level_comes_from_the_xml() {
             (n.nodenum, n.method.as_ref().unwrap().kind)
         })
         .collect();
-    use MethodKind::*;
+    use PartitionMethod::*;
     assert_eq!(
         kinds,
         vec![
@@ -399,16 +430,21 @@ fn method_of_each_level_comes_from_the_xml() {
 
 #[test]
 fn lbmethod_errors_name_the_node_and_the_line() {
-    let bad = |lb: &str| {
-        let xml = format!(
+    let xml = |lb: &str| {
+        format!(
             "<machinemodel>\n<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\">\n  {lb}\n</node>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" name=\"a\" parent=\"0\"/>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"2\" name=\"b\" parent=\"0\"/>\n</machinemodel>"
-        );
-        let m = Machine::parse_str(&xml, "bad.xml").unwrap();
+        )
+    };
+    let bad = |lb: &str| {
+        let m = Machine::parse_str(&xml(lb), "bad.xml").unwrap();
         let powers = static_powers(&m, &PowerConfig::default()).unwrap();
         Plan::new(&m, &powers).map(|_| ()).unwrap_err().to_string()
     };
+    // Method names are part of the file format: the reader rejects an unknown one.
     assert_eq!(
-        bad(r#"<lbmethod lbm="PARMETIS"/>"#),
+        Machine::parse_str(&xml(r#"<lbmethod lbm="PARMETIS"/>"#), "bad.xml")
+            .unwrap_err()
+            .to_string(),
         "bad.xml:3:13: node 0 (\"sw\"): unknown lbmethod `PARMETIS` (known: HSFC, RCB, RIB)"
     );
     assert_eq!(
@@ -442,10 +478,9 @@ fn bad_input_is_an_error_not_a_panic() {
     let mut parts = vec![0u32; 3];
     let e = Hier::default()
         .partition(
+            &Serial,
             &plan,
-            &[0.0, 0.0, 1.0, f64::NAN, 0.5, 0.5],
-            2,
-            None,
+            Points::new(&[0.0, 0.0, 1.0, f64::NAN, 0.5, 0.5], 2, None),
             &mut parts,
         )
         .unwrap_err();
@@ -455,10 +490,9 @@ fn bad_input_is_an_error_not_a_panic() {
     );
     let e = Hier::default()
         .partition(
+            &Serial,
             &plan,
-            &[0.0, 0.0, 1.0, 1.0, 0.5, 0.5],
-            2,
-            Some(&[1.0, -1.0, 1.0]),
+            Points::new(&[0.0, 0.0, 1.0, 1.0, 0.5, 0.5], 2, Some(&[1.0, -1.0, 1.0])),
             &mut parts,
         )
         .unwrap_err();
@@ -466,7 +500,12 @@ fn bad_input_is_an_error_not_a_panic() {
     // HSFC levels need 2-D or 3-D points: the error names the level.
     let mut p1 = vec![0u32; 3];
     let e = Hier::default()
-        .partition(&plan, &[0.0, 1.0, 2.0], 1, None, &mut p1)
+        .partition(
+            &Serial,
+            &plan,
+            Points::new(&[0.0, 1.0, 2.0], 1, None),
+            &mut p1,
+        )
         .unwrap_err();
     assert!(
         e.to_string()
@@ -477,7 +516,7 @@ fn bad_input_is_an_error_not_a_panic() {
     let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
         let mut p = vec![0u32; 1];
         Hier::default()
-            .partition_dist(&c, &plan, &[0.5, 0.5], 2, None, &mut p)
+            .partition(&c, &plan, Points::new(&[0.5, 0.5], 2, None), &mut p)
             .unwrap_err()
             .to_string()
     })
@@ -499,7 +538,7 @@ fn bad_data_on_one_rank_fails_every_rank() {
         }
         let mut p = vec![0u32; 4];
         Hier::default()
-            .partition_dist(&c, &plan, &x, 2, None, &mut p)
+            .partition(&c, &plan, Points::new(&x, 2, None), &mut p)
             .unwrap_err()
             .to_string()
     })
@@ -518,7 +557,7 @@ proptest! {
     /// run on 2-4 thread ranks... (on the tree's own rank count) equals the serial one.
     #[test]
     fn random_trees(seed in 0u64..1_000_000, n in 0usize..3000, dim in 2usize..=3) {
-        let mut rng = Rng::new(seed);
+        let mut rng = Xoshiro256::new(seed);
         let methods = ["HSFC", "RCB", "RIB"];
         let mut xml = String::from("<machinemodel>\n");
         let top = methods[(rng.next_u64() % 3) as usize];
@@ -545,7 +584,7 @@ proptest! {
         xml += "</machinemodel>\n";
         let m = Machine::parse_str(&xml, "random.xml").unwrap();
         let plan = plan_of(&m);
-        let (x, w) = points(Dist::Graded { rmin: 1e-4 }, n, dim, Weights::Random, seed);
+        let (x, w) = points_with(&mut Xoshiro256::new(seed), n, dim, Distribution::Corner { rmin: 1e-4 }, WeightKind::Random);
         let (parts, r) = run_serial(&plan, &x, dim, w.as_deref(), Par::Seq);
         check_partition(&plan, &x, dim, w.as_deref(), &parts, &r);
         if plan.num_ranks() <= 12 {
@@ -554,7 +593,7 @@ proptest! {
                 let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
                 let mut p = vec![u32::MAX; hi - lo];
                 Hier::default()
-                    .partition_dist(&c, &plan, &x[lo * dim..hi * dim], dim, w.as_ref().map(|w| &w[lo..hi]), &mut p)
+                    .partition(&c, &plan, Points::new(&x[lo * dim..hi * dim], dim, w.as_ref().map(|w| &w[lo..hi])), &mut p)
                     .unwrap();
                 p
             })

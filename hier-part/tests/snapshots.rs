@@ -3,12 +3,13 @@
 //! picture. The points come from integer arithmetic only (no libm), so the snapshots are the
 //! same on every platform.
 
-use hier_part::points::Rng;
 use hier_part::{Csr, Par, Quality, Rcb, Rib, picture};
+use hier_part::{Partitioner, Points, Serial};
+use hsfc::generate::{RandomSource, Xoshiro256};
 
 /// `n` points in the unit square crowding the corner (0, 0): x = u², y = v².
 fn corner_points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Xoshiro256::new(seed);
     (0..n * dim)
         .map(|_| {
             let u = rng.uniform();
@@ -29,9 +30,19 @@ fn report(
     let n = coords.len() / dim;
     let mut parts = vec![0; n];
     let r = if rib {
-        Rib::default().partition(coords, dim, weights, targets, &mut parts)
+        Rib::default().partition(
+            &Serial,
+            Points::new(coords, dim, weights),
+            targets,
+            &mut parts,
+        )
     } else {
-        Rcb::default().partition(coords, dim, weights, targets, &mut parts)
+        Rcb::default().partition(
+            &Serial,
+            Points::new(coords, dim, weights),
+            targets,
+            &mut parts,
+        )
     }
     .unwrap();
     let g = Csr::knn(coords, dim, 6, Par::Seq).unwrap();
@@ -77,7 +88,7 @@ fn rib_2d_five_unequal_parts() {
 fn rcb_2d_weighted_eight_parts_two_nodes() {
     // Eight ranks on two nodes of four; node 1 twice as fast per rank.
     let coords = corner_points(1000, 2, 2);
-    let mut rng = Rng::new(3);
+    let mut rng = Xoshiro256::new(3);
     let w: Vec<f64> = (0..1000)
         .map(|_| 1.0 + (rng.next_u64() % 9) as f64)
         .collect();
@@ -122,7 +133,7 @@ fn hierarchical_partition_of_every_machine_file() {
         .collect();
     files.sort();
     let coords = corner_points(1200, 2, 5);
-    let mut rng = Rng::new(6);
+    let mut rng = Xoshiro256::new(6);
     let weights: Vec<f64> = (0..1200).map(|_| (1 + rng.next_u64() % 4) as f64).collect();
     for f in files {
         let machine = Machine::from_file(&f).unwrap();
@@ -130,7 +141,12 @@ fn hierarchical_partition_of_every_machine_file() {
         let plan = Plan::new(&machine, &powers).unwrap();
         let mut parts = vec![0u32; 1200];
         let r = Hier::default()
-            .partition(&plan, &coords, 2, Some(&weights), &mut parts)
+            .partition(
+                &Serial,
+                &plan,
+                Points::new(&coords, 2, Some(&weights)),
+                &mut parts,
+            )
             .unwrap();
         let name = f.file_stem().unwrap().to_string_lossy().to_string();
         let report = format!(

@@ -60,6 +60,67 @@ impl Reduce for Serial {
     }
 }
 
+/// How a step that [`agree`] made collective failed: on this rank (its own error), or only on
+/// others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failed<E> {
+    /// This rank failed, with this error (other ranks may have failed too).
+    Here(E),
+    /// This rank succeeded but `ranks` others failed, the lowest of them `first`.
+    Elsewhere {
+        /// How many ranks failed.
+        ranks: u64,
+        /// The lowest failed rank.
+        first: usize,
+    },
+}
+
+/// The one protocol for agreeing on errors before the next collective: every rank passes the
+/// outcome of its local step, and every rank learns whether all succeeded, so that no rank
+/// is left waiting in a collective for one that gave up. Each rank gets its own value when
+/// every rank succeeded, its own error when it failed, and [`Failed::Elsewhere`] (how many
+/// ranks failed, and the lowest) when only others did.
+///
+/// `sums` rides along: it is summed over the ranks in the same collective (one `sum_u64` of
+/// `[failed, sums..]` when every rank succeeds; a `min_f64` more when one failed). The outer
+/// `Result` is the reduction's own failure (a peer died).
+///
+/// ```
+/// use hsfc::dist::{Failed, Serial, agree};
+/// let mut n = [5u64];
+/// assert_eq!(agree(&Serial, Ok::<_, ()>(7), &mut n).unwrap(), Ok(7));
+/// assert_eq!(n, [5]);
+/// assert_eq!(agree(&Serial, Err::<(), _>("bad"), &mut []).unwrap(), Err(Failed::Here("bad")));
+/// ```
+pub fn agree<R: Reduce, T, E>(
+    group: &R,
+    local: Result<T, E>,
+    sums: &mut [u64],
+) -> Result<Result<T, Failed<E>>, R::Error> {
+    let mut buf = Vec::with_capacity(1 + sums.len());
+    buf.push(u64::from(local.is_err()));
+    buf.extend_from_slice(sums);
+    group.sum_u64(&mut buf)?;
+    sums.copy_from_slice(&buf[1..]);
+    let failed = buf[0];
+    if failed == 0 {
+        return Ok(local.map_err(Failed::Here));
+    }
+    // Ranks are below 2^53, exact in an f64.
+    let mut first = [match local {
+        Err(_) => group.rank() as f64,
+        Ok(_) => f64::INFINITY,
+    }];
+    group.min_f64(&mut first)?;
+    Ok(match local {
+        Err(e) => Err(Failed::Here(e)),
+        Ok(_) => Err(Failed::Elsewhere {
+            ranks: failed,
+            first: first[0] as usize,
+        }),
+    })
+}
+
 /// The contiguous block of `n` objects that rank `rank` of `size` holds:
 /// `[rank·n/size, (rank+1)·n/size)` (rounded down). The blocks of ranks `0..size` tile `0..n`
 /// in rank order and differ in length by at most one.

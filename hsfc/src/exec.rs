@@ -1,5 +1,6 @@
 //! Running chunked passes on the calling thread or on a local rayon pool.
 
+use crate::refine::Scratch;
 use crate::{Error, Par};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -9,9 +10,11 @@ use std::sync::{Arc, Mutex};
 /// rayon's global pool, so an embedding code keeps control of its cores). Pools are built on
 /// first use for each size and kept (idle threads sleep), so repeated calls do not pay for
 /// thread creation.
-pub(crate) struct Exec {
+pub(crate) struct Exec<'w> {
     pool: Option<Arc<rayon::ThreadPool>>,
     threads: usize,
+    /// The caller's buffers for the passes' histograms and candidate lists.
+    pub(crate) scratch: &'w Scratch,
 }
 
 fn pool_of(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
@@ -33,24 +36,27 @@ fn pool_of(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
     Ok(pool)
 }
 
-impl std::fmt::Debug for Exec {
+/// The pool `par` runs on: `None` for [`Par::Seq`].
+pub(crate) fn pool(par: Par) -> Result<Option<Arc<rayon::ThreadPool>>, Error> {
+    match par {
+        Par::Seq => Ok(None),
+        Par::Rayon(n) => pool_of(n.get()).map(Some),
+    }
+}
+
+impl std::fmt::Debug for Exec<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Exec({} threads)", self.threads)
     }
 }
 
-impl Exec {
-    pub(crate) fn new(par: Par) -> Result<Exec, Error> {
-        match par {
-            Par::Seq => Ok(Exec {
-                pool: None,
-                threads: 1,
-            }),
-            Par::Rayon(n) => Ok(Exec {
-                pool: Some(pool_of(n.get())?),
-                threads: n.get(),
-            }),
-        }
+impl<'w> Exec<'w> {
+    pub(crate) fn new(par: Par, scratch: &'w Scratch) -> Result<Exec<'w>, Error> {
+        Ok(Exec {
+            pool: pool(par)?,
+            threads: par.degree(),
+            scratch,
+        })
     }
 
     /// Chunk length for `n` items: one chunk when sequential, else about four per thread

@@ -21,13 +21,13 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum IoError {
     /// The operating system refused (missing file, permissions, disk full).
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Os {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (printed in the message, so not also a `source()`: a
+        /// report that walks the chain would print it twice).
+        error: std::io::Error,
     },
     /// The file's content does not follow the format.
     #[error("{path}: byte {offset}: {message}")]
@@ -40,15 +40,14 @@ pub enum IoError {
         message: String,
     },
     /// The operating system refused a read or seek at a known place.
-    #[error("{path}: byte {offset}: {source}")]
+    #[error("{path}: byte {offset}: {error}")]
     OsAt {
         /// The file.
         path: PathBuf,
         /// Byte offset of the read or seek.
         offset: u64,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (in the message, not a `source()`; see [`IoError::Os`]).
+        error: std::io::Error,
     },
     /// Points were asked for beyond the end of a point file.
     #[error("{path}: points {start}..{end} requested, but the file holds {n} points")]
@@ -97,17 +96,17 @@ impl PointSet {
 }
 
 fn os(path: &Path) -> impl FnOnce(std::io::Error) -> IoError + '_ {
-    move |source| IoError::Os {
+    move |error| IoError::Os {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
 fn os_at(path: &Path, offset: u64) -> impl FnOnce(std::io::Error) -> IoError + '_ {
-    move |source| IoError::OsAt {
+    move |error| IoError::OsAt {
         path: path.to_path_buf(),
         offset,
-        source,
+        error,
     }
 }
 

@@ -5,13 +5,15 @@
 //! sizes, and writes one part id per point into a buffer the caller owns.
 //!
 //! ```
-//! use hsfc::{Hsfc, Par};
+//! use hsfc::dist::Serial;
+//! use hsfc::{Hsfc, Par, Partitioner, Points};
 //! // Four points on a line, weights 1, 1, 1, 3; two parts, the second twice the first.
 //! let points = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0];
 //! let weights = [1.0, 1.0, 1.0, 3.0];
 //! let mut parts = [0u32; 4];
+//! // `Serial`: this process holds all the points (a `comm` communicator spreads them).
 //! let p = Hsfc { par: Par::Seq, ..Default::default() }
-//!     .partition(&points, 2, Some(&weights), &[1.0, 2.0], &mut parts)
+//!     .partition(&Serial, Points::new(&points, 2, Some(&weights)), &[1.0, 2.0], &mut parts)
 //!     .unwrap();
 //! assert_eq!(p.part_weights(), &[2.0, 4.0]);
 //! // Any point, in the box or not, is assigned as the partition would assign it.
@@ -31,7 +33,7 @@
 //!
 //! Weights are summed as fixed-point integers (see [`Partition::weight_quantum`]), so every
 //! sum is exact and independent of the order of summation: the result is bit-identical for
-//! every thread count ([`Par`]) and, through [`Hsfc::partition_dist`], every rank count.
+//! every thread count ([`Par`]) and every rank count (the group of [`Partitioner::partition`]).
 
 #![deny(missing_docs)]
 
@@ -42,7 +44,9 @@ mod exec;
 pub mod generate;
 pub mod io;
 mod mapping;
+mod par;
 mod partition;
+mod partitioner;
 mod refine;
 pub mod summary;
 #[cfg(test)]
@@ -50,38 +54,9 @@ mod tests;
 
 pub use error::Error;
 pub use mapping::BoundingBox;
-pub use partition::{Migration, Partition, release_buffers};
-
-use std::num::NonZeroUsize;
-
-/// How much parallelism a call may use. The library never sizes a pool on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Par {
-    /// Run on the calling thread.
-    #[default]
-    Seq,
-    /// Run on a local rayon pool of this many threads (built on first use of this size and
-    /// kept for later calls; rayon's global pool is never used).
-    Rayon(NonZeroUsize),
-}
-
-impl Par {
-    /// `Seq` for 0 or 1 threads, `Rayon(n)` otherwise.
-    pub fn threads(n: usize) -> Par {
-        match NonZeroUsize::new(n) {
-            Some(n) if n.get() > 1 => Par::Rayon(n),
-            _ => Par::Seq,
-        }
-    }
-
-    /// Number of threads this setting uses.
-    pub fn degree(self) -> usize {
-        match self {
-            Par::Seq => 1,
-            Par::Rayon(n) => n.get(),
-        }
-    }
-}
+pub use par::Par;
+pub use partition::{Migration, Partition};
+pub use partitioner::{Partitioner, Points, Workspace};
 
 /// The partitioner's settings (public fields; build with `..Default::default()`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,103 +80,58 @@ impl Default for Hsfc {
     }
 }
 
-impl Hsfc {
-    /// Partitions `points` (interleaved, `dim` = 2 or 3 coordinates per point) into
-    /// `targets.len()` parts with relative sizes `targets` (normalised; zeros allowed), writing
-    /// the part of point `i` into `parts[i]`.
+impl<R: dist::Reduce> Partitioner<R> for Hsfc {
+    type Output = Partition;
+    type Error = Error;
+    type Workspace = Workspace;
+
+    /// Partitions the points into `targets.len()` parts with relative sizes `targets`
+    /// (normalised; zeros allowed), writing the part of point `i` into `parts[i]`. Points are
+    /// 2-D or 3-D; weights are non-negative and finite (`None`: unit weights).
     ///
-    /// `weights`: `None` for unit weights, or one non-negative finite weight per point.
     /// Parts follow the curve: part `k` owns the fine keys in `[fine_cuts[k-1], fine_cuts[k])`
     /// ([`Partition::fine_cuts`]). Every part `k` with weight `W_k` and target `T_k` satisfies
     /// `|W_k − T_k| ≤` the largest weight of the points that share one fine key: points with
     /// identical fine keys (duplicates, or points in one cell of the fine grid: 2^53 cells per
     /// axis of the padded box in 2-D, 2^42 in 3-D) always go to one part, so for distinct
     /// points the bound is the largest single weight. Parts with target 0 get no point.
-    pub fn partition(
-        &self,
-        points: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        targets: &[f64],
-        parts: &mut [u32],
-    ) -> Result<Partition, Error> {
-        partition::run(
-            self,
-            &dist::Serial,
-            points,
-            dim,
-            weights,
-            targets,
-            parts,
-            None,
-        )
-    }
-
-    /// The distributed form of [`Hsfc::partition`]: each rank passes its own points, weights
-    /// and parts buffer, and the same `dim`, `targets` and settings. Every rank returns the
-    /// same [`Partition`], and the parts are those the serial call would give on the union of
+    ///
+    /// Distributed (`group` of several ranks): each rank passes its own points and parts
+    /// buffer, and the same `targets` and settings. Every rank returns the same [`Partition`],
+    /// and the parts are those the serial call ([`dist::Serial`]) would give on the union of
     /// the points, for any number of ranks. Bad input on one rank makes every rank return an
     /// error (the others get [`Error::InvalidOnOtherRank`]).
-    pub fn partition_dist<R: dist::Reduce>(
+    fn partition_with(
         &self,
-        comm: &R,
-        points: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
+        ws: &mut Workspace,
+        group: &R,
+        points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Partition, Error> {
-        partition::run(self, comm, points, dim, weights, targets, parts, None)
+        partition::run(self, ws, group, points, targets, parts, None)
     }
+}
 
+impl Hsfc {
     /// Repartitions from `previous` (Zoltan's KEEP_CUTS): the same bounding box and curve are
     /// kept when the points still fit in it, and each new cut stays as close to the previous
     /// one as the balance allows (see [`Hsfc::tolerance`]), so a slowly changing load moves
     /// little. `parts` holds each point's current part on entry (for instance from
     /// [`Partition::assign`]) and its new part on return; the moved weight is reported in
-    /// [`Partition::migration`]. `targets.len()` and `dim` must match `previous`.
-    pub fn repartition(
+    /// [`Partition::migration`]. `targets.len()` and the dimension must match `previous`.
+    /// Distributed as [`Partitioner::partition`] (every rank passes the same `previous`).
+    /// `ws`: the caller's buffers, as for [`Partitioner::partition_with`] (a repartition is
+    /// the call that repeats).
+    pub fn repartition<R: dist::Reduce>(
         &self,
+        ws: &mut Workspace,
+        group: &R,
         previous: &Partition,
-        points: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
+        points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Partition, Error> {
-        partition::run(
-            self,
-            &dist::Serial,
-            points,
-            dim,
-            weights,
-            targets,
-            parts,
-            Some(previous),
-        )
-    }
-
-    /// The distributed form of [`Hsfc::repartition`] (see [`Hsfc::partition_dist`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn repartition_dist<R: dist::Reduce>(
-        &self,
-        comm: &R,
-        previous: &Partition,
-        points: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        targets: &[f64],
-        parts: &mut [u32],
-    ) -> Result<Partition, Error> {
-        partition::run(
-            self,
-            comm,
-            points,
-            dim,
-            weights,
-            targets,
-            parts,
-            Some(previous),
-        )
+        partition::run(self, ws, group, points, targets, parts, Some(previous))
     }
 }

@@ -1,11 +1,11 @@
 //! The partition pipeline and its result.
 
 use crate::curve::{self, key_bits, sub_key_bits, tables};
-use crate::dist::Reduce;
+use crate::dist::{self, Failed, Reduce};
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
 use crate::refine::{self, B0, Found, Quant};
-use crate::{Error, Hsfc};
+use crate::{Error, Hsfc, Points, Workspace};
 
 /// Weight moved by a repartition.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -690,40 +690,6 @@ fn keys_pass<const D: usize>(
     h
 }
 
-/// The key buffer kept between calls: 8 bytes per point of the largest call so far, so that
-/// repeated partitions (a repartition every step of a simulation) do not allocate and fault in
-/// their pages again. [`crate::release_buffers`] frees it.
-static KEY_BUFFER: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-
-/// A key buffer taken from [`KEY_BUFFER`] (or new when another call holds it), returned on drop.
-struct KeyBuffer(Vec<u64>);
-
-impl KeyBuffer {
-    fn take(n: usize) -> KeyBuffer {
-        let mut v = std::mem::take(&mut *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()));
-        v.clear();
-        v.reserve(n);
-        KeyBuffer(v)
-    }
-}
-
-impl Drop for KeyBuffer {
-    fn drop(&mut self) {
-        let mut kept = KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.capacity() < self.0.capacity() {
-            *kept = std::mem::take(&mut self.0);
-        }
-    }
-}
-
-/// Frees the buffers that `hsfc` keeps between calls to avoid allocating and faulting in
-/// memory again: the key buffer (8 bytes per point of the largest partition so far) and the
-/// histogram and candidate buffers of the refinement.
-pub fn release_buffers() {
-    *KEY_BUFFER.lock().unwrap_or_else(|e| e.into_inner()) = Vec::new();
-    refine::release_scratch();
-}
-
 /// Per-chunk accumulators of the assign pass.
 struct Tally {
     counts: Vec<u64>,
@@ -732,23 +698,119 @@ struct Tally {
     moved_n: u64,
 }
 
-#[allow(clippy::too_many_arguments)] // the public entry points' arguments, plus `prev`
+/// The partition pipeline (see the crate documentation): pass 1 ([`extent`]), the curve
+/// ([`curve`]) and fixed-point weights ([`quantize`]), pass 2 ([`key_pass`]), the targets
+/// ([`Targets`]) located on the curve ([`refine::locate`]), the cuts ([`Targets::cuts`]), pass 3
+/// for a repartition ([`assign_parts`]), and the result ([`finish`]).
 pub(crate) fn run<R: Reduce>(
     cfg: &Hsfc,
+    ws: &mut Workspace,
     comm: &R,
-    points: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
+    input: Points<'_>,
     targets: &[f64],
     parts: &mut [u32],
     prev: Option<&Partition>,
 ) -> Result<Partition, Error> {
+    let (points, dim, weights) = input.into_parts();
     check_global(cfg, dim, targets, prev)?;
-    let k = targets.len();
-    let exec = Exec::new(cfg.par)?;
+    let exec = Exec::new(cfg.par, &ws.scratch)?;
+    let ext = extent(&exec, comm, input, parts)?;
+    let (map, kept) = curve(dim, ext.bbox, ext.n_total, prev);
+    let (quant, quantum) = quantize(weights, ext.wmax, ext.n_total);
+    let fresh = prev.is_none();
+    let keys = &mut ws.keys;
+    let mut hist0 = key_pass(
+        &exec,
+        keys,
+        &map,
+        points,
+        quant,
+        fresh.then_some(&mut *parts),
+    );
+    comm.sum_u64(&mut hist0).map_err(comm_err)?;
+    let total: u64 = hist0.iter().sum();
+    let plan = Targets::new(targets, total, cfg.tolerance, kept);
 
-    // Pass 1: validate, bounding box, largest weight. Errors are agreed on collectively so
-    // that no rank is left waiting in a reduction.
+    // The sub-key of a local point, for the few whose cell a target reaches with several
+    // points in it (the low word of its fine key).
+    let sub_key = |i: usize| map.fine_key(&points[i * dim..(i + 1) * dim]) as u64;
+    let positive_u32: Vec<u32> = plan.positive.iter().map(|&p| p as u32).collect();
+    let located = refine::Targets {
+        keys,
+        sub_key: &sub_key,
+        quant,
+        hist0: &hist0,
+        bits: (key_bits(dim), sub_key_bits(dim)),
+        n_total: ext.n_total,
+        queries: &plan.queries,
+    };
+    let (found, fresh_tally) = refine::locate(
+        comm,
+        &exec,
+        located,
+        fresh.then(|| refine::Assign {
+            mult: &plan.mult,
+            positive: &positive_u32,
+            parts: &mut *parts,
+            k: targets.len(),
+        }),
+    )
+    .map_err(comm_err)?;
+    let fine_cuts = plan.cuts(&found, prev.filter(|_| kept));
+    let cells: Vec<u64> = fine_cuts.iter().map(|&c| (c >> 64) as u64).collect();
+
+    // Pass 3 (repartition only; a fresh partition assigned the points while locating).
+    let k = targets.len();
+    let mut sums = vec![0u64; 2 * k + 2];
+    let mut global_w: Option<Vec<u64>> = None;
+    if let Some((t, weights)) = fresh_tally {
+        sums[..k].copy_from_slice(&t.counts);
+        global_w = Some(weights);
+    } else {
+        let cut_keys = Cuts {
+            cells: &cells,
+            fine: &fine_cuts,
+            key_bits: key_bits(dim),
+        };
+        assign_parts(&exec, &cut_keys, (keys, &sub_key, quant), parts, &mut sums);
+    }
+    comm.sum_u64(&mut sums).map_err(comm_err)?;
+    if let Some(g) = global_w {
+        for (s, w) in sums[k..2 * k].iter_mut().zip(g) {
+            *s += w;
+        }
+    }
+    Ok(finish(
+        Figures {
+            targets,
+            total,
+            quantum,
+            n_total: ext.n_total,
+            max_weight: if weights.is_some() { ext.wmax } else { 1.0 },
+        },
+        (map, cells, fine_cuts),
+        &sums,
+        prev.map(|_| kept),
+    ))
+}
+
+/// What pass 1 found over all ranks: the number of points, their bounding box and the largest
+/// weight.
+struct Extent {
+    n_total: u64,
+    bbox: BoundingBox,
+    wmax: f64,
+}
+
+/// Pass 1: validates the local input, and the global box and largest weight. Errors are agreed
+/// on collectively so that no rank is left waiting in a reduction.
+fn extent<R: Reduce>(
+    exec: &Exec,
+    comm: &R,
+    input: Points<'_>,
+    parts: &[u32],
+) -> Result<Extent, Error> {
+    let (points, dim, weights) = input.into_parts();
     let mut local_err = check_lengths(points, dim, weights, parts).err();
     let n_local = points.len() / dim;
     let mut scan = Scan {
@@ -777,15 +839,14 @@ pub(crate) fn run<R: Reduce>(
             local_err = Some(first_bad(points, dim, weights));
         }
     }
-    let mut head = [u64::from(local_err.is_some()), n_local as u64];
-    comm.sum_u64(&mut head).map_err(comm_err)?;
-    if let Some(e) = local_err {
-        return Err(e);
+    let mut n_total = [n_local as u64];
+    let local = local_err.map_or(Ok(()), Err);
+    match dist::agree(comm, local, &mut n_total).map_err(comm_err)? {
+        Ok(()) => {}
+        Err(Failed::Here(e)) => return Err(e),
+        Err(Failed::Elsewhere { ranks, .. }) => return Err(Error::InvalidOnOtherRank { ranks }),
     }
-    if head[0] > 0 {
-        return Err(Error::InvalidOnOtherRank { ranks: head[0] });
-    }
-    let n_total = head[1];
+    let [n_total] = n_total;
     let mut ext = [0.0f64; 7];
     for a in 0..dim {
         ext[a] = scan.lo[a];
@@ -793,7 +854,6 @@ pub(crate) fn run<R: Reduce>(
     }
     ext[6] = -scan.wmax;
     comm.min_f64(&mut ext).map_err(comm_err)?;
-    let wmax = -ext[6];
     let mut bbox = BoundingBox {
         lo: [0.0; 3],
         hi: [0.0; 3],
@@ -804,8 +864,21 @@ pub(crate) fn run<R: Reduce>(
             bbox.hi[a] = -ext[3 + a];
         }
     }
+    Ok(Extent {
+        n_total,
+        bbox,
+        wmax: -ext[6],
+    })
+}
 
-    // The curve: the previous one if every point still lies in its box.
+/// The curve over `bbox`: the previous one if every point still lies in its box (then
+/// `true`: the previous cuts may be kept), else one over both boxes.
+fn curve(
+    dim: usize,
+    mut bbox: BoundingBox,
+    n_total: u64,
+    prev: Option<&Partition>,
+) -> (Mapping, bool) {
     let mut kept = false;
     if let Some(p) = prev {
         let pb = p.bbox();
@@ -819,10 +892,12 @@ pub(crate) fn run<R: Reduce>(
             }
         }
     }
-    let map = Mapping::new(dim, bbox);
+    (Mapping::new(dim, bbox), kept)
+}
 
-    // Fixed-point weights.
-    let (quant, quantum) = match weights {
+/// Fixed-point weights (see [`Quant`]) and their quantum ([`Partition::weight_quantum`]).
+fn quantize(weights: Option<&[f64]>, wmax: f64, n_total: u64) -> (Quant<'_>, f64) {
+    match weights {
         Some(w) if wmax > 0.0 => {
             let e_n = 64 - n_total.saturating_sub(1).leading_zeros() as i32;
             // Total below 2^62, and each weight below 2^51 (see `Quant`).
@@ -833,230 +908,258 @@ pub(crate) fn run<R: Reduce>(
         }
         Some(_) => (Quant::Unit, 0.0),
         None => (Quant::Unit, 1.0),
-    };
-    let max_weight = if weights.is_some() { wmax } else { 1.0 };
+    }
+}
 
-    // Pass 2: keys and the top-level weight histogram.
-    let kb = key_bits(dim);
-    // Not zeroed: the key pass writes every element. The buffer is kept between calls.
-    let mut key_buf = KeyBuffer::take(n_local);
-    let keys = &mut key_buf.0;
+/// Pass 2: every local point's key into `keys` (the caller's buffer, kept between calls), and
+/// the local weight histogram over the top key bits; with `bins` (a fresh partition's parts
+/// buffer, used as scratch) each point's level-0 bin too.
+fn key_pass(
+    exec: &Exec,
+    keys: &mut Vec<u64>,
+    map: &Mapping,
+    points: &[f64],
+    quant: Quant<'_>,
+    bins: Option<&mut [u32]>,
+) -> Vec<u64> {
+    let n_local = points.len() / map.dim;
+    // Not zeroed: the key pass writes every element.
+    keys.clear();
+    keys.reserve(n_local);
     let spare = &mut keys.spare_capacity_mut()[..n_local];
-    let mut hist0 = if dim == 2 {
-        keys_pass::<2>(
-            &exec,
-            &map,
-            points,
-            quant,
-            spare,
-            prev.is_none().then_some(&mut *parts),
-        )
+    let hist0 = if map.dim == 2 {
+        keys_pass::<2>(exec, map, points, quant, spare, bins)
     } else {
-        keys_pass::<3>(
-            &exec,
-            &map,
-            points,
-            quant,
-            spare,
-            prev.is_none().then_some(&mut *parts),
-        )
+        keys_pass::<3>(exec, map, points, quant, spare, bins)
     };
     // SAFETY: `keys_pass` initialised all `n_local` elements (each chunk writes its range).
     unsafe { keys.set_len(n_local) };
-    comm.sum_u64(&mut hist0).map_err(comm_err)?;
-    let total: u64 = hist0.iter().sum();
+    hist0
+}
 
-    // Targets on the positive parts only; parts of size 0 get empty key ranges.
-    let tau = cumulative_targets(targets, total);
-    let positive: Vec<usize> = (0..k).filter(|&p| targets[p] > 0.0).collect();
-    let m = positive.len();
-    let tol_e = |i: usize| -> u64 {
-        // Allowed error of compressed cut i (between positive parts i and i+1).
-        let t_of = |j: usize| {
-            tau[positive[j]]
-                - if positive[j] == 0 {
-                    0
-                } else {
-                    tau[positive[j] - 1]
-                }
+/// The weight targets of the cuts: cumulative targets `tau` (in weight units), the parts of
+/// positive size (parts of size 0 get empty key ranges), and the distinct weights to locate
+/// on the curve (`queries`, sorted) with how many cuts aim at each (`mult`).
+struct Targets {
+    tau: Vec<u64>,
+    positive: Vec<usize>,
+    queries: Vec<u64>,
+    mult: Vec<u32>,
+    total: u64,
+    tolerance: f64,
+}
+
+impl Targets {
+    fn new(targets: &[f64], total: u64, tolerance: f64, kept: bool) -> Targets {
+        let tau = cumulative_targets(targets, total);
+        let positive: Vec<usize> = (0..targets.len()).filter(|&p| targets[p] > 0.0).collect();
+        let mut t = Targets {
+            tau,
+            positive,
+            queries: Vec::new(),
+            mult: Vec::new(),
+            total,
+            tolerance,
         };
-        ((cfg.tolerance / 2.0) * t_of(i).min(t_of(i + 1)) as f64).floor() as u64
-    };
-    let mut queries: Vec<u64> = Vec::new();
-    for i in 0..m.saturating_sub(1) {
-        let t = tau[positive[i]];
-        if t < total {
-            queries.push(t);
-        }
-        if kept {
-            let e = tol_e(i);
-            if t > e && t - e - 1 < total {
-                queries.push(t - e - 1);
+        let mut queries: Vec<u64> = Vec::new();
+        for i in 0..t.positive.len().saturating_sub(1) {
+            let q = t.tau[t.positive[i]];
+            if q < total {
+                queries.push(q);
             }
-            if t + e < total {
-                queries.push(t + e);
+            if kept {
+                let e = t.tol_e(i);
+                if q > e && q - e - 1 < total {
+                    queries.push(q - e - 1);
+                }
+                if q + e < total {
+                    queries.push(q + e);
+                }
             }
         }
-    }
-    // Distinct targets, and how many cuts have each (used by the fresh path).
-    queries.sort_unstable();
-    let mut mult: Vec<u32> = Vec::with_capacity(queries.len());
-    {
-        let mut dedup: Vec<u64> = Vec::with_capacity(queries.len());
-        for &q in &queries {
-            if dedup.last() == Some(&q) {
-                *mult.last_mut().expect("pushed with q") += 1;
+        // Distinct targets, and how many cuts have each (used by the fresh path).
+        queries.sort_unstable();
+        for q in queries {
+            if t.queries.last() == Some(&q) {
+                *t.mult.last_mut().expect("pushed with q") += 1;
             } else {
-                dedup.push(q);
-                mult.push(1);
+                t.queries.push(q);
+                t.mult.push(1);
             }
         }
-        queries = dedup;
+        t
     }
-    let positive_u32: Vec<u32> = positive.iter().map(|&p| p as u32).collect();
-    let fresh = prev.is_none();
-    // The sub-key of a local point, for the few whose cell a target reaches with several
-    // points in it (the low word of its fine key).
-    let sub_key = |i: usize| map.fine_key(&points[i * dim..(i + 1) * dim]) as u64;
-    let (found, fresh_tally) = refine::locate(
-        comm,
-        &exec,
-        keys,
-        &sub_key,
-        quant,
-        &hist0,
-        (kb, sub_key_bits(dim)),
-        n_total,
-        &queries,
-        fresh.then(|| refine::Assign {
-            mult: &mult,
-            positive: &positive_u32,
-            parts: &mut *parts,
-            k,
-        }),
-    )
-    .map_err(comm_err)?;
-    let lookup = |q: u64| -> Found { found[queries.binary_search(&q).expect("queried")] };
 
-    // Compressed cuts C_i (fine keys).
-    let mut ccuts: Vec<u128> = Vec::with_capacity(m.saturating_sub(1));
-    for i in 0..m.saturating_sub(1) {
-        let t = tau[positive[i]];
-        let nearest = if t >= total {
-            u128::MAX
-        } else {
-            lookup(t).nearest_cut(t)
-        };
-        let cut = match prev {
-            Some(p) if kept => {
-                let e = tol_e(i);
-                let cl = if t <= e {
-                    0
-                } else {
-                    lookup(t - e - 1).cut_after
-                };
-                let ch = if t + e >= total {
-                    u128::MAX
-                } else {
-                    lookup(t + e).cut_before
-                };
-                let (cl, ch) = if cl > ch {
-                    (nearest, nearest)
-                } else {
-                    (cl, ch)
-                };
-                // The previous cut of the same boundary (the first of a run of cuts when the
-                // previous partition had parts of size 0 in between).
-                let reference = p.fine_cuts[positive[i]];
-                reference.clamp(cl, ch)
-            }
-            _ => nearest,
-        };
-        let cut = ccuts.last().map_or(cut, |&last| cut.max(last));
-        ccuts.push(cut);
+    /// The weight of positive part `j`.
+    fn size(&self, j: usize) -> u64 {
+        let p = self.positive[j];
+        self.tau[p] - if p == 0 { 0 } else { self.tau[p - 1] }
     }
-    // Expand to the K−1 cuts.
-    let mut fine_cuts = vec![0u128; k - 1];
-    for (j, c) in fine_cuts.iter_mut().enumerate() {
-        // Cut j separates part j from part j+1: it is the compressed cut after the last
-        // positive part <= j, or 0 before the first one, or ∞ after the last one.
-        let done = positive.partition_point(|&p| p <= j);
-        *c = if done == 0 {
-            0
-        } else if done == m {
-            u128::MAX
-        } else {
-            ccuts[done - 1]
-        };
-    }
-    let cuts: Vec<u64> = fine_cuts.iter().map(|&c| (c >> 64) as u64).collect();
 
-    // Pass 3 (repartition only; a fresh partition assigned the points while locating):
-    // assign, tally weights and counts, and the migration.
-    let mut sums = vec![0u64; 2 * k + 2];
-    let mut global_w: Option<Vec<u64>> = None;
-    if let Some((t, weights)) = fresh_tally {
-        sums[..k].copy_from_slice(&t.counts);
-        global_w = Some(weights);
-    } else {
-        let shift0 = kb - B0;
-        let nb = 1usize << B0;
-        let mut first = vec![0u32; nb + 1];
-        {
-            let mut c = 0usize;
-            for (b, f) in first.iter_mut().enumerate().take(nb) {
-                let start = (b as u64) << shift0;
-                while c < cuts.len() && cuts[c] < start {
-                    c += 1;
-                }
-                *f = c as u32;
-            }
-            first[nb] = cuts.len() as u32;
-        }
-        let tallies = exec.map_chunks_mut(parts, |r, out| {
-            let mut t = Tally {
-                counts: vec![0; k],
-                weights: vec![0; k],
-                moved_w: 0,
-                moved_n: 0,
+    /// Allowed error of compressed cut `i` (between positive parts `i` and `i+1`).
+    fn tol_e(&self, i: usize) -> u64 {
+        ((self.tolerance / 2.0) * self.size(i).min(self.size(i + 1)) as f64).floor() as u64
+    }
+
+    /// The K−1 cuts as fine keys from what the queries `found`; with `prev` (a repartition
+    /// that keeps its curve) each cut stays as near its previous place as the tolerance allows.
+    fn cuts(&self, found: &[Found], prev: Option<&Partition>) -> Vec<u128> {
+        let (tau, positive, total) = (&self.tau, &self.positive, self.total);
+        let m = positive.len();
+        let lookup = |q: u64| -> Found { found[self.queries.binary_search(&q).expect("queried")] };
+        // Compressed cuts C_i (fine keys).
+        let mut ccuts: Vec<u128> = Vec::with_capacity(m.saturating_sub(1));
+        for i in 0..m.saturating_sub(1) {
+            let t = tau[positive[i]];
+            let nearest = if t >= total {
+                u128::MAX
+            } else {
+                lookup(t).nearest_cut(t)
             };
-            for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
-                let b = (key >> shift0) as usize;
-                let (lo, hi) = (first[b] as usize, first[b + 1] as usize);
-                let mut part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
-                // The cuts in this cell (the last ones counted) are sorted by sub-key: when the
-                // last has none, the cell is not split. Else the point's sub-key decides.
-                if part > 0 && cuts[part - 1] == key && fine_cuts[part - 1] as u64 != 0 {
-                    let fine = (u128::from(key) << 64) | sub_key(r.start + j) as u128;
-                    part = fine_cuts.partition_point(|&c| c <= fine);
+            let cut = match prev {
+                Some(p) => {
+                    let e = self.tol_e(i);
+                    let cl = if t <= e {
+                        0
+                    } else {
+                        lookup(t - e - 1).cut_after
+                    };
+                    let ch = if t + e >= total {
+                        u128::MAX
+                    } else {
+                        lookup(t + e).cut_before
+                    };
+                    let (cl, ch) = if cl > ch {
+                        (nearest, nearest)
+                    } else {
+                        (cl, ch)
+                    };
+                    // The previous cut of the same boundary (the first of a run of cuts when
+                    // the previous partition had parts of size 0 in between).
+                    let reference = p.fine_cuts[positive[i]];
+                    reference.clamp(cl, ch)
                 }
-                let q = quant.q(r.start + j);
-                t.counts[part] += 1;
-                t.weights[part] += q;
-                if *p as usize != part {
-                    t.moved_w += q;
-                    t.moved_n += 1;
-                }
-                *p = part as u32;
-            }
-            t
-        });
-        for t in tallies {
-            for p in 0..k {
-                sums[p] += t.counts[p];
-                sums[k + p] += t.weights[p];
-            }
-            sums[2 * k] += t.moved_w;
-            sums[2 * k + 1] += t.moved_n;
+                None => nearest,
+            };
+            let cut = ccuts.last().map_or(cut, |&last| cut.max(last));
+            ccuts.push(cut);
         }
-    }
-    comm.sum_u64(&mut sums).map_err(comm_err)?;
-    if let Some(g) = global_w {
-        for (s, w) in sums[k..2 * k].iter_mut().zip(g) {
-            *s += w;
+        // Expand to the K−1 cuts.
+        let mut fine_cuts = vec![0u128; tau.len() - 1];
+        for (j, c) in fine_cuts.iter_mut().enumerate() {
+            // Cut j separates part j from part j+1: it is the compressed cut after the last
+            // positive part <= j, or 0 before the first one, or ∞ after the last one.
+            let done = positive.partition_point(|&p| p <= j);
+            *c = if done == 0 {
+                0
+            } else if done == m {
+                u128::MAX
+            } else {
+                ccuts[done - 1]
+            };
         }
+        fine_cuts
     }
+}
 
+/// The cuts as the assign pass reads them: the cells (high words) and the fine keys.
+struct Cuts<'a> {
+    cells: &'a [u64],
+    fine: &'a [u128],
+    /// Bits of the cell keys.
+    key_bits: u32,
+}
+
+/// Pass 3 (a repartition): every local point's part from the cuts (`points`: the keys, the
+/// sub-key of a point, the fixed-point weights), counting into `sums` the points and weight
+/// per part and the moved weight and count (`[counts.. k, weights.. k, moved_w, moved_n]`).
+fn assign_parts<S: Fn(usize) -> u64 + Sync>(
+    exec: &Exec,
+    c: &Cuts<'_>,
+    points: (&[u64], &S, Quant<'_>),
+    parts: &mut [u32],
+    sums: &mut [u64],
+) {
+    let (keys, sub_key, quant) = points;
+    let (cuts, fine_cuts) = (c.cells, c.fine);
+    let k = cuts.len() + 1;
+    let shift0 = c.key_bits - B0;
+    let nb = 1usize << B0;
+    let mut first = vec![0u32; nb + 1];
+    {
+        let mut c = 0usize;
+        for (b, f) in first.iter_mut().enumerate().take(nb) {
+            let start = (b as u64) << shift0;
+            while c < cuts.len() && cuts[c] < start {
+                c += 1;
+            }
+            *f = c as u32;
+        }
+        first[nb] = cuts.len() as u32;
+    }
+    let tallies = exec.map_chunks_mut(parts, |r, out| {
+        let mut t = Tally {
+            counts: vec![0; k],
+            weights: vec![0; k],
+            moved_w: 0,
+            moved_n: 0,
+        };
+        for (j, (p, &key)) in out.iter_mut().zip(&keys[r.clone()]).enumerate() {
+            let b = (key >> shift0) as usize;
+            let (lo, hi) = (first[b] as usize, first[b + 1] as usize);
+            let mut part = lo + cuts[lo..hi].partition_point(|&c| c <= key);
+            // The cuts in this cell (the last ones counted) are sorted by sub-key: when the
+            // last has none, the cell is not split. Else the point's sub-key decides.
+            if part > 0 && cuts[part - 1] == key && fine_cuts[part - 1] as u64 != 0 {
+                let fine = (u128::from(key) << 64) | sub_key(r.start + j) as u128;
+                part = fine_cuts.partition_point(|&c| c <= fine);
+            }
+            let q = quant.q(r.start + j);
+            t.counts[part] += 1;
+            t.weights[part] += q;
+            if *p as usize != part {
+                t.moved_w += q;
+                t.moved_n += 1;
+            }
+            *p = part as u32;
+        }
+        t
+    });
+    for t in tallies {
+        for p in 0..k {
+            sums[p] += t.counts[p];
+            sums[k + p] += t.weights[p];
+        }
+        sums[2 * k] += t.moved_w;
+        sums[2 * k + 1] += t.moved_n;
+    }
+}
+
+/// Per-part figures for [`finish`].
+struct Figures<'a> {
+    targets: &'a [f64],
+    total: u64,
+    quantum: f64,
+    n_total: u64,
+    max_weight: f64,
+}
+
+/// The result from the reduced `sums` (`[counts.. k, weights.. k, moved_w, moved_n]`), the curve
+/// and the cuts; `kept`: for a repartition, whether its curve was kept.
+fn finish(
+    f: Figures<'_>,
+    (map, cuts, fine_cuts): (Mapping, Vec<u64>, Vec<u128>),
+    sums: &[u64],
+    kept: Option<bool>,
+) -> Partition {
+    let Figures {
+        targets,
+        total,
+        quantum,
+        n_total,
+        max_weight,
+    } = f;
+    let k = targets.len();
     let scale = if quantum == 0.0 { 0.0 } else { quantum };
     let part_weights: Vec<f64> = sums[k..2 * k].iter().map(|&w| w as f64 * scale).collect();
     // T_k = s_k / Σ s · W exactly, not the rounded integer targets the cuts aim at (those
@@ -1074,7 +1177,7 @@ pub(crate) fn run<R: Reduce>(
             _ => t / t_max / t_sum_scaled * total_w,
         })
         .collect();
-    Ok(Partition {
+    Partition {
         map,
         cuts,
         fine_cuts,
@@ -1085,10 +1188,10 @@ pub(crate) fn run<R: Reduce>(
         n: n_total,
         max_weight,
         quantum,
-        migration: prev.map(|_| Migration {
+        migration: kept.map(|kept| Migration {
             weight: sums[2 * k] as f64 * scale,
             count: sums[2 * k + 1],
             kept_cuts: kept,
         }),
-    })
+    }
 }

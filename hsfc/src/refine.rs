@@ -16,20 +16,32 @@
 
 use crate::dist::Reduce;
 use crate::exec::Exec;
+use std::sync::Mutex;
 
-/// Buffers kept between calls (histograms and candidate lists), so that repeated partitions
-/// do not fault fresh pages in (page faults also serialise threads on the address space).
-mod scratch {
-    use super::Cand;
-    use std::sync::Mutex;
+/// Buffers kept between calls in the caller's [`crate::Workspace`] (histograms and candidate
+/// lists), so that repeated partitions do not fault fresh pages in (page faults also
+/// serialise threads on the address space). Shared by the chunks of a pass, hence the locks.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    u64s: Mutex<Vec<Vec<u64>>>,
+    cands: Mutex<Vec<Vec<Cand>>>,
+}
 
-    static U64: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
-    static CANDS: Mutex<Vec<Vec<Cand>>> = Mutex::new(Vec::new());
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let h = self.u64s.lock().map_or(0, |v| v.len());
+        let c = self.cands.lock().map_or(0, |v| v.len());
+        write!(f, "Scratch({h} histograms, {c} candidate lists)")
+    }
+}
+
+impl Scratch {
+    /// At most this many buffers of each kind are kept.
     const KEEP: usize = 64;
 
     /// A zeroed buffer of `len` words.
-    pub(super) fn zeroed(len: usize) -> Vec<u64> {
-        let got = U64.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    pub(crate) fn zeroed(&self, len: usize) -> Vec<u64> {
+        let got = self.u64s.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match got {
             Some(mut v) => {
                 v.clear();
@@ -39,34 +51,30 @@ mod scratch {
             None => vec![0; len],
         }
     }
-    pub(super) fn give_u64(v: Vec<u64>) {
-        let mut pool = U64.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < KEEP {
+
+    pub(crate) fn give_u64(&self, v: Vec<u64>) {
+        let mut pool = self.u64s.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < Self::KEEP {
             pool.push(v);
         }
     }
+
     /// An empty candidate list with room for `cap`.
-    pub(super) fn cands(cap: usize) -> Vec<Cand> {
-        let got = CANDS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    fn cands(&self, cap: usize) -> Vec<Cand> {
+        let got = self.cands.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut v = got.unwrap_or_default();
         v.clear();
         v.reserve(cap);
         v
     }
-    pub(super) fn give_cands(v: Vec<Cand>) {
-        let mut pool = CANDS.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < KEEP {
+
+    fn give_cands(&self, v: Vec<Cand>) {
+        let mut pool = self.cands.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < Self::KEEP {
             pool.push(v);
         }
     }
-    /// Frees every kept buffer.
-    pub(crate) fn release() {
-        U64.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        CANDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    }
 }
-
-pub(crate) use scratch::release as release_scratch;
 
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
@@ -249,57 +257,88 @@ fn sub_bits(count: u64) -> u32 {
 /// to their atom) instead of descending 8 bits a round. One word per key bit and cell.
 const BIT_COUNT_MAX: u64 = 16;
 
-/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
-/// the global weights per part.
-pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
+/// Where a gather pass sends a local point.
+enum Route {
+    /// Nowhere: it already has its part.
+    Keep,
+    /// Its part is now known.
+    Done(u32),
+    /// It stays a candidate, of this active cell.
+    Cand(u32),
+}
 
-/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
-///
-/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
-/// `sub_key(i)` is the `sub_key_bits`-bit sub-key of local point `i` (needed only for the
-/// points of cells that a target reaches while they still hold several points).
-/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
-/// local point's part and returns the local counts per part and the global weights per
-/// part (summed from the reduced histograms, so not to be reduced again).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
-    comm: &R,
+/// One gather pass over the local points (the first gather and pass B share it): each point's
+/// route comes, with `assign`, from its parts entry (`by_entry`; a finished point's part is
+/// written there and counted), else from its key (`by_key`: its slot, if it stays a
+/// candidate). The candidates come in chunks of increasing point order, each with room for
+/// `reserve(chunk length)`, and with `assign` each chunk's counts per part.
+fn gather(
     exec: &Exec,
-    keys: &[u64],
-    sub_key: &S,
-    quant: Quant<'_>,
+    (keys, quant): (&[u64], Quant<'_>),
+    assign: Option<&mut Assign<'_>>,
+    reserve: impl Fn(usize) -> usize + Sync,
+    by_entry: impl Fn(u32) -> Route + Sync,
+    by_key: impl Fn(u64) -> Option<u32> + Sync,
+) -> Vec<(Vec<Cand>, Option<Tally>)> {
+    let cand = |i: usize, slot: u32| Cand {
+        key: keys[i],
+        w: quant.q(i),
+        idx: i as u32,
+        slot,
+    };
+    match assign {
+        Some(a) => {
+            let k = a.k;
+            exec.map_chunks_mut(a.parts, |r, out| {
+                let mut cs = exec.scratch.cands(reserve(r.len()));
+                let mut t = Tally::new(k);
+                for (j, p) in out.iter_mut().enumerate() {
+                    match by_entry(*p) {
+                        Route::Keep => {}
+                        Route::Done(part) => {
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        }
+                        Route::Cand(slot) => cs.push(cand(r.start + j, slot)),
+                    }
+                }
+                (cs, Some(t))
+            })
+        }
+        None => exec.map_ranges(keys.len(), |r| {
+            let mut cs = exec.scratch.cands(reserve(r.len()));
+            for i in r {
+                if let Some(slot) = by_key(keys[i]) {
+                    cs.push(cand(i, slot));
+                }
+            }
+            (cs, None)
+        }),
+    }
+}
+
+/// The active cells of level 0 (the top [`B0`] key bits, the key pass's histogram): the bins
+/// where queries fall, each query's slot, each bin's slot (`u32::MAX`: inactive) and, for a
+/// fresh partition, the part of every inactive bin.
+struct Level0 {
+    active: Vec<Active>,
+    slot_of_query: Vec<u32>,
+    /// Fixed-size, so that masked indexing needs no bounds check in the passes.
+    slot_of_bin: Box<[u32; 1 << B0]>,
+    part_of_bin: Box<[u32; 1 << B0]>,
+}
+
+/// Level 0 from the global histogram `hist0`; `assign`: the part after each number of cuts,
+/// and how many cuts lie below each query.
+fn level0(
     hist0: &[u64],
-    (key_bits, sub_key_bits): (u32, u32),
     n_total: u64,
     queries: &[u64],
-    mut assign: Option<Assign<'_>>,
-) -> Result<Located, R::Error> {
-    // Bits of the key an active cell's candidates carry (cell keys, or sub-keys inside a cell).
-    let width = |a: &Active| {
-        if a.inner.is_some() {
-            sub_key_bits
-        } else {
-            key_bits
-        }
-    };
-    let mut found: Vec<Option<Found>> = vec![None; queries.len()];
-    // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
-    let cuts_below: Vec<u32> = match &assign {
-        Some(a) => std::iter::once(0)
-            .chain(a.mult.iter().scan(0u32, |acc, &m| {
-                *acc += m;
-                Some(*acc)
-            }))
-            .collect(),
-        None => vec![0; queries.len() + 1],
-    };
-    let part_after = |a: &Assign<'_>, cuts: u32| a.positive[cuts as usize];
-
-    // Level 0: the key pass's histogram.
+    assign: Option<(&[u32], &[u32])>,
+) -> Level0 {
     let mut active: Vec<Active> = Vec::new();
     let mut slot_of_query: Vec<u32> = vec![0; queries.len()];
     let nb = 1usize << B0;
-    // Fixed-size, so that masked indexing needs no bounds check in the passes.
     let mut slot_of_bin: Box<[u32; 1 << B0]> = vec![u32::MAX; nb]
         .into_boxed_slice()
         .try_into()
@@ -308,121 +347,86 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
         .into_boxed_slice()
         .try_into()
         .expect("size 2^B0");
-    {
-        let total = hist0.iter().sum::<u64>().max(1);
-        let (mut b, mut cum) = (0usize, 0u64);
-        for (qi, &q) in queries.iter().enumerate() {
-            while cum + hist0[b] <= q {
-                cum += hist0[b];
-                b += 1;
-            }
-            if active.last().is_none_or(|a| a.prefix != b as u64) {
-                let count = (n_total as f64 * (hist0[b] as f64 / total as f64)).ceil() as u64;
-                active.push(Active {
-                    prefix: b as u64,
-                    base: cum,
-                    depth: B0,
-                    count,
-                    stalled: false,
-                    inner: None,
-                });
-            }
-            slot_of_query[qi] = (active.len() - 1) as u32;
+    let total = hist0.iter().sum::<u64>().max(1);
+    let (mut b, mut cum) = (0usize, 0u64);
+    for (qi, &q) in queries.iter().enumerate() {
+        while cum + hist0[b] <= q {
+            cum += hist0[b];
+            b += 1;
         }
-        for (s, a) in active.iter().enumerate() {
-            slot_of_bin[a.prefix as usize] = s as u32;
+        if active.last().is_none_or(|a| a.prefix != b as u64) {
+            let count = (n_total as f64 * (hist0[b] as f64 / total as f64)).ceil() as u64;
+            active.push(Active {
+                prefix: b as u64,
+                base: cum,
+                depth: B0,
+                count,
+                stalled: false,
+                inner: None,
+            });
         }
-        if let Some(a) = &assign {
-            // An inactive bin lies after exactly the cuts whose targets fall in earlier bins.
-            let mut qi = 0;
-            for (b, p) in part_of_bin.iter_mut().enumerate() {
-                while qi < queries.len() && (active[slot_of_query[qi] as usize].prefix as usize) < b
-                {
-                    qi += 1;
-                }
-                *p = part_after(a, cuts_below[qi]);
+        slot_of_query[qi] = (active.len() - 1) as u32;
+    }
+    for (s, a) in active.iter().enumerate() {
+        slot_of_bin[a.prefix as usize] = s as u32;
+    }
+    if let Some((positive, cuts_below)) = assign {
+        // An inactive bin lies after exactly the cuts whose targets fall in earlier bins.
+        let mut qi = 0;
+        for (b, p) in part_of_bin.iter_mut().enumerate() {
+            while qi < queries.len() && (active[slot_of_query[qi] as usize].prefix as usize) < b {
+                qi += 1;
             }
+            *p = positive[cuts_below[qi] as usize];
         }
     }
-    // Gather the local objects of the active bins (and assign the others).
-    let shift0 = key_bits - B0;
-    let active_weight: u64 = active.iter().map(|a| hist0[a.prefix as usize]).sum();
-    let frac = active_weight as f64 / hist0.iter().sum::<u64>().max(1) as f64;
-    let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
-    // When the targets' bins hold much of the weight (points concentrated where cuts fall),
-    // the first round histograms straight from the keys and only its survivors are gathered.
-    let mut from_keys = frac > 0.25 && assign.as_ref().is_none_or(|a| a.k < CELL_FLAG as usize);
-    let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
-    // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
-    // once the bin's part is known, so points are counted locally but never weighed twice.
-    let mut global_w: Option<Vec<u64>> = assign.as_ref().map(|a| {
-        let mut w = vec![0u64; a.k];
-        for (b, &hw) in hist0.iter().enumerate() {
-            if slot_of_bin[b] == u32::MAX {
-                w[part_of_bin[b] as usize] += hw;
+    Level0 {
+        active,
+        slot_of_query,
+        slot_of_bin,
+        part_of_bin,
+    }
+}
+
+/// Where a round's queries went ([`Geometry::place`]).
+struct Placement {
+    /// The next round's active cells.
+    next_active: Vec<Active>,
+    /// Per next slot: its candidates enter their cell (they swap their key for the sub-key).
+    enters: Vec<bool>,
+    /// Each sub-bin's slot in the next round (`u32::MAX`: none).
+    remap: Vec<u32>,
+    /// The queries still pending.
+    still: Vec<usize>,
+    /// Where each pending query went: (sub-bin, whether it was resolved).
+    placed: Vec<(usize, bool)>,
+}
+
+/// The layout of one refinement round's histogram: sub-bin bits per active cell (within a
+/// global budget), where each cell's sub-bins start (`off`, `cells` in all), and after them,
+/// for the cells that count their key bits (see [`BIT_COUNT_MAX`]), where their bit counts
+/// start (`bit_off`, `usize::MAX` for the others); `hist_len` words in all (3 per sub-bin:
+/// weight, count, key sum). `geom` is the same per slot, for the passes.
+struct Geometry {
+    bits: Vec<u32>,
+    off: Vec<usize>,
+    cells: usize,
+    bit_off: Vec<usize>,
+    hist_len: usize,
+    geom: Vec<SlotGeom>,
+}
+
+impl Geometry {
+    /// The round's layout for the `active` cells; `from_keys`: the first round, which
+    /// histograms weights only; `widths`: the bits of cell keys and of sub-keys.
+    fn new(active: &[Active], from_keys: bool, widths: (u32, u32)) -> Geometry {
+        let width = |a: &Active| {
+            if a.inner.is_some() {
+                widths.1
+            } else {
+                widths.0
             }
-        }
-        w
-    });
-    // Candidates in chunks, each in increasing point order and covering its own range of
-    // points, so that chunks can be processed in parallel (each writing its own parts).
-    let mut cands: Vec<Vec<Cand>> = Vec::new();
-    if !from_keys {
-        let gathered: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
-            Some(a) => {
-                let k = a.k;
-                exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cands = scratch::cands(reserve(r.len()));
-                    let mut t = Tally::new(k);
-                    for (j, p) in out.iter_mut().enumerate() {
-                        // The key pass left the point's level-0 bin in its parts entry.
-                        let b = *p as usize & (nb - 1);
-                        let s = slot_of_bin[b];
-                        if s == u32::MAX {
-                            // Its weight is counted from hist0 (see `global_w`).
-                            let part = part_of_bin[b];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            let i = r.start + j;
-                            cands.push(Cand {
-                                key: keys[i],
-                                w: quant.q(i),
-                                idx: i as u32,
-                                slot: s,
-                            });
-                        }
-                    }
-                    (cands, Some(t))
-                })
-            }
-            None => exec.map_ranges(keys.len(), |r| {
-                let mut cands = scratch::cands(reserve(r.len()));
-                for i in r {
-                    let key = keys[i];
-                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                    if s != u32::MAX {
-                        cands.push(Cand {
-                            key,
-                            w: quant.q(i),
-                            idx: i as u32,
-                            slot: s,
-                        });
-                    }
-                }
-                (cands, None)
-            }),
         };
-        for (c, t) in gathered {
-            cands.push(c);
-            if let (Some(all), Some(t)) = (tally.as_mut(), t) {
-                all.merge(&t);
-            }
-        }
-    }
-    let count_of = |cs: &[Vec<Cand>]| cs.iter().map(Vec::len).sum::<usize>();
-    let mut pending: Vec<usize> = (0..queries.len()).collect();
-    while !pending.is_empty() {
         let nact = active.len();
         // Sub-bins per active cell, within a global budget.
         let mut bits: Vec<u32> = active
@@ -444,10 +448,6 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             off.push(off.last().expect("pushed") + (1usize << b));
         }
         let cells = off[nact];
-        let shift: Vec<u32> = (0..nact)
-            .map(|s| width(&active[s]) - active[s].depth - bits[s])
-            .collect();
-        let mask: Vec<u64> = bits.iter().map(|&b| (1u64 << b) - 1).collect();
         // After the sub-bins, per active cell that counts its key bits (see BIT_COUNT_MAX):
         // how many of its objects have each bit set.
         let mut bit_off = vec![usize::MAX; nact];
@@ -463,149 +463,61 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
         let geom: Vec<SlotGeom> = (0..nact)
             .map(|s| SlotGeom {
                 off: off[s],
-                shift: shift[s],
-                mask: mask[s],
+                shift: width(&active[s]) - active[s].depth - bits[s],
+                mask: (1u64 << bits[s]) - 1,
                 ones: bit_off[s],
                 width: width(&active[s]),
             })
             .collect();
-        let cell_of = |c: &Cand| geom_cell(&geom, c.slot, c.key);
-        // Weight, count and key sum per sub-bin (and the bit counts).
-        let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
-            for c in cs {
-                let g = geom[c.slot as usize];
-                let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
-                h[idx] += c.w;
-                h[idx + 1] += 1;
-                h[idx + 2] = h[idx + 2].wrapping_add(c.key);
-                if g.ones != usize::MAX {
-                    let ones = &mut h[g.ones..g.ones + g.width as usize];
-                    for (bit, o) in ones.iter_mut().enumerate() {
-                        *o += (c.key >> bit) & 1;
-                    }
-                }
-            }
-        };
-        let mut hist = if from_keys {
-            // Pass A: histogram the points of the active bins, assign the others.
-            let k = assign.as_ref().map_or(0, |a| a.k);
-            let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
-                Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
-                    let mut h = scratch::zeroed(cells);
-                    let mut t = Tally::new(k);
-                    for (j, p) in out.iter_mut().enumerate() {
-                        // The key pass left the point's level-0 bin in its parts entry.
-                        let b = *p as usize & (nb - 1);
-                        let s = slot_of_bin[b];
-                        if s == u32::MAX {
-                            // Its weight is counted from hist0 (see `global_w`).
-                            let part = part_of_bin[b];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            // Parked: the cell, flagged, until pass B knows its part.
-                            let key = keys[r.start + j];
-                            let cell = geom_cell(&geom, s, key);
-                            h[cell] += quant.q(r.start + j);
-                            *p = CELL_FLAG | cell as u32;
-                        }
-                    }
-                    (h, Some(t))
-                }),
-                None => exec.map_ranges(keys.len(), |r| {
-                    let mut h = scratch::zeroed(cells);
-                    for i in r {
-                        let key = keys[i];
-                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                        if s != u32::MAX {
-                            h[geom_cell(&geom, s, key)] += quant.q(i);
-                        }
-                    }
-                    (h, None)
-                }),
-            };
-            let mut it = per.into_iter();
-            let (mut h, t0) = it.next().unwrap_or_default();
-            if let (Some(all), Some(t)) = (tally.as_mut(), t0) {
-                all.merge(&t);
-            }
-            for (o, t) in it {
-                for (x, y) in h.iter_mut().zip(&o) {
-                    *x = x.wrapping_add(*y);
-                }
-                scratch::give_u64(o);
-                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
-                    all.merge(&t);
-                }
-            }
-            h
-        } else {
-            let acc_group = |g: &[Vec<Cand>]| {
-                let mut h = scratch::zeroed(hist_len);
-                for cs in g {
-                    accumulate_into(&mut h, cs);
-                }
-                h
-            };
-            let per = if exec.parallel_for(count_of(&cands)) {
-                let per_group = cands.len().div_ceil(exec.threads()).max(1);
-                exec.map_items(cands.chunks(per_group).collect(), acc_group)
-            } else {
-                vec![acc_group(&cands)]
-            };
-            let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_else(|| scratch::zeroed(hist_len));
-            for o in it {
-                for (x, y) in h.iter_mut().zip(&o) {
-                    *x = x.wrapping_add(*y);
-                }
-                scratch::give_u64(o);
-            }
-            h
-        };
-        comm.sum_u64(&mut hist)?;
-        // The first round from the keys sums weights only (no count, no key sum).
-        let stride = if from_keys { 1 } else { 3 };
-        // For a cell that counted its key bits and has all its `all` objects in one sub-bin:
-        // the length of the key prefix they share and the key bits (those below it are junk).
-        // The exact number of objects of each cell that counted its key bits (else 0).
-        let cell_total: Vec<u64> = (0..nact)
+        Geometry {
+            bits,
+            off,
+            cells,
+            bit_off,
+            hist_len,
+            geom,
+        }
+    }
+
+    /// The exact number of objects of each cell that counted its key bits (else 0), from the
+    /// reduced histogram.
+    fn cell_totals(&self, hist: &[u64]) -> Vec<u64> {
+        (0..self.bits.len())
             .map(|s| {
-                if bit_off[s] == usize::MAX {
+                if self.bit_off[s] == usize::MAX {
                     return 0;
                 }
-                (off[s]..off[s + 1]).map(|c| hist[c * 3 + 1]).sum()
+                (self.off[s]..self.off[s + 1])
+                    .map(|c| hist[c * 3 + 1])
+                    .sum()
             })
-            .collect();
-        let shared_prefix = |s: usize, all: u64| -> Option<(u32, u64)> {
-            let bo = bit_off[s];
-            if bo == usize::MAX {
-                return None;
-            }
-            let w = width(&active[s]);
-            let (mut len, mut key) = (0u32, 0u64);
-            for bit in (0..w).rev() {
-                match hist[bo + bit as usize] {
-                    0 => {}
-                    ones if ones == all => key |= 1 << bit,
-                    _ => break,
-                }
-                len += 1;
-            }
-            Some((len, key))
-        };
-        let total_w: u64 = hist0.iter().sum::<u64>().max(1);
+            .collect()
+    }
 
+    /// Walks each pending query through its cell's sub-bins in the reduced histogram `hist`
+    /// (`stride` words per sub-bin: weight only in the first round, else weight, count and key
+    /// sum): a query whose sub-bin holds a single atom is resolved (`found`); the others move
+    /// to the next round's active cells (`slot_of_query`). `estimate`: the global point count
+    /// and weight, to estimate counts the first round does not sum.
+    fn place(
+        &self,
+        (hist, stride): (&[u64], usize),
+        active: &[Active],
+        (queries, pending): (&[u64], &[usize]),
+        (slot_of_query, found): (&mut [u32], &mut [Option<Found>]),
+        (n_total, total_w): (u64, u64),
+    ) -> Placement {
+        let cell_total = self.cell_totals(hist);
         let mut next_active: Vec<Active> = Vec::new();
         // Next slots whose candidates enter their cell: they swap their key for the sub-key.
         let mut enters: Vec<bool> = Vec::new();
-        let mut remap = vec![u32::MAX; cells];
+        let mut remap = vec![u32::MAX; self.cells];
         let mut still = Vec::new();
         // Where each pending query went: (cell, whether it was resolved).
         let mut placed: Vec<(usize, bool)> = Vec::with_capacity(pending.len());
         // Walk state: (slot, sub-bin, weight before it, count before it in the slot).
         let mut walk: Option<(u32, usize, u64, u64)> = None;
-        for &qi in &pending {
+        for &qi in pending {
             let q = queries[qi];
             let s = slot_of_query[qi];
             let a = &active[s as usize];
@@ -613,7 +525,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 Some((ws, sb, cum, cnt)) if ws == s => (sb, cum, cnt),
                 _ => (0, a.base, 0),
             };
-            let row = &hist[off[s as usize] * stride..off[s as usize + 1] * stride];
+            let row = &hist[self.off[s as usize] * stride..self.off[s as usize + 1] * stride];
             while cum + row[sb * stride] <= q {
                 cum += row[sb * stride];
                 if stride == 3 {
@@ -630,15 +542,15 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 let est = (n_total as f64 * (w as f64 / total_w as f64)).ceil() as u64;
                 (est.max(2), 0)
             };
-            let b = bits[s as usize];
-            let cell = off[s as usize] + sb;
+            let b = self.bits[s as usize];
+            let cell = self.off[s as usize] + sb;
             // The sub-bin's key prefix, lengthened to the prefix that all its objects share
             // when they are all of the cell's and it counted its key bits.
-            let width_a = width(a);
+            let width_a = self.geom[s as usize].width;
             let (mut depth, mut prefix) = (a.depth + b, (a.prefix << b) | sb as u64);
             if count > 1
                 && count == cell_total[s as usize]
-                && let Some((len, key)) = shared_prefix(s as usize, count)
+                && let Some((len, key)) = self.shared_prefix(hist, s as usize, count)
                 && len > depth
             {
                 (depth, prefix) = (len, key >> (width_a - len));
@@ -689,7 +601,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                             depth,
                             count,
                             // Not split, and no bit counts to jump with: count them next time.
-                            stalled: count == a.count && bit_off[s as usize] == usize::MAX,
+                            stalled: count == a.count && self.bit_off[s as usize] == usize::MAX,
                             inner: a.inner.map(|c| Inner {
                                 before: c.before + cnt,
                                 ..c
@@ -703,41 +615,322 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 placed.push((cell, false));
             }
         }
+        Placement {
+            next_active,
+            enters,
+            remap,
+            still,
+            placed,
+        }
+    }
+
+    /// For a fresh partition, the part of every sub-bin that is done (else `u32::MAX`): one
+    /// with no target follows the cuts before it (`cuts`: how many cuts lie below each query,
+    /// and the part after each number of cuts); a resolved atom also follows the cuts placed
+    /// just before it. `placed`: where each pending query went (its sub-bin, and whether it was
+    /// resolved); `remap`: each sub-bin's slot in the next round (`u32::MAX`: none).
+    fn sub_parts(
+        &self,
+        active: &[Active],
+        queries: &[u64],
+        (pending, placed): (&[usize], &[(usize, bool)]),
+        found: &[Option<Found>],
+        (cuts_below, positive): (&[u32], &[u32]),
+        remap: &[u32],
+    ) -> Vec<u32> {
+        let mut sp = vec![u32::MAX; self.cells];
+        let mut pi = 0;
+        for (s, act) in active.iter().enumerate() {
+            let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
+            for cell in self.off[s]..self.off[s + 1] {
+                let mut here = 0u32;
+                let mut at_key = 0u32;
+                let mut resolved = false;
+                while pi < pending.len() && placed[pi].0 == cell {
+                    let qi = pending[pi];
+                    let m = cuts_below[qi + 1] - cuts_below[qi];
+                    here += m;
+                    if placed[pi].1 {
+                        resolved = true;
+                        let f = found[qi].expect("resolved");
+                        if f.goes_before(queries[qi]) {
+                            at_key += m;
+                        }
+                    }
+                    pi += 1;
+                }
+                if here == 0 && remap[cell] == u32::MAX {
+                    sp[cell] = positive[below as usize];
+                } else if resolved {
+                    sp[cell] = positive[(below + at_key) as usize];
+                }
+                below += here;
+            }
+        }
+        sp
+    }
+
+    /// For cell `s` that counted its key bits and has all its `all` objects in one sub-bin: the
+    /// length of the key prefix they share and the key bits (those below it are junk).
+    fn shared_prefix(&self, hist: &[u64], s: usize, all: u64) -> Option<(u32, u64)> {
+        let bo = self.bit_off[s];
+        if bo == usize::MAX {
+            return None;
+        }
+        let w = self.geom[s].width;
+        let (mut len, mut key) = (0u32, 0u64);
+        for bit in (0..w).rev() {
+            match hist[bo + bit as usize] {
+                0 => {}
+                ones if ones == all => key |= 1 << bit,
+                _ => break,
+            }
+            len += 1;
+        }
+        Some((len, key))
+    }
+}
+
+/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
+/// the global weights per part.
+pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
+
+/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
+///
+/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
+/// `sub_key(i)` is the `sub_key_bits`-bit sub-key of local point `i` (needed only for the
+/// points of cells that a target reaches while they still hold several points).
+/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
+/// local point's part and returns the local counts per part and the global weights per
+/// part (summed from the reduced histograms, so not to be reduced again).
+/// What [`locate`] works on: the local points (their keys, the sub-key of point `i`, their
+/// fixed-point weights; `bits`: the widths of keys and sub-keys), the global level-0
+/// histogram, the global number of points, and the queries.
+pub(crate) struct Targets<'a, S> {
+    pub keys: &'a [u64],
+    pub sub_key: &'a S,
+    pub quant: Quant<'a>,
+    pub hist0: &'a [u64],
+    pub bits: (u32, u32),
+    pub n_total: u64,
+    pub queries: &'a [u64],
+}
+
+pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
+    comm: &R,
+    exec: &Exec,
+    input: Targets<'_, S>,
+    mut assign: Option<Assign<'_>>,
+) -> Result<Located, R::Error> {
+    let Targets {
+        keys,
+        sub_key,
+        quant,
+        hist0,
+        bits: (key_bits, sub_key_bits),
+        n_total,
+        queries,
+    } = input;
+    let mut found: Vec<Option<Found>> = vec![None; queries.len()];
+    // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
+    let cuts_below: Vec<u32> = match &assign {
+        Some(a) => std::iter::once(0)
+            .chain(a.mult.iter().scan(0u32, |acc, &m| {
+                *acc += m;
+                Some(*acc)
+            }))
+            .collect(),
+        None => vec![0; queries.len() + 1],
+    };
+
+    // Level 0: the key pass's histogram.
+    let Level0 {
+        mut active,
+        mut slot_of_query,
+        slot_of_bin,
+        part_of_bin,
+    } = level0(
+        hist0,
+        n_total,
+        queries,
+        assign.as_ref().map(|a| (a.positive, &cuts_below[..])),
+    );
+    let nb = 1usize << B0;
+    // Gather the local objects of the active bins (and assign the others).
+    let shift0 = key_bits - B0;
+    let active_weight: u64 = active.iter().map(|a| hist0[a.prefix as usize]).sum();
+    let frac = active_weight as f64 / hist0.iter().sum::<u64>().max(1) as f64;
+    let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
+    // When the targets' bins hold much of the weight (points concentrated where cuts fall),
+    // the first round histograms straight from the keys and only its survivors are gathered.
+    let mut from_keys = frac > 0.25 && assign.as_ref().is_none_or(|a| a.k < CELL_FLAG as usize);
+    let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
+    // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
+    // once the bin's part is known, so points are counted locally but never weighed twice.
+    let mut global_w: Option<Vec<u64>> = assign.as_ref().map(|a| {
+        let mut w = vec![0u64; a.k];
+        for (b, &hw) in hist0.iter().enumerate() {
+            if slot_of_bin[b] == u32::MAX {
+                w[part_of_bin[b] as usize] += hw;
+            }
+        }
+        w
+    });
+    // Candidates in chunks, each in increasing point order and covering its own range of
+    // points, so that chunks can be processed in parallel (each writing its own parts).
+    let mut cands: Vec<Vec<Cand>> = Vec::new();
+    if !from_keys {
+        let gathered = gather(
+            exec,
+            (keys, quant),
+            assign.as_mut(),
+            reserve,
+            // The key pass left the point's level-0 bin in its parts entry.
+            |entry| {
+                let b = entry as usize & (nb - 1);
+                match slot_of_bin[b] {
+                    // Its weight is counted from hist0 (see `global_w`).
+                    u32::MAX => Route::Done(part_of_bin[b]),
+                    s => Route::Cand(s),
+                }
+            },
+            |key| Some(slot_of_bin[(key >> shift0) as usize & (nb - 1)]).filter(|&s| s != u32::MAX),
+        );
+        for (c, t) in gathered {
+            cands.push(c);
+            if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                all.merge(&t);
+            }
+        }
+    }
+    let count_of = |cs: &[Vec<Cand>]| cs.iter().map(Vec::len).sum::<usize>();
+    let mut pending: Vec<usize> = (0..queries.len()).collect();
+    while !pending.is_empty() {
+        let round = Geometry::new(&active, from_keys, (key_bits, sub_key_bits));
+        let (cells, hist_len, geom) = (round.cells, round.hist_len, &round.geom);
+        let cell_of = |c: &Cand| geom_cell(geom, c.slot, c.key);
+        // Weight, count and key sum per sub-bin (and the bit counts).
+        let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
+            for c in cs {
+                let g = geom[c.slot as usize];
+                let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
+                h[idx] += c.w;
+                h[idx + 1] += 1;
+                h[idx + 2] = h[idx + 2].wrapping_add(c.key);
+                if g.ones != usize::MAX {
+                    let ones = &mut h[g.ones..g.ones + g.width as usize];
+                    for (bit, o) in ones.iter_mut().enumerate() {
+                        *o += (c.key >> bit) & 1;
+                    }
+                }
+            }
+        };
+        let mut hist = if from_keys {
+            // Pass A: histogram the points of the active bins, assign the others.
+            let k = assign.as_ref().map_or(0, |a| a.k);
+            let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
+                Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
+                    let mut h = exec.scratch.zeroed(cells);
+                    let mut t = Tally::new(k);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        // The key pass left the point's level-0 bin in its parts entry.
+                        let b = *p as usize & (nb - 1);
+                        let s = slot_of_bin[b];
+                        if s == u32::MAX {
+                            // Its weight is counted from hist0 (see `global_w`).
+                            let part = part_of_bin[b];
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        } else {
+                            // Parked: the cell, flagged, until pass B knows its part.
+                            let key = keys[r.start + j];
+                            let cell = geom_cell(geom, s, key);
+                            h[cell] += quant.q(r.start + j);
+                            *p = CELL_FLAG | cell as u32;
+                        }
+                    }
+                    (h, Some(t))
+                }),
+                None => exec.map_ranges(keys.len(), |r| {
+                    let mut h = exec.scratch.zeroed(cells);
+                    for i in r {
+                        let key = keys[i];
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s != u32::MAX {
+                            h[geom_cell(geom, s, key)] += quant.q(i);
+                        }
+                    }
+                    (h, None)
+                }),
+            };
+            let mut it = per.into_iter();
+            let (mut h, t0) = it.next().unwrap_or_default();
+            if let (Some(all), Some(t)) = (tally.as_mut(), t0) {
+                all.merge(&t);
+            }
+            for (o, t) in it {
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
+                }
+                exec.scratch.give_u64(o);
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+            h
+        } else {
+            let acc_group = |g: &[Vec<Cand>]| {
+                let mut h = exec.scratch.zeroed(hist_len);
+                for cs in g {
+                    accumulate_into(&mut h, cs);
+                }
+                h
+            };
+            let per = if exec.parallel_for(count_of(&cands)) {
+                let per_group = cands.len().div_ceil(exec.threads()).max(1);
+                exec.map_items(cands.chunks(per_group).collect(), acc_group)
+            } else {
+                vec![acc_group(&cands)]
+            };
+            let mut it = per.into_iter();
+            let mut h = it.next().unwrap_or_else(|| exec.scratch.zeroed(hist_len));
+            for o in it {
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
+                }
+                exec.scratch.give_u64(o);
+            }
+            h
+        };
+        comm.sum_u64(&mut hist)?;
+        // The first round from the keys sums weights only (no count, no key sum).
+        let stride = if from_keys { 1 } else { 3 };
+        let total_w: u64 = hist0.iter().sum::<u64>().max(1);
+
+        let Placement {
+            next_active,
+            enters,
+            remap,
+            still,
+            placed,
+        } = round.place(
+            (&hist, stride),
+            &active,
+            (queries, &pending),
+            (&mut slot_of_query, &mut found),
+            (n_total, total_w),
+        );
         // Parts of the sub-bins that are done: those with no target follow the cuts before
         // them; a resolved atom also follows the cuts placed just before it.
         let sub_part: Vec<u32> = match &assign {
-            Some(asg) => {
-                let mut sp = vec![u32::MAX; cells];
-                let mut pi = 0;
-                for (s, act) in active.iter().enumerate() {
-                    let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
-                    for cell in off[s]..off[s + 1] {
-                        let mut here = 0u32;
-                        let mut at_key = 0u32;
-                        let mut resolved = false;
-                        while pi < pending.len() && placed[pi].0 == cell {
-                            let qi = pending[pi];
-                            let m = cuts_below[qi + 1] - cuts_below[qi];
-                            here += m;
-                            if placed[pi].1 {
-                                resolved = true;
-                                let f = found[qi].expect("resolved");
-                                if f.goes_before(queries[qi]) {
-                                    at_key += m;
-                                }
-                            }
-                            pi += 1;
-                        }
-                        if here == 0 && remap[cell] == u32::MAX {
-                            sp[cell] = part_after(asg, below);
-                        } else if resolved {
-                            sp[cell] = part_after(asg, below + at_key);
-                        }
-                        below += here;
-                    }
-                }
-                sp
-            }
+            Some(asg) => round.sub_parts(
+                &active,
+                queries,
+                (&pending, &placed),
+                &found,
+                (&cuts_below, asg.positive),
+                &remap,
+            ),
             None => Vec::new(),
         };
         if let Some(gw) = global_w.as_mut() {
@@ -755,60 +948,35 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             );
             // Pass B: assign the points of the finished sub-bins, gather the others.
             from_keys = false;
-            let k = assign.as_ref().map_or(0, |a| a.k);
             let survivors: u64 = next_active.iter().map(|a| a.count).sum();
             let sfrac = survivors as f64 / n_total.max(1) as f64;
             let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
-            let per: Vec<(Vec<Cand>, Option<Tally>)> = match assign.as_mut() {
-                Some(a) => exec.map_chunks_mut(a.parts, |r, out| {
-                    let mut cs = scratch::cands(reserve(r.len()));
-                    let mut t = Tally::new(k);
-                    for (j, p) in out.iter_mut().enumerate() {
-                        if *p & CELL_FLAG == 0 {
-                            continue; // assigned in pass A
-                        }
-                        let cell = (*p & !CELL_FLAG) as usize;
-                        let next = remap[cell];
-                        if next == u32::MAX {
-                            // Weighed from the round's histogram (see `global_w`).
-                            let part = sub_part[cell];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            let i = r.start + j;
-                            cs.push(Cand {
-                                key: keys[i],
-                                w: quant.q(i),
-                                idx: i as u32,
-                                slot: next,
-                            });
-                        }
+            let per = gather(
+                exec,
+                (keys, quant),
+                assign.as_mut(),
+                reserve,
+                |entry| {
+                    if entry & CELL_FLAG == 0 {
+                        return Route::Keep; // assigned in pass A
                     }
-                    (cs, Some(t))
-                }),
-                None => exec.map_ranges(keys.len(), |r| {
-                    let mut cs = scratch::cands(reserve(r.len()));
-                    for i in r {
-                        let key = keys[i];
-                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                        if s == u32::MAX {
-                            continue;
-                        }
-                        let next = remap[geom_cell(&geom, s, key)];
-                        if next != u32::MAX {
-                            cs.push(Cand {
-                                key,
-                                w: quant.q(i),
-                                idx: i as u32,
-                                slot: next,
-                            });
-                        }
+                    let cell = (entry & !CELL_FLAG) as usize;
+                    match remap[cell] {
+                        // Weighed from the round's histogram (see `global_w`).
+                        u32::MAX => Route::Done(sub_part[cell]),
+                        next => Route::Cand(next),
                     }
-                    (cs, None)
-                }),
-            };
+                },
+                |key| {
+                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                    if s == u32::MAX {
+                        return None;
+                    }
+                    Some(remap[geom_cell(geom, s, key)]).filter(|&next| next != u32::MAX)
+                },
+            );
             for c in cands.drain(..) {
-                scratch::give_cands(c);
+                exec.scratch.give_cands(c);
             }
             for (c, t) in per {
                 cands.push(c);
@@ -887,7 +1055,7 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                 }
             }
             for c in cands.extract_if(.., |c| c.is_empty()) {
-                scratch::give_cands(c);
+                exec.scratch.give_cands(c);
             }
             // The candidates of cells entered this round swap their key for the sub-key (in a
             // pass of its own, rare, so that the loops above stay lean).
@@ -905,10 +1073,10 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             }
         }
         active = next_active;
-        scratch::give_u64(hist);
+        exec.scratch.give_u64(hist);
     }
     for c in cands.drain(..) {
-        scratch::give_cands(c);
+        exec.scratch.give_cands(c);
     }
     debug_assert!(
         assign.is_none() || count_of(&cands) == 0,

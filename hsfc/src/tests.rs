@@ -3,6 +3,7 @@
 use crate::dist::{Reduce, Serial};
 use crate::generate::{Distribution, WeightKind, points};
 use crate::{Error, Hsfc, Par, Partition};
+use crate::{Partitioner, Points, Workspace};
 use proptest::prelude::*;
 use std::sync::{Arc, Barrier, Mutex};
 
@@ -325,10 +326,17 @@ fn run_ranks_from(
                     };
                     let (cfg, w) = (Hsfc::default(), w.as_deref());
                     let r = match previous {
-                        None => cfg.partition_dist(&comm, &pts, dim, w, targets, &mut parts),
-                        Some((prev, _)) => {
-                            cfg.repartition_dist(&comm, prev, &pts, dim, w, targets, &mut parts)
+                        None => {
+                            cfg.partition(&comm, Points::new(&pts, dim, w), targets, &mut parts)
                         }
+                        Some((prev, _)) => cfg.repartition(
+                            &mut Workspace::default(),
+                            &comm,
+                            prev,
+                            Points::new(&pts, dim, w),
+                            targets,
+                            &mut parts,
+                        ),
                     };
                     (idx, parts, r)
                 })
@@ -376,7 +384,7 @@ fn checked_partition(
 ) -> (Partition, Vec<u32>) {
     let mut parts = vec![0u32; pts.len() / dim];
     let p = Hsfc::default()
-        .partition(pts, dim, weights, targets, &mut parts)
+        .partition(&Serial, Points::new(pts, dim, weights), targets, &mut parts)
         .unwrap();
     check_invariants(&p, pts, weights, targets, &parts);
     assert_eq!(p.fine_cuts(), reference_cuts(&p, pts, weights, targets));
@@ -392,13 +400,23 @@ fn same_result_for_every_thread_and_rank_count() {
     let targets = [16.0, 19.0, 31.0, 34.0, 0.0, 5.0];
     let mut base = vec![0u32; n];
     let p1 = Hsfc::default()
-        .partition(&pts, dim, Some(&w), &targets, &mut base)
+        .partition(
+            &Serial,
+            Points::new(&pts, dim, Some(&w)),
+            &targets,
+            &mut base,
+        )
         .unwrap();
     for threads in [2usize, 4] {
         let mut parts = vec![0u32; n];
         let cfg = on_threads(threads);
         let p = cfg
-            .partition(&pts, dim, Some(&w), &targets, &mut parts)
+            .partition(
+                &Serial,
+                Points::new(&pts, dim, Some(&w)),
+                &targets,
+                &mut parts,
+            )
             .unwrap();
         assert_eq!(p, p1, "{threads} threads");
         assert_eq!(parts, base);
@@ -444,7 +462,12 @@ fn err(
 ) -> String {
     let mut parts = vec![0u32; nparts];
     Hsfc::default()
-        .partition(points, dim, weights, targets, &mut parts)
+        .partition(
+            &Serial,
+            Points::new(points, dim, weights),
+            targets,
+            &mut parts,
+        )
         .unwrap_err()
         .to_string()
 }
@@ -500,13 +523,13 @@ fn error_messages() {
     };
     let mut parts = [0u32; 2];
     assert_eq!(
-        cfg.partition(&p, 2, None, &[1.0], &mut parts)
+        cfg.partition(&Serial, Points::new(&p, 2, None), &[1.0], &mut parts)
             .unwrap_err()
             .to_string(),
         "tolerance 1.5 is not in [0, 1)"
     );
     let part = Hsfc::default()
-        .partition(&p, 2, None, &[1.0, 1.0], &mut parts)
+        .partition(&Serial, Points::new(&p, 2, None), &[1.0, 1.0], &mut parts)
         .unwrap();
     assert_eq!(
         part.point_assign(&[0.0]).unwrap_err().to_string(),
@@ -527,7 +550,14 @@ fn error_messages() {
     let mut parts3 = [0u32; 2];
     assert_eq!(
         Hsfc::default()
-            .repartition(&part, &p3, 3, None, &[1.0, 1.0], &mut parts3)
+            .repartition(
+                &mut Workspace::default(),
+                &Serial,
+                &part,
+                Points::new(&p3, 3, None),
+                &[1.0, 1.0],
+                &mut parts3
+            )
             .unwrap_err()
             .to_string(),
         "previous partition has dim 2 and 2 parts; got dim 3 and 2"
@@ -540,7 +570,12 @@ fn degenerate_inputs() {
     let pts = vec![0.5; 200];
     let mut parts = vec![9u32; 100];
     let p = Hsfc::default()
-        .partition(&pts, 2, None, &[1.0, 1.0, 1.0], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&pts, 2, None),
+            &[1.0, 1.0, 1.0],
+            &mut parts,
+        )
         .unwrap();
     assert!(parts.iter().all(|&q| q == parts[0]));
     check_invariants(&p, &pts, None, &[1.0, 1.0, 1.0], &parts);
@@ -552,7 +587,7 @@ fn degenerate_inputs() {
     let mut parts = vec![0u32; 1000];
     let t = [1.0, 2.0, 3.0, 4.0];
     let p = Hsfc::default()
-        .partition(&pts, 3, None, &t, &mut parts)
+        .partition(&Serial, Points::new(&pts, 3, None), &t, &mut parts)
         .unwrap();
     check_invariants(&p, &pts, None, &t, &parts);
     assert_eq!(p.part_weights(), &[100.0, 200.0, 300.0, 400.0]);
@@ -560,19 +595,24 @@ fn degenerate_inputs() {
     let pts = [-f64::MAX, f64::MAX, f64::MAX, -f64::MAX, 0.0, 0.0, 1.0, 1.0];
     let mut parts = vec![0u32; 4];
     let p = Hsfc::default()
-        .partition(&pts, 2, None, &[1.0, 1.0], &mut parts)
+        .partition(&Serial, Points::new(&pts, 2, None), &[1.0, 1.0], &mut parts)
         .unwrap();
     check_invariants(&p, &pts, None, &[1.0, 1.0], &parts);
     // No points at all, and all weights zero.
     let p = Hsfc::default()
-        .partition(&[], 2, None, &[1.0, 2.0], &mut [])
+        .partition(&Serial, Points::new(&[], 2, None), &[1.0, 2.0], &mut [])
         .unwrap();
     assert_eq!(p.part_counts(), &[0, 0]);
     let mut r = Rng::new(3);
     let pts: Vec<f64> = (0..20).map(|_| r.unit()).collect();
     let mut parts = vec![0u32; 10];
     let p = Hsfc::default()
-        .partition(&pts, 2, Some(&[0.0; 10]), &[1.0, 1.0], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&pts, 2, Some(&[0.0; 10])),
+            &[1.0, 1.0],
+            &mut parts,
+        )
         .unwrap();
     assert_eq!(p.part_counts(), &[5, 5]);
     assert_eq!(p.total_weight(), 0.0);
@@ -584,7 +624,7 @@ fn degenerate_inputs() {
     let mut parts = vec![0u32; 300];
     let t = [1.0, 1.0, 1.0];
     let p = Hsfc::default()
-        .partition(&pts, 2, Some(&w), &t, &mut parts)
+        .partition(&Serial, Points::new(&pts, 2, Some(&w)), &t, &mut parts)
         .unwrap();
     check_invariants(&p, &pts, Some(&w), &t, &parts);
 }
@@ -609,7 +649,12 @@ fn box_assign_never_misses_a_part() {
         let pts = cloud(n, dim, 11 + dim as u64);
         let mut parts = vec![0u32; n];
         let p = Hsfc::default()
-            .partition(&pts, dim, None, &[1.0; 64], &mut parts)
+            .partition(
+                &Serial,
+                Points::new(&pts, dim, None),
+                &[1.0; 64],
+                &mut parts,
+            )
             .unwrap();
         let mut r = Rng::new(3);
         let mut out = Vec::new();
@@ -646,7 +691,12 @@ fn reported_targets_are_exact_shares_of_the_total() {
     let pts = [0.1, 0.1, 0.9, 0.1, 0.5, 0.5, 0.1, 0.9, 0.9, 0.9];
     let mut parts = [0u32; 5];
     let p = Hsfc::default()
-        .partition(&pts, 2, None, &[1.0, 1.0, 1.0], &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&pts, 2, None),
+            &[1.0, 1.0, 1.0],
+            &mut parts,
+        )
         .unwrap();
     assert_eq!(p.targets(), &[5.0 / 3.0; 3]);
     assert!((p.max_rel_dev() - 0.4).abs() < 1e-12, "{}", p.max_rel_dev());
@@ -659,7 +709,7 @@ fn reported_targets_are_exact_shares_of_the_total() {
     let sizes = [16.0, 0.0, 19.0, 31.0, 34.0];
     let mut parts = vec![0u32; n];
     let p = Hsfc::default()
-        .partition(&pts, 3, Some(&w), &sizes, &mut parts)
+        .partition(&Serial, Points::new(&pts, 3, Some(&w)), &sizes, &mut parts)
         .unwrap();
     for (t, s) in p.targets().iter().zip(sizes) {
         assert!((t - s / 100.0 * p.total_weight()).abs() <= 1e-9 * p.total_weight());
@@ -685,9 +735,8 @@ fn outside_points_and_boxes_are_projected_onto_the_box() {
         let mut parts = vec![0u32; n];
         let p = Hsfc::default()
             .partition(
-                &pts,
-                dim,
-                None,
+                &Serial,
+                Points::new(&pts, dim, None),
                 &[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0],
                 &mut parts,
             )
@@ -738,7 +787,12 @@ fn box_assign_is_exact_on_cells() {
         let pts = cloud(n, dim, 21);
         let mut parts = vec![0u32; n];
         let p = Hsfc::default()
-            .partition(&pts, dim, None, &[1.0; 200], &mut parts)
+            .partition(
+                &Serial,
+                Points::new(&pts, dim, None),
+                &[1.0; 200],
+                &mut parts,
+            )
             .unwrap();
         let bits = crate::curve::bits_per_axis(dim);
         let mut r = Rng::new(8);
@@ -790,7 +844,12 @@ fn repartition_moves_little() {
     let targets = [1.0, 2.0, 3.0, 0.0, 4.0, 1.0];
     let mut parts = vec![0u32; n];
     let p0 = Hsfc::default()
-        .partition(&pts, 2, Some(&w), &targets, &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&pts, 2, Some(&w)),
+            &targets,
+            &mut parts,
+        )
         .unwrap();
     // The load changes a little: the points with x < 0.1 get 10% heavier.
     let w1: Vec<f64> = w
@@ -800,12 +859,24 @@ fn repartition_moves_little() {
         .collect();
     let mut fresh = vec![0u32; n];
     let pf = Hsfc::default()
-        .partition(&pts, 2, Some(&w1), &targets, &mut fresh)
+        .partition(
+            &Serial,
+            Points::new(&pts, 2, Some(&w1)),
+            &targets,
+            &mut fresh,
+        )
         .unwrap();
     // With tolerance 0 the cuts are those of a fresh partition.
     let mut kept = parts.clone();
     let pk = Hsfc::default()
-        .repartition(&p0, &pts, 2, Some(&w1), &targets, &mut kept)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &p0,
+            Points::new(&pts, 2, Some(&w1)),
+            &targets,
+            &mut kept,
+        )
         .unwrap();
     assert_eq!(pk.fine_cuts(), pf.fine_cuts());
     assert_eq!(kept, fresh);
@@ -821,7 +892,14 @@ fn repartition_moves_little() {
     };
     let mut tol = parts.clone();
     let pt = cfg
-        .repartition(&p0, &pts, 2, Some(&w1), &targets, &mut tol)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &p0,
+            Points::new(&pts, 2, Some(&w1)),
+            &targets,
+            &mut tol,
+        )
         .unwrap();
     let mt = pt.migration().unwrap();
     assert!(mt.weight < m0.weight, "{} vs {}", mt.weight, m0.weight);
@@ -834,7 +912,14 @@ fn repartition_moves_little() {
         .collect();
     let mut same = parts.clone();
     let ps = cfg
-        .repartition(&p0, &pts, 2, Some(&w2), &targets, &mut same)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &p0,
+            Points::new(&pts, 2, Some(&w2)),
+            &targets,
+            &mut same,
+        )
         .unwrap();
     assert_eq!(ps.fine_cuts(), p0.fine_cuts(), "cuts within tolerance stay");
     assert_eq!(ps.migration().unwrap().count, 0);
@@ -844,7 +929,14 @@ fn repartition_moves_little() {
     pts2[0] = 5.0;
     let mut moved2 = parts.clone();
     let p2 = cfg
-        .repartition(&p0, &pts2, 2, Some(&w1), &targets, &mut moved2)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &p0,
+            Points::new(&pts2, 2, Some(&w1)),
+            &targets,
+            &mut moved2,
+        )
         .unwrap();
     assert!(!p2.migration().unwrap().kept_cuts);
     check_invariants(&p2, &pts2, Some(&w1), &targets, &moved2);
@@ -905,12 +997,12 @@ proptest! {
     fn invariants_hold((dim, pts, w, t) in arb_case()) {
         let n = pts.len() / dim;
         let mut parts = vec![u32::MAX; n];
-        let p = Hsfc::default().partition(&pts, dim, w.as_deref(), &t, &mut parts).unwrap();
+        let p = Hsfc::default().partition(&Serial, Points::new(&pts, dim, w.as_deref()), &t, &mut parts).unwrap();
         check_invariants(&p, &pts, w.as_deref(), &t, &parts);
         prop_assert_eq!(p.fine_cuts(), &reference_cuts(&p, &pts, w.as_deref(), &t)[..]);
         let mut par = vec![0u32; n];
         let p2 = Hsfc { par: Par::threads(2), ..Default::default() }
-            .partition(&pts, dim, w.as_deref(), &t, &mut par).unwrap();
+            .partition(&Serial, Points::new(&pts, dim, w.as_deref()), &t, &mut par).unwrap();
         prop_assert_eq!(&p2, &p);
         prop_assert_eq!(&par, &parts);
         for ranks in [2usize, 3] {
@@ -929,10 +1021,10 @@ fn serial_reduce_is_the_default() {
     let mut a = vec![0u32; 100];
     let mut b = vec![0u32; 100];
     let p = Hsfc::default()
-        .partition(&pts, 2, None, &[1.0, 1.0], &mut a)
+        .partition(&Serial, Points::new(&pts, 2, None), &[1.0, 1.0], &mut a)
         .unwrap();
     let q = Hsfc::default()
-        .partition_dist(&Serial, &pts, 2, None, &[1.0, 1.0], &mut b)
+        .partition(&Serial, Points::new(&pts, 2, None), &[1.0, 1.0], &mut b)
         .unwrap();
     assert_eq!(p, q);
     assert_eq!(a, b);
@@ -961,13 +1053,18 @@ fn dense_data_takes_the_parallel_paths_and_agrees() {
         .collect();
     let mut base = vec![0u32; n];
     let p = Hsfc::default()
-        .partition(&pts, 2, Some(&w), &targets, &mut base)
+        .partition(&Serial, Points::new(&pts, 2, Some(&w)), &targets, &mut base)
         .unwrap();
     check_invariants(&p, &pts, Some(&w), &targets, &base);
     for threads in [2usize, 3] {
         let mut parts = vec![0u32; n];
         let q = on_threads(threads)
-            .partition(&pts, 2, Some(&w), &targets, &mut parts)
+            .partition(
+                &Serial,
+                Points::new(&pts, 2, Some(&w)),
+                &targets,
+                &mut parts,
+            )
             .unwrap();
         assert_eq!(q, p);
         assert_eq!(parts, base, "{threads} threads");
@@ -1005,17 +1102,36 @@ fn check_keep_cuts_exact(
 ) -> (Partition, Vec<u32>) {
     let mut same = base.to_vec();
     let q = cfg
-        .repartition(prev, pts, dim, Some(w), targets, &mut same)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            prev,
+            Points::new(pts, dim, Some(w)),
+            targets,
+            &mut same,
+        )
         .unwrap();
     assert_eq!((q.fine_cuts(), &same[..]), (prev.fine_cuts(), base));
     assert_eq!(q.migration().unwrap().count, 0);
     let mut fresh = vec![0u32; base.len()];
     let f = cfg
-        .partition(pts, dim, Some(new_w), targets, &mut fresh)
+        .partition(
+            &Serial,
+            Points::new(pts, dim, Some(new_w)),
+            targets,
+            &mut fresh,
+        )
         .unwrap();
     let mut moved = base.to_vec();
     let r = cfg
-        .repartition(prev, pts, dim, Some(new_w), targets, &mut moved)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            prev,
+            Points::new(pts, dim, Some(new_w)),
+            targets,
+            &mut moved,
+        )
         .unwrap();
     assert_eq!((r.fine_cuts(), &moved), (f.fine_cuts(), &fresh));
     let expect = (0..base.len()).filter(|&i| base[i] != fresh[i]).count() as u64;
@@ -1033,7 +1149,7 @@ fn kept_buffers_are_safe_across_concurrent_calls() {
     let targets = [1.0, 2.0, 3.0];
     let mut base = vec![0u32; 60_000];
     let p = Hsfc::default()
-        .partition(&pts, 2, None, &targets, &mut base)
+        .partition(&Serial, Points::new(&pts, 2, None), &targets, &mut base)
         .unwrap();
     std::thread::scope(|s| {
         for t in 0..3 {
@@ -1045,17 +1161,19 @@ fn kept_buffers_are_safe_across_concurrent_calls() {
                         par: Par::threads(1 + t % 2),
                         ..Default::default()
                     };
-                    let q = cfg.partition(pts, 2, None, &targets, &mut parts).unwrap();
+                    let q = cfg
+                        .partition(&Serial, Points::new(pts, 2, None), &targets, &mut parts)
+                        .unwrap();
                     assert_eq!(&q, p);
                     assert_eq!(&parts, base);
                 }
             });
         }
     });
-    crate::release_buffers();
+    // A fresh workspace gives the same result.
     let mut parts = vec![0u32; 60_000];
     let q = Hsfc::default()
-        .partition(&pts, 2, None, &targets, &mut parts)
+        .partition(&Serial, Points::new(&pts, 2, None), &targets, &mut parts)
         .unwrap();
     assert_eq!((q, parts), (p, base));
 }
@@ -1114,7 +1232,7 @@ fn graded_3d_reaches_the_balance_limit() {
             for threads in [2usize, 4] {
                 let mut parts = vec![0u32; n];
                 let q = on_threads(threads)
-                    .partition(&pts, 3, w, &targets, &mut parts)
+                    .partition(&Serial, Points::new(&pts, 3, w), &targets, &mut parts)
                     .unwrap();
                 assert_eq!(q, p, "{threads} threads");
                 assert_eq!(parts, base, "{threads} threads");
@@ -1183,7 +1301,12 @@ fn graded_3d_repartition_keeps_cuts_inside_cells() {
     let targets = [1.0; 64];
     let mut parts = vec![0u32; n];
     let p0 = Hsfc::default()
-        .partition(&pts, 3, Some(&w), &targets, &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&pts, 3, Some(&w)),
+            &targets,
+            &mut parts,
+        )
         .unwrap();
     assert!(split_cuts(&p0) > 0);
     // Every third point 30% heavier.
@@ -1204,7 +1327,14 @@ fn graded_3d_repartition_keeps_cuts_inside_cells() {
         };
         let mut tol = parts.clone();
         let pt = cfg
-            .repartition(&p0, &pts, 3, Some(&w1), &targets, &mut tol)
+            .repartition(
+                &mut Workspace::default(),
+                &Serial,
+                &p0,
+                Points::new(&pts, 3, Some(&w1)),
+                &targets,
+                &mut tol,
+            )
             .unwrap();
         for (k, (&wk, &tk)) in pt.part_weights().iter().zip(pt.targets()).enumerate() {
             assert!(
@@ -1220,7 +1350,14 @@ fn graded_3d_repartition_keeps_cuts_inside_cells() {
     // Distributed, from the same previous partition: the serial result on 1 to 4 ranks.
     let mut serial = parts.clone();
     let ps = Hsfc::default()
-        .repartition(&p0, &pts, 3, Some(&w1), &targets, &mut serial)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &p0,
+            Points::new(&pts, 3, Some(&w1)),
+            &targets,
+            &mut serial,
+        )
         .unwrap();
     for ranks in 1..=4 {
         let (rp, res) = run_ranks_from(ranks, &pts, 3, Some(&w1), &targets, Some((&p0, &parts)));
@@ -1281,7 +1418,7 @@ fn box_assign_is_exact_in_split_cells() {
     let targets = uneven_sizes();
     let mut parts = vec![0u32; n];
     let p = Hsfc::default()
-        .partition(&pts, 3, None, &targets, &mut parts)
+        .partition(&Serial, Points::new(&pts, 3, None), &targets, &mut parts)
         .unwrap();
     let dim = 3;
     let sub_kb = crate::curve::sub_key_bits(dim);

@@ -1,7 +1,9 @@
 //! Snapshots of small partitions: the per-part table (weight vs target) and an ASCII map of
 //! the parts over the box. Review changes with `cargo insta review`.
 
+use hsfc::dist::Serial;
 use hsfc::{Hsfc, Par, summary};
+use hsfc::{Partitioner, Points};
 
 struct Rng(u64);
 impl Rng {
@@ -19,7 +21,12 @@ fn render(points: &[f64], dim: usize, weights: Option<&[f64]>, targets: &[f64]) 
         par: Par::Seq,
         ..Default::default()
     }
-    .partition(points, dim, weights, targets, &mut parts)
+    .partition(
+        &Serial,
+        Points::new(points, dim, weights),
+        targets,
+        &mut parts,
+    )
     .expect("valid input");
     format!("{}\n{}", summary::table(&p), summary::ascii_map(&p, 48, 16))
 }

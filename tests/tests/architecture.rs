@@ -5,8 +5,8 @@ use drum_tests::project_root;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-/// Package name → names of its dependencies (all kinds: normal, dev, build).
-fn dependency_map() -> BTreeMap<String, Vec<String>> {
+/// `cargo metadata` of the workspace's packages.
+fn metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -24,8 +24,12 @@ fn dependency_map() -> BTreeMap<String, Vec<String>> {
         "cargo metadata failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
-    meta["packages"]
+    serde_json::from_slice(&out.stdout).expect("metadata JSON")
+}
+
+/// Package name → names of its dependencies (all kinds: normal, dev, build).
+fn dependency_map() -> BTreeMap<String, Vec<String>> {
+    metadata()["packages"]
         .as_array()
         .expect("packages")
         .iter()
@@ -53,7 +57,95 @@ fn assert_none_of(map: &BTreeMap<String, Vec<String>>, package: &str, forbidden:
     }
 }
 
-const WORKSPACE_LIBS: &[&str] = &["drum-model", "hsfc", "comm", "hier-part", "fem-laplace"];
+const WORKSPACE_LIBS: &[&str] = &[
+    "drum-model",
+    "hsfc",
+    "comm",
+    "hier-part",
+    "fem-laplace",
+    "cli-support",
+];
+
+/// The library crates that binaries build on. (`fem-laplace` still carries its binaries'
+/// clap and anyhow; it moves them to `cli-support` when it adopts it.)
+const LIBRARIES: &[&str] = &["drum-model", "hsfc", "comm", "hier-part"];
+
+#[test]
+fn library_targets_depend_on_no_cli_crate() {
+    // Binaries parse arguments (clap) and report errors (anyhow); libraries have their own
+    // error enums. A library may name them only as an optional dependency that a feature for
+    // one of its binaries turns on (comm's MPI suite driver), or for tests and benches.
+    let meta = metadata();
+    for p in meta["packages"].as_array().expect("packages") {
+        let name = p["name"].as_str().expect("name");
+        if !LIBRARIES.contains(&name) {
+            continue;
+        }
+        for d in p["dependencies"].as_array().expect("dependencies") {
+            let dep = d["name"].as_str().expect("dependency name");
+            let normal = d["kind"].is_null();
+            let optional = d["optional"].as_bool().unwrap_or(false);
+            assert!(
+                !(["clap", "anyhow", "cli-support"].contains(&dep) && normal && !optional),
+                "ARCHITECTURE.md: the library `{name}` must not depend on `{dep}` (binaries go in \
+                 their own package, over cli-support)"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_protocol_agrees_on_errors() {
+    // hsfc::dist::agree is the only function that makes a local failure collective; every
+    // distributed step (hsfc, hier-part, the CLIs) goes through it.
+    let def = ["fn", "agree"].join(" ");
+    let mut found = Vec::new();
+    visit_rs(&project_root(), &mut |path, text| {
+        let rel = path.strip_prefix(project_root()).unwrap();
+        if rel.starts_with("fem-laplace") {
+            return;
+        }
+        for (i, line) in text.lines().enumerate() {
+            let l = line.trim_start();
+            if l.starts_with(&format!("pub {def}<"))
+                || l.starts_with(&format!("{def}<"))
+                || l.contains(&format!(" {def}<"))
+            {
+                found.push(format!("{}:{}", rel.display(), i + 1));
+            }
+        }
+    });
+    assert_eq!(
+        found.len(),
+        1,
+        "one `agree`, in hsfc/src/dist.rs; found {found:?}"
+    );
+    assert!(found[0].starts_with("hsfc/src/dist.rs:"), "{found:?}");
+}
+
+#[test]
+fn library_functions_take_few_arguments() {
+    // Functions a reader can hold: no `too_many_arguments` allowed in library code (a long
+    // list becomes a value: `Points`, a workspace, a segment of a recursion).
+    let lint = ["too_many", "arguments"].join("_");
+    let mut offenders = Vec::new();
+    visit_rs(&project_root(), &mut |path, text| {
+        let rel = path.strip_prefix(project_root()).unwrap();
+        let in_library = LIBRARIES
+            .iter()
+            .any(|l| rel.starts_with(format!("{l}/src")) || rel.starts_with("cli-support/src"));
+        let test_code = rel.file_name().is_some_and(|f| f == "tests.rs");
+        if !in_library || test_code {
+            return;
+        }
+        for (i, line) in text.lines().enumerate() {
+            if line.contains(&lint) {
+                offenders.push(format!("{}:{}", rel.display(), i + 1));
+            }
+        }
+    });
+    assert!(offenders.is_empty(), "{lint} allowed at {offenders:?}");
+}
 
 #[test]
 fn hsfc_knows_no_machines_mpi_or_meshes() {
@@ -143,10 +235,16 @@ fn xtask_uses_no_workspace_crate_as_a_library() {
 
 #[test]
 fn no_dependency_cycles_between_workspace_crates() {
-    // hsfc is at the bottom; comm sits on hsfc (its Reduce trait); hier-part on top of both.
+    // hsfc is at the bottom; comm sits on hsfc (its Reduce trait); hier-part on top of both;
+    // cli-support serves binaries only.
     let map = dependency_map();
-    assert_none_of(&map, "comm", &["drum-model", "hier-part", "fem-laplace"]);
+    assert_none_of(
+        &map,
+        "comm",
+        &["drum-model", "hier-part", "fem-laplace", "cli-support"],
+    );
     assert_none_of(&map, "hier-part", &["fem-laplace"]);
+    assert_none_of(&map, "cli-support", &["hier-part", "fem-laplace"]);
 }
 
 fn visit_rs(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path, &str)) {

@@ -52,9 +52,9 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
         "-p",
         "hsfc-cli",
         "-p",
-        "hier-part",
+        "hier-part-cli",
         "-p",
-        "drum-model",
+        "drum-cli",
         "--bins",
     ]);
     run(build)?;

@@ -43,10 +43,12 @@ pub fn ci_mpi() -> Result<()> {
         "-p",
         "hsfc-cli",
         "-p",
-        "hier-part",
+        "hier-part-cli",
+        "-p",
+        "cli-support",
         "--all-targets",
         "--features",
-        "comm/mpi,hsfc-cli/mpi,hier-part/mpi",
+        "comm/mpi,hsfc-cli/mpi,hier-part-cli/mpi,cli-support/mpi",
         "--",
         "-D",
         "warnings",
@@ -399,9 +401,14 @@ const HIER_MACHINES: [(&str, usize); 2] = [
 fn hier_checks(launcher: &Launcher, points: &Path) -> Result<()> {
     let started = Instant::now();
     let dir = target_dir().join("mpi-cli");
-    let serial_bin = build_copy("hier-part", "hier-part", &[], &dir.join("hier-part-serial"))?;
-    let mpi_bin = build_copy(
+    let serial_bin = build_copy(
+        "hier-part-cli",
         "hier-part",
+        &[],
+        &dir.join("hier-part-serial"),
+    )?;
+    let mpi_bin = build_copy(
+        "hier-part-cli",
         "hier-part",
         &["--features", "mpi"],
         &dir.join("hier-part-mpi"),

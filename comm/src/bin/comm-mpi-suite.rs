@@ -69,17 +69,17 @@ fn main() -> Result<()> {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .collect();
         println!("hosts by rank: {}", hosts.join(" "));
-        println!(
-            "link rank 0 <-> rank {}: alpha = {:.2} us, beta = {:.3} ns/B ({:.2} GB/s)",
-            size - 1,
-            link.alpha * 1e6,
-            link.beta * 1e9,
-            if link.beta > 0.0 {
-                1e-9 / link.beta
-            } else {
-                f64::INFINITY
-            }
-        );
+        match link.fit() {
+            Ok(m) => println!(
+                "link rank 0 <-> rank {}: alpha = {:.2} us, beta = {:.3} ns/B ({:.2} GB/s)",
+                size - 1,
+                m.alpha * 1e6,
+                m.beta * 1e9,
+                1e-9 / m.beta
+            ),
+            // Timing noise on a fast link: the two medians give no line.
+            Err(e) => println!("link rank 0 <-> rank {}: {e}", size - 1),
+        }
         println!("node of rank 0: {} ranks", node.size());
         println!("suite time: {:.2} s", world.wtime() - started);
         println!("comm-mpi-suite: {} passed, 0 failed", checks.len());

@@ -1,14 +1,16 @@
 //! `hsfc` distributed equals serial: each rank holds a contiguous slice of a point set that
-//! every rank generates identically, runs `Hsfc::partition_dist` (or `repartition_dist`)
+//! every rank generates identically, runs `Hsfc`'s `Partitioner::partition` (or `repartition`) on the group
 //! through this communicator's `hsfc::dist::Reduce`, and the gathered parts and the
 //! [`Partition`] (cuts, part weights and counts, box, migration) must equal those of the
 //! serial call on the union, bit for bit, on every rank.
 
 use super::CheckFailure;
 use crate::{Comm, CommError};
+use hsfc::dist::Serial;
 use hsfc::dist::{Reduce, block_range};
 use hsfc::generate::{Distribution, WeightKind, points};
 use hsfc::{Hsfc, Par, Partition};
+use hsfc::{Partitioner, Points, Workspace};
 use std::ops::Range;
 
 /// One point set and the sizes to partition it into.
@@ -304,9 +306,8 @@ where
         let mut serial_parts = vec![0u32; case.n];
         let serial = Hsfc::default()
             .partition(
-                &coords,
-                case.dim,
-                weights.as_deref(),
+                &Serial,
+                Points::new(&coords, case.dim, weights.as_deref()),
                 case.targets,
                 &mut serial_parts,
             )
@@ -317,14 +318,19 @@ where
         let mut mine = vec![u32::MAX; range.len()];
         let dist = case
             .hsfc()
-            .partition_dist(c, my_coords, case.dim, my_w, case.targets, &mut mine)
+            .partition(
+                c,
+                Points::new(my_coords, case.dim, my_w),
+                case.targets,
+                &mut mine,
+            )
             .map_err(|e| hsfc_err(c, &what, e))?;
         compare(c, &what, &dist, &serial, &mine, &serial_parts, &range)?;
     }
     Ok(())
 }
 
-/// `partition_dist` on contiguous blocks `[r·n/R, (r+1)·n/R)` equals the serial partition.
+/// The distributed partition on contiguous blocks `[r·n/R, (r+1)·n/R)` equals the serial partition.
 pub fn hsfc_dist_equals_serial<C>(c: &C) -> Result<(), CheckFailure>
 where
     C: Comm + Reduce<Error = CommError>,
@@ -362,9 +368,8 @@ where
         let mut serial_prev_parts = vec![0u32; n];
         let serial_prev = cfg
             .partition(
-                &coords,
-                dim,
-                weights.as_deref(),
+                &Serial,
+                Points::new(&coords, dim, weights.as_deref()),
                 BEFORE,
                 &mut serial_prev_parts,
             )
@@ -372,7 +377,12 @@ where
         let (my_coords, my_w) = slice(&coords, weights.as_deref(), dim, &range);
         let mut my_prev_parts = vec![0u32; range.len()];
         let prev = cfg
-            .partition_dist(c, my_coords, dim, my_w, BEFORE, &mut my_prev_parts)
+            .partition(
+                c,
+                Points::new(my_coords, dim, my_w),
+                BEFORE,
+                &mut my_prev_parts,
+            )
             .map_err(|e| hsfc_err(c, case.name, e))?;
 
         // The load changes: weights grow by up to 100 % depending on the point.
@@ -392,10 +402,10 @@ where
             let mut serial_parts = serial_prev_parts.clone();
             let serial = cfg
                 .repartition(
+                    &mut Workspace::default(),
+                    &Serial,
                     &serial_prev,
-                    pts,
-                    dim,
-                    Some(&new_w),
+                    Points::new(pts, dim, Some(&new_w)),
                     AFTER,
                     &mut serial_parts,
                 )
@@ -410,7 +420,14 @@ where
             let (my_pts, my_new_w) = slice(pts, Some(&new_w), dim, &range);
             let mut mine = my_prev_parts.clone();
             let dist = cfg
-                .repartition_dist(c, &prev, my_pts, dim, my_new_w, AFTER, &mut mine)
+                .repartition(
+                    &mut Workspace::default(),
+                    c,
+                    &prev,
+                    Points::new(my_pts, dim, my_new_w),
+                    AFTER,
+                    &mut mine,
+                )
                 .map_err(|e| hsfc_err(c, &what, e))?;
             compare(c, &what, &dist, &serial, &mine, &serial_parts, &range)?;
         }

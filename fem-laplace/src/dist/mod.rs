@@ -93,6 +93,13 @@ pub enum Balancer {
     },
 }
 
+/// The partitioners' buffers, kept from one step to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Workspaces {
+    hsfc: hsfc::Workspace,
+    hier: hier_part::Workspace,
+}
+
 impl Balancer {
     /// Flat HSFC into equal parts.
     pub fn flat() -> Balancer {
@@ -129,6 +136,7 @@ impl Balancer {
     /// Writes each local element's new rank into `parts` (which holds this rank on entry).
     fn partition<C>(
         &mut self,
+        ws: &mut Workspaces,
         comm: &Timed<C>,
         xy: &[f64],
         weights: &[f64],
@@ -137,8 +145,10 @@ impl Balancer {
     where
         C: Comm,
     {
+        use hsfc::Partitioner;
         let size = comm.size();
         let bad = |e: &dyn std::fmt::Display| FemError::Partition(e.to_string());
+        let points = hsfc::Points::new(xy, 2, Some(weights));
         match self {
             Balancer::Flat { .. } if size == 1 => {
                 parts.fill(0);
@@ -147,11 +157,9 @@ impl Balancer {
             Balancer::Flat { previous } => {
                 let targets = vec![1.0; size];
                 let h = hsfc::Hsfc::default();
-                let p = match previous.as_ref() {
-                    Some(prev) => {
-                        h.repartition_dist(comm, prev, xy, 2, Some(weights), &targets, parts)
-                    }
-                    None => h.partition_dist(comm, xy, 2, Some(weights), &targets, parts),
+                let p = match previous.as_deref() {
+                    Some(prev) => h.repartition(&mut ws.hsfc, comm, prev, points, &targets, parts),
+                    None => h.partition_with(&mut ws.hsfc, comm, points, &targets, parts),
                 }
                 .map_err(|e| bad(&e))?;
                 *previous = Some(Box::new(p));
@@ -160,8 +168,8 @@ impl Balancer {
             Balancer::Machine { plan, previous } => {
                 let h = hier_part::Hier::default();
                 let p = match previous.as_deref() {
-                    Some(prev) => h.repartition_dist(comm, plan, prev, xy, 2, Some(weights), parts),
-                    None => h.partition_dist(comm, plan, xy, 2, Some(weights), parts),
+                    Some(prev) => h.repartition(&mut ws.hier, comm, plan, prev, points, parts),
+                    None => h.partition_with(&mut ws.hier, comm, plan, points, parts),
                 }
                 .map_err(|e| bad(&e))?;
                 *previous = Some(Box::new(p));
@@ -170,6 +178,3 @@ impl Balancer {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

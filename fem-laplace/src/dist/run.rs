@@ -7,7 +7,7 @@ use super::local::{Local, Moved};
 use super::skeleton::Skeleton;
 use super::timed::Timed;
 use super::wire::{Reader, Writer};
-use super::{Balancer, global_sum};
+use super::{Balancer, Workspaces, global_sum};
 use crate::FemError;
 use crate::adapt::{AdaptConfig, StepReport, StepTimes};
 use crate::assemble::System;
@@ -164,6 +164,7 @@ pub struct RankRun<'a, C: Comm> {
     cfg: DistConfig,
     exact: &'a dyn ExactSolution,
     balancer: Balancer,
+    workspaces: Workspaces,
     pub(crate) l: Local,
     pub(crate) halo: Halo,
     pub(crate) skel: Skeleton,
@@ -218,6 +219,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             cfg,
             exact,
             balancer,
+            workspaces: Workspaces::default(),
             l,
             halo: Halo::default(),
             skel: Skeleton::default(),
@@ -516,7 +518,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             let weights = vec![1.0; ne];
             let tc = tp.elapsed().as_secs_f64();
             self.balancer
-                .partition(&self.comm, &xy, &weights, &mut parts)?;
+                .partition(&mut self.workspaces, &self.comm, &xy, &weights, &mut parts)?;
             if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
                 eprintln!(
                     "    partition: census+centroids {:.2} ms, partitioner {:.2} ms",

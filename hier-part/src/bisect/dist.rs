@@ -13,12 +13,13 @@
 
 use super::select::{before, wt};
 use super::{
-    AxisKey, Bisection, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane, Stats,
-    between, inertial_from, low_goal, moment_sums,
+    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane,
+    Stats, between, inertial_from, low_goal, moment_sums,
 };
 use crate::input::{Input, check_points, exponent, fractions, pow2};
 use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
+use hsfc::Points;
 
 /// Bins of one round of the radix search.
 const BINS: u64 = 4096;
@@ -160,6 +161,23 @@ fn reduce_moments<const D: usize, C: Comm>(
     Ok(out)
 }
 
+/// One segment of the distributed recursion: the local dots `v` (global ids `g`, same order)
+/// of the set `set` that goes to the parts `p0..p0 + counts.len()`, at depth `depth`.
+struct Seg<'s, const D: usize> {
+    v: &'s mut [Dot<D>],
+    g: &'s mut [u64],
+    counts: &'s mut [usize],
+    p0: u32,
+    set: Set<D>,
+    depth: u32,
+}
+
+/// Where the recursion writes: the cuts in preorder, and each local object's part.
+struct Out<'o> {
+    cuts: &'o mut Vec<Cut>,
+    parts: &'o mut [u32],
+}
+
 impl<C: Comm> DistJob<'_, C> {
     /// Bisects the local dots `v` (global ids `g`, same order) among all parts, collectively;
     /// writes each local object's part into `parts` (by `Dot::id`) and returns the cuts and the
@@ -174,73 +192,70 @@ impl<C: Comm> DistJob<'_, C> {
         let k = self.input.fractions.len();
         let mut counts = vec![0usize; k];
         let mut cuts = Vec::new();
-        let set = Set { len, total, st };
-        self.split(v, g, &mut counts, 0, set, 0, &mut cuts, parts)?;
+        let root = Seg {
+            v,
+            g,
+            counts: &mut counts,
+            p0: 0,
+            set: Set { len, total, st },
+            depth: 0,
+        };
+        self.split(
+            root,
+            &mut Out {
+                cuts: &mut cuts,
+                parts,
+            },
+        )?;
         Ok((cuts, counts))
     }
 
-    /// [`super::Job::split`], collectively: appends the cuts of this subtree in preorder.
-    #[allow(clippy::too_many_arguments)]
-    fn split<const D: usize>(
-        &self,
-        v: &mut [Dot<D>],
-        g: &mut [u64],
-        counts: &mut [usize],
-        p0: u32,
-        set: Set<D>,
-        depth: u32,
-        cuts: &mut Vec<Cut>,
-        parts: &mut [u32],
-    ) -> Result<(), Error> {
-        let st = set.st;
-        if counts.len() == 1 {
-            counts[0] = set.len as usize;
-            for d in v.iter() {
-                parts[d.id as usize] = p0;
+    /// The serial `Job::split`, collectively: appends the cuts of this subtree in preorder.
+    fn split<const D: usize>(&self, seg: Seg<'_, D>, out: &mut Out<'_>) -> Result<(), Error> {
+        let st = seg.set.st;
+        if seg.counts.len() == 1 {
+            seg.counts[0] = seg.set.len as usize;
+            for d in seg.v.iter() {
+                out.parts[d.id as usize] = seg.p0;
             }
             return Ok(());
         }
         match self.method {
             Method::Rcb => {
                 let axis = st.longest_axis();
-                let key = AxisKey(axis);
-                self.cut(
-                    v,
-                    g,
-                    counts,
-                    p0,
-                    set,
-                    depth,
-                    cuts,
-                    parts,
-                    Plane::Axis(axis),
-                    &key,
-                )
+                self.cut(seg, out, Plane::Axis(axis), &AxisKey(axis))
             }
             Method::Rib => {
-                let sums = |u: bool| reduce_moments(self.comm, moment_sums(v, &st, u, self.par));
+                let v = &*seg.v;
+                // The local sums on the setting's pool (the communicator stays on this thread).
+                let par = self.par;
+                let sums = |u: bool| {
+                    let local = par.install(|| moment_sums(v, &st, u, par))?;
+                    reduce_moments(self.comm, local)
+                };
                 let (plane, key): (Plane, InertialKey<D>) =
                     inertial_from(&st, self.input.unit, sums)?;
-                self.cut(v, g, counts, p0, set, depth, cuts, parts, plane, &key)
+                self.cut(seg, out, plane, &key)
             }
         }
     }
 
-    /// [`super::Job::cut`], collectively.
-    #[allow(clippy::too_many_arguments)]
+    /// The serial `Job::cut`, collectively.
     fn cut<const D: usize, K: Key<D>>(
         &self,
-        v: &mut [Dot<D>],
-        g: &mut [u64],
-        counts: &mut [usize],
-        p0: u32,
-        set: Set<D>,
-        depth: u32,
-        cuts: &mut Vec<Cut>,
-        parts: &mut [u32],
+        seg: Seg<'_, D>,
+        out: &mut Out<'_>,
         plane: Plane,
         key: &K,
     ) -> Result<(), Error> {
+        let Seg {
+            v,
+            g,
+            counts,
+            p0,
+            set,
+            depth,
+        } = seg;
         let comm = self.comm;
         let (len, total) = (set.len, set.total);
         let k = counts.len();
@@ -340,8 +355,8 @@ impl<C: Comm> DistJob<'_, C> {
         let (vl, vh) = v.split_at_mut(nl);
         let (gl, gh) = g.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
-        let at = cuts.len();
-        cuts.push(Cut {
+        let at = out.cuts.len();
+        out.cuts.push(Cut {
             plane,
             value,
             tie,
@@ -353,24 +368,37 @@ impl<C: Comm> DistJob<'_, C> {
             side_counts: [m as usize, (len - m) as usize],
         });
         if half > 1 {
-            cuts[at].children[0] = Some(cuts.len());
+            out.cuts[at].children[0] = Some(out.cuts.len());
         }
-        let low_set = Set {
-            len: m,
-            total: w_low,
-            st: sl,
+        let low = Seg {
+            v: vl,
+            g: gl,
+            counts: cl,
+            p0,
+            set: Set {
+                len: m,
+                total: w_low,
+                st: sl,
+            },
+            depth: depth + 1,
         };
-        self.split(vl, gl, cl, p0, low_set, depth + 1, cuts, parts)?;
+        self.split(low, out)?;
         if k - half > 1 {
-            cuts[at].children[1] = Some(cuts.len());
+            out.cuts[at].children[1] = Some(out.cuts.len());
         }
-        let high_set = Set {
-            len: len - m,
-            total: w_high,
-            st: sh,
+        let high = Seg {
+            v: vh,
+            g: gh,
+            counts: ch,
+            p0: mid,
+            set: Set {
+                len: len - m,
+                total: w_high,
+                st: sh,
+            },
+            depth: depth + 1,
         };
-        self.split(vh, gh, ch, mid, high_set, depth + 1, cuts, parts)?;
-        Ok(())
+        self.split(high, out)
     }
 
     /// The crossing object of target `tau`: the first object `e` in the order with
@@ -534,26 +562,11 @@ fn side_stats<const D: usize, C: Comm>(
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
 }
 
-/// Makes a local check collective: every rank returns its own error, or
+/// Makes a local step collective (`hsfc::dist::agree`): every rank returns its own error, or
 /// [`Error::InvalidOnOtherRank`] when only other ranks failed, or the value when none did (so
 /// no rank is left waiting in a later collective).
-pub(crate) fn agree<C: Comm, T>(comm: &C, local: Result<T, Error>) -> Result<T, Error> {
-    let mut bad = [u64::from(local.is_err())];
-    comm.allreduce_u64(ReduceOp::Sum, &mut bad)?;
-    let mut first = [if local.is_err() {
-        comm.rank() as u64
-    } else {
-        u64::MAX
-    }];
-    comm.allreduce_u64(ReduceOp::Min, &mut first)?;
-    let value = local?;
-    if bad[0] > 0 {
-        return Err(Error::InvalidOnOtherRank {
-            ranks: bad[0],
-            rank: first[0],
-        });
-    }
-    Ok(value)
+pub(crate) fn agreed<C: Comm, T>(comm: &C, local: Result<T, Error>) -> Result<T, Error> {
+    Ok(hsfc::dist::agree(&comm::AsReduce(comm), local, &mut [])??)
 }
 
 /// Validates the local part of a distributed bisection collectively and builds the shared
@@ -580,7 +593,7 @@ pub(crate) fn validate_dist<C: Comm>(
         }
         fractions(targets)
     })();
-    let fractions = agree(comm, local)?;
+    let fractions = agreed(comm, local)?;
     // [has weights, lacks weights], then [targets hash, its complement].
     let mut has = [
         u64::from(n > 0 && weights.is_some()),
@@ -627,28 +640,24 @@ pub(crate) fn targets_hash(targets: &[f64]) -> u64 {
     h
 }
 
-/// Distributed RCB/RIB of the local objects `coords` (global ids `gids`, unique over the
+/// Distributed RCB/RIB of the local objects `points` (global ids `gids`, unique over the
 /// ranks) into `targets.len()` parts: the serial bisection of the union.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn bisect_dist<C: Comm>(
     comm: &C,
-    method: Method,
-    keep_ties: bool,
-    par: Par,
-    coords: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
+    b: &Bisector,
+    points: Points<'_>,
     gids: &[u64],
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
+    let (coords, dim, weights) = points.into_parts();
     let input = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
     let job = DistJob {
         comm,
-        method,
-        keep_ties,
+        method: b.method,
+        keep_ties: b.keep_ties,
         input: &input,
-        par,
+        par: b.par,
     };
     let (cuts, counts) = match dim {
         1 => run_dim::<1, C>(&job, coords, weights, gids, parts),
@@ -678,7 +687,7 @@ pub(crate) fn bisect_dist<C: Comm>(
         })
         .collect();
     Ok(Bisection::assemble(
-        method,
+        b.method,
         dim,
         cuts,
         part_weights,
@@ -696,19 +705,7 @@ fn run_dim<const D: usize, C: Comm>(
 ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
     let n = coords.len() / D;
     let mut dots: Vec<Dot<D>> = (0..n)
-        .map(|i| {
-            let mut x = [0.0; D];
-            for j in 0..D {
-                // -0.0 and 0.0 compare equal; keep one of them so min/max do not depend on
-                // the order objects are met in.
-                x[j] = coords[i * D + j] + 0.0;
-            }
-            let w = match weights {
-                Some(w) if !job.input.unit => job.input.quantize(w[i]),
-                _ => 1,
-            };
-            Dot { x, w, id: i as u32 }
-        })
+        .map(|i| Dot::of(coords, weights, job.input, i))
         .collect();
     let mut g = gids.to_vec();
     job.run(&mut dots, &mut g, parts)

@@ -13,14 +13,15 @@ mod inertia;
 #[cfg(test)]
 mod reference;
 pub(crate) mod select;
+mod serial;
 
 pub use cut::{Bisection, Cut, Method, Plane};
 pub(crate) use cut::{imbalance, project};
 
-use crate::input::{CHUNK, Input, pow2, validate};
+use crate::input::{CHUNK, Input, pow2};
 use crate::{Error, Par};
+use hsfc::{Partitioner, Points};
 use rayon::prelude::*;
-use select::{before, select, wt};
 
 /// An object as the bisection moves it around: coordinates, integer weight, id.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +29,28 @@ pub(crate) struct Dot<const D: usize> {
     pub(crate) x: [f64; D],
     pub(crate) w: u32,
     pub(crate) id: u32,
+}
+
+impl<const D: usize> Dot<D> {
+    /// Object `i` of the points `coords` (`D` per object) with optional `weights`: its
+    /// coordinates, its integer weight (`input.quantize`, 1 for unit weights) and `i` as id.
+    /// The one way dots are made (serial, distributed and reference bisection alike).
+    ///
+    /// `-0.0` is read as `0.0`: the two compare equal, and keeping one of them makes bounding
+    /// boxes and cut values independent of the order in which objects are met, so the serial
+    /// and the distributed bisection agree on them by construction.
+    #[inline(always)]
+    pub(crate) fn of(coords: &[f64], weights: Option<&[f64]>, input: &Input, i: usize) -> Dot<D> {
+        let mut x = [0.0; D];
+        for (j, xj) in x.iter_mut().enumerate() {
+            *xj = coords[i * D + j] + 0.0;
+        }
+        let w = match weights {
+            Some(w) if !input.unit => input.quantize(w[i]),
+            _ => 1,
+        };
+        Dot { x, w, id: i as u32 }
+    }
 }
 
 /// The key a split orders objects by, computed from the coordinates when needed (never
@@ -70,11 +93,11 @@ impl<const D: usize> Key<D> for InertialKey<D> {
 /// allow to the share of its parts' targets.
 ///
 /// ```
-/// use hier_part::{Par, Rcb};
+/// use hier_part::{Partitioner, Points, Rcb, Serial};
 /// // Four points on a line, two parts of sizes 1:3.
 /// let coords = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0];
 /// let mut parts = [0u32; 4];
-/// let r = Rcb::default().partition(&coords, 2, None, &[1.0, 3.0], &mut parts)?;
+/// let r = Rcb::default().partition(&Serial, Points::new(&coords, 2, None), &[1.0, 3.0], &mut parts)?;
 /// assert_eq!(parts, [0, 1, 1, 1]);
 /// assert_eq!(r.part_weights, vec![1.0, 3.0]);
 /// assert_eq!(r.point_assign(&[0.4, 7.0]), 0);
@@ -97,11 +120,11 @@ pub struct Rcb {
 /// centroid) and is placed by weighted selection along that axis.
 ///
 /// ```
-/// use hier_part::{Par, Rib};
+/// use hier_part::{Partitioner, Points, Rib, Serial};
 /// // Points along the diagonal: the inertial axis is (1, 1)/√2.
 /// let coords: Vec<f64> = (0..8).flat_map(|i| [i as f64, i as f64]).collect();
 /// let mut parts = [0u32; 8];
-/// let r = Rib::default().partition(&coords, 2, None, &[1.0, 1.0], &mut parts)?;
+/// let r = Rib::default().partition(&Serial, Points::new(&coords, 2, None), &[1.0, 1.0], &mut parts)?;
 /// assert_eq!(parts, [0, 0, 0, 0, 1, 1, 1, 1]);
 /// assert_eq!(r.point_assign(&[10.0, 9.0]), 1);
 /// # Ok::<(), hier_part::Error>(())
@@ -114,110 +137,73 @@ pub struct Rib {
     pub par: Par,
 }
 
-impl Rcb {
-    /// Partitions the points `coords` (interleaved, `dim` = 1, 2 or 3 values per point) with
-    /// optional non-negative `weights` (unit when `None`) into `targets.len()` parts of relative
-    /// sizes `targets`, writing each point's part into `parts`.
-    ///
-    /// Guarantees: every object gets exactly one part `< k`; a part with target 0 gets no
-    /// object; `|W_k − T_k| ≤ ⌈log2 k⌉ · w_max / 2` (see [`Bisection::balance_bound`]); the
-    /// result is the same for every [`Par`].
-    pub fn partition(
+/// The settings a bisection runs with: the method (RCB's coordinate or RIB's inertial cuts),
+/// whether objects on a cut stay on one side, and the threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bisector {
+    pub(crate) method: Method,
+    pub(crate) keep_ties: bool,
+    pub(crate) par: Par,
+}
+
+impl Bisector {
+    /// The one entry of both methods: the serial selection on a one-rank group, else the
+    /// distributed radix search (global ids in rank order), which gives the same cuts.
+    pub(crate) fn run<C: comm::Comm>(
         &self,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
+        group: &C,
+        points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Bisection, Error> {
-        run(
-            Method::Rcb,
-            self.keep_ties,
-            self.par,
-            coords,
-            dim,
-            weights,
-            targets,
-            parts,
-        )
+        if group.size() == 1 {
+            return self
+                .par
+                .install(|| serial::bisect(self, points, targets, parts))?;
+        }
+        let gids = rank_order_ids(group, points.len())?;
+        dist::bisect_dist(group, self, points, &gids, targets, parts)
     }
 }
 
-impl Rib {
-    /// As [`Rcb::partition`], cutting along inertial axes.
-    pub fn partition(
-        &self,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        targets: &[f64],
-        parts: &mut [u32],
-    ) -> Result<Bisection, Error> {
-        run(
-            Method::Rib,
-            self.keep_ties,
-            self.par,
-            coords,
-            dim,
-            weights,
-            targets,
-            parts,
-        )
-    }
+/// [`Partitioner`] for the bisections: Guarantees: every object gets exactly one part `< k`;
+/// a part with target 0 gets no object; `|W_k − T_k| ≤ ⌈log2 k⌉ · w_max / 2` (see
+/// [`Bisection::balance_bound`]); the result is the same for every [`Par`]. Points have 1, 2
+/// or 3 coordinates.
+///
+/// Distributed (a group of several ranks): every rank passes its own points (possibly none)
+/// and gets their parts; the result is the serial partition of the union of the ranks'
+/// points taken in rank order, cut for cut, for any number of ranks. Every rank must pass the
+/// same `targets`; bad data on any rank is an error on every rank. The reported
+/// [`Bisection::part_weights`] then come from the exact integer weights (the same on every
+/// rank), within `n · w_max · 2⁻³¹` of the serial run's floating-point sums.
+macro_rules! bisection_partitioner {
+    ($ty:ty, $method:expr) => {
+        impl<C: comm::Comm> Partitioner<C> for $ty {
+            type Output = Bisection;
+            type Error = Error;
+            /// The bisections keep no buffers between calls.
+            type Workspace = ();
+            fn partition_with(
+                &self,
+                _ws: &mut (),
+                group: &C,
+                points: Points<'_>,
+                targets: &[f64],
+                parts: &mut [u32],
+            ) -> Result<Bisection, Error> {
+                let b = Bisector {
+                    method: $method,
+                    keep_ties: self.keep_ties,
+                    par: self.par,
+                };
+                b.run(group, points, targets, parts)
+            }
+        }
+    };
 }
-
-impl Rcb {
-    /// Distributed [`Rcb::partition`]: every rank of `comm` passes its own points (possibly
-    /// none) and gets their parts; the result is the serial partition of the union of the
-    /// ranks' points taken in rank order, cut for cut, for any number of ranks. Every rank must
-    /// pass the same `targets`; bad data on any rank is an error on every rank. The reported
-    /// [`Bisection::part_weights`] come from the exact integer weights (the same on every
-    /// rank), within `n · w_max · 2⁻³¹` of the serial run's floating-point sums.
-    pub fn partition_dist<C: comm::Comm>(
-        &self,
-        comm: &C,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        targets: &[f64],
-        parts: &mut [u32],
-    ) -> Result<Bisection, Error> {
-        let m = (Method::Rcb, self.keep_ties, self.par);
-        run_dist(comm, m, coords, dim, weights, targets, parts)
-    }
-}
-
-impl Rib {
-    /// Distributed [`Rib::partition`] (see [`Rcb::partition_dist`]).
-    pub fn partition_dist<C: comm::Comm>(
-        &self,
-        comm: &C,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        targets: &[f64],
-        parts: &mut [u32],
-    ) -> Result<Bisection, Error> {
-        let m = (Method::Rib, self.keep_ties, self.par);
-        run_dist(comm, m, coords, dim, weights, targets, parts)
-    }
-}
-
-/// The public distributed entry: global ids in rank order, then [`dist::bisect_dist`].
-fn run_dist<C: comm::Comm>(
-    comm: &C,
-    (method, keep_ties, par): (Method, bool, Par),
-    coords: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
-    targets: &[f64],
-    parts: &mut [u32],
-) -> Result<Bisection, Error> {
-    let gids = rank_order_ids(comm, coords.len() / dim.max(1))?;
-    dist::bisect_dist(
-        comm, method, keep_ties, par, coords, dim, weights, &gids, targets, parts,
-    )
-}
+bisection_partitioner!(Rcb, Method::Rcb);
+bisection_partitioner!(Rib, Method::Rib);
 
 /// Global ids of this rank's `n` objects when the ranks' objects are taken in rank order.
 pub(crate) fn rank_order_ids<C: comm::Comm>(comm: &C, n: usize) -> Result<Vec<u64>, Error> {
@@ -225,53 +211,6 @@ pub(crate) fn rank_order_ids<C: comm::Comm>(comm: &C, n: usize) -> Result<Vec<u6
     comm.allgather(&[n as u64], &mut all)?;
     let offset: u64 = all[..comm.rank()].iter().sum();
     Ok((offset..offset + n as u64).collect())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run(
-    method: Method,
-    keep_ties: bool,
-    par: Par,
-    coords: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
-    targets: &[f64],
-    parts: &mut [u32],
-) -> Result<Bisection, Error> {
-    let input = validate(coords, dim, weights, targets, parts.len(), par)?;
-    let job = Job {
-        method,
-        keep_ties,
-        input: &input,
-    };
-    let (cuts, counts) = match dim {
-        1 => job.run::<1>(coords, weights, parts, par),
-        2 => job.run::<2>(coords, weights, parts, par),
-        _ => job.run::<3>(coords, weights, parts, par),
-    };
-    let k = targets.len();
-    let mut part_weights = vec![0.0; k];
-    match weights {
-        // Summed in index order: the same for every `par`.
-        Some(w) => {
-            for (p, &wi) in parts.iter().zip(w) {
-                part_weights[*p as usize] += wi;
-            }
-        }
-        None => {
-            for (pw, &c) in part_weights.iter_mut().zip(&counts) {
-                *pw = c as f64;
-            }
-        }
-    }
-    Ok(Bisection::assemble(
-        method,
-        dim,
-        cuts,
-        part_weights,
-        counts,
-        &input,
-    ))
 }
 
 impl Bisection {
@@ -353,7 +292,7 @@ impl<const D: usize> Stats<D> {
     }
 
     /// The longest side (the lowest axis on a tie; 0 for an empty set).
-    fn longest_axis(&self) -> usize {
+    pub(crate) fn longest_axis(&self) -> usize {
         let mut best = 0;
         for j in 1..D {
             if self.hi[j] - self.lo[j] > self.hi[best] - self.lo[best] {
@@ -381,7 +320,7 @@ impl<const D: usize> Stats<D> {
 
 /// Reduces fixed chunks of `v` with `fold` and combines the chunk results in order: the same
 /// result for every `par`.
-fn reduce<const D: usize, T: Send>(
+pub(crate) fn reduce<const D: usize, T: Send>(
     v: &[Dot<D>],
     par: Par,
     init: T,
@@ -396,227 +335,14 @@ fn reduce<const D: usize, T: Send>(
     }
 }
 
-fn stats<const D: usize>(v: &[Dot<D>], key: &impl Key<D>, par: Par) -> Stats<D> {
+pub(crate) fn stats<const D: usize>(v: &[Dot<D>], key: &impl Key<D>, par: Par) -> Stats<D> {
     reduce(v, par, Stats::EMPTY, |c| Stats::of(c, key), Stats::merge)
 }
 
-/// Segments at least this long are split into two rayon tasks when the budget allows.
-const JOIN_MIN: usize = 4096;
-
-struct Job<'a> {
-    method: Method,
-    keep_ties: bool,
-    input: &'a Input,
-}
-
 /// A cut value strictly between the keys `a < b`: `a ≤ value < b`.
-fn between(a: f64, b: f64) -> f64 {
+pub(crate) fn between(a: f64, b: f64) -> f64 {
     let m = a * 0.5 + b * 0.5;
     if a <= m && m < b { m } else { a }
-}
-
-impl Job<'_> {
-    fn run<const D: usize>(
-        &self,
-        coords: &[f64],
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-        par: Par,
-    ) -> (Vec<Cut>, Vec<usize>) {
-        let n = self.input.n;
-        let make = |i: usize| {
-            let mut x = [0.0; D];
-            x.copy_from_slice(&coords[i * D..i * D + D]);
-            let w = match weights {
-                Some(w) if !self.input.unit => self.input.quantize(w[i]),
-                _ => 1,
-            };
-            Dot { x, w, id: i as u32 }
-        };
-        let mut dots: Vec<Dot<D>> = Vec::with_capacity(n);
-        if par.is_parallel() && n >= 2 * CHUNK {
-            dots.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(make));
-        } else {
-            dots.extend((0..n).map(make));
-        }
-        let (total, st) = reduce(
-            &dots,
-            par,
-            (0u64, Stats::EMPTY),
-            |c| {
-                let mut s = (0u64, Stats::EMPTY);
-                for d in c {
-                    s.0 += d.w as u64;
-                    s.1.add(d, 0.0);
-                }
-                s
-            },
-            |a, b| (a.0 + b.0, a.1.merge(b.1)),
-        );
-        let mut counts = vec![0usize; self.input.fractions.len()];
-        let cuts = self.split(&mut dots, &mut counts, 0, total, st, 0, par);
-        let mut off = 0;
-        for (p, &c) in counts.iter().enumerate() {
-            for d in &dots[off..off + c] {
-                parts[d.id as usize] = p as u32;
-            }
-            off += c;
-        }
-        (cuts, counts)
-    }
-
-    /// Splits the dots `v` (integer weight `total`, bounding box `st`) among the parts
-    /// `p0..p0 + counts.len()`, writing each part's object count into `counts`; returns the
-    /// cuts of this subtree in preorder.
-    #[allow(clippy::too_many_arguments)]
-    fn split<const D: usize>(
-        &self,
-        v: &mut [Dot<D>],
-        counts: &mut [usize],
-        p0: u32,
-        total: u64,
-        st: Stats<D>,
-        depth: u32,
-        par: Par,
-    ) -> Vec<Cut> {
-        if counts.len() == 1 {
-            counts[0] = v.len();
-            return Vec::new();
-        }
-        match self.method {
-            Method::Rcb => {
-                let axis = st.longest_axis();
-                self.cut(
-                    v,
-                    counts,
-                    p0,
-                    total,
-                    st,
-                    depth,
-                    par,
-                    Plane::Axis(axis),
-                    AxisKey(axis),
-                )
-            }
-            Method::Rib => {
-                let (plane, key) = inertial(v, &st, self.input.unit, par);
-                self.cut(v, counts, p0, total, st, depth, par, plane, key)
-            }
-        }
-    }
-
-    /// [`Job::split`] once the key is chosen.
-    #[allow(clippy::too_many_arguments)]
-    fn cut<const D: usize, K: Key<D>>(
-        &self,
-        v: &mut [Dot<D>],
-        counts: &mut [usize],
-        p0: u32,
-        total: u64,
-        st: Stats<D>,
-        depth: u32,
-        par: Par,
-        plane: Plane,
-        key: K,
-    ) -> Vec<Cut> {
-        let k = counts.len();
-        let half = k / 2;
-        let mid = p0 + half as u32;
-        let len = v.len();
-        // A set whose objects all weigh 0 is split by count.
-        let unit = self.input.unit || total == 0;
-        let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len as u64, total, unit);
-        let tau = match goal {
-            Goal::Tau(t) => t,
-            _ => 0,
-        };
-        let mut s = match (goal, unit) {
-            (Goal::Nothing, _) => select::Selected {
-                m: 0,
-                p: 0,
-                low: Stats::EMPTY,
-                high: st,
-            },
-            (Goal::Everything, _) => select::Selected {
-                m: len,
-                p: sel_total,
-                low: st,
-                high: Stats::EMPTY,
-            },
-            (Goal::Tau(tau), true) => select::<D, true, K>(v, &key, tau, sel_total),
-            (Goal::Tau(tau), false) => select::<D, false, K>(v, &key, tau, sel_total),
-        };
-        if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
-            let (m, p) = if unit {
-                untie::<D, true, K>(v, &key, s.m, s.p, s.low.kmax, tau, par)
-            } else {
-                untie::<D, false, K>(v, &key, s.m, s.p, s.low.kmax, tau, par)
-            };
-            s.m = m;
-            s.p = p;
-            s.low = stats(&v[..m], &key, par);
-            s.high = stats(&v[m..], &key, par);
-        }
-        let m = s.m;
-        let (vl, vh) = v.split_at_mut(m);
-        let (value, tie) = if vl.is_empty() {
-            (f64::NEG_INFINITY, None)
-        } else if vh.is_empty() {
-            (f64::INFINITY, None)
-        } else if s.low.kmax < s.high.kmin {
-            (between(s.low.kmax, s.high.kmin), None)
-        } else {
-            (s.low.kmax, Some(last_on_cut(vl, &key, s.low.kmax, par)))
-        };
-        let (w_low, w_high) = if self.input.unit {
-            (m as u64, (len - m) as u64)
-        } else if total == 0 {
-            (0, 0)
-        } else {
-            (s.p, total - s.p)
-        };
-        let side_weights = if self.input.unit {
-            [w_low as f64, w_high as f64]
-        } else {
-            [self.input.dequantize(w_low), self.input.dequantize(w_high)]
-        };
-        let (cl, ch) = counts.split_at_mut(half);
-        let (low, high) = match par.fork() {
-            Some((pa, pb)) if len >= JOIN_MIN => rayon::join(
-                || self.split(vl, cl, p0, w_low, s.low, depth + 1, pa),
-                || self.split(vh, ch, mid, w_high, s.high, depth + 1, pb),
-            ),
-            _ => (
-                self.split(vl, cl, p0, w_low, s.low, depth + 1, par),
-                self.split(vh, ch, mid, w_high, s.high, depth + 1, par),
-            ),
-        };
-        let nl = low.len();
-        let mut cuts = Vec::with_capacity(1 + nl + high.len());
-        cuts.push(Cut {
-            plane,
-            value,
-            tie,
-            low: p0..mid,
-            high: mid..p0 + k as u32,
-            children: [
-                (!low.is_empty()).then_some(1),
-                (!high.is_empty()).then_some(1 + nl),
-            ],
-            depth,
-            side_weights,
-            side_counts: [m, len - m],
-        });
-        for (off, sub) in [(1, low), (1 + nl, high)] {
-            cuts.extend(sub.into_iter().map(|mut c| {
-                for ch in c.children.iter_mut().flatten() {
-                    *ch += off;
-                }
-                c
-            }));
-        }
-        cuts
-    }
 }
 
 /// What the low side of a cut must weigh.
@@ -660,89 +386,6 @@ pub(crate) fn low_goal(
         }
     };
     (goal, sel_total)
-}
-
-/// Coordinates of the last dot (in key order) of `v` whose key is `kmax`, padded to 3.
-fn last_on_cut<const D: usize>(v: &[Dot<D>], key: &impl Key<D>, kmax: f64, par: Par) -> [f64; 3] {
-    let later = |a: Option<Dot<D>>, b: Option<Dot<D>>| match (a, b) {
-        (Some(a), Some(b)) => Some(if before(kmax, &a, kmax, &b) { b } else { a }),
-        (a, b) => a.or(b),
-    };
-    let last = reduce(
-        v,
-        par,
-        None,
-        |c| {
-            c.iter()
-                .filter(|d| key.key(&d.x) == kmax)
-                .fold(None, |a, d| later(a, Some(*d)))
-        },
-        later,
-    );
-    let mut t = [0.0; 3];
-    if let Some(d) = last {
-        t[..D].copy_from_slice(&d.x);
-    }
-    t
-}
-
-/// `keep_ties`: the dots with key `kv` lie on both sides of `m`; moves them all to the side
-/// that leaves the low weight nearer to `tau`. Returns the new `(m, P(m))`.
-#[allow(clippy::too_many_arguments)]
-fn untie<const D: usize, const UNIT: bool, K: Key<D>>(
-    v: &mut [Dot<D>],
-    key: &K,
-    m: usize,
-    p: u64,
-    kv: f64,
-    tau: u64,
-    par: Par,
-) -> (usize, u64) {
-    let ties = |v: &[Dot<D>]| {
-        reduce(
-            v,
-            par,
-            (0usize, 0u64),
-            |c| {
-                c.iter()
-                    .filter(|d| key.key(&d.x) == kv)
-                    .fold((0, 0), |(n, w), d| (n + 1, w + wt::<D, UNIT>(d)))
-            },
-            |a, b| (a.0 + b.0, a.1 + b.1),
-        )
-    };
-    let (na, wa) = ties(&v[..m]);
-    let (nb, wb) = ties(&v[m..]);
-    let (p_up, p_down) = (p + wb, p - wa);
-    let on = |d: &Dot<D>| {
-        let k = key.key(&d.x);
-        (k == kv, k)
-    };
-    if p_up.abs_diff(tau) < p_down.abs_diff(tau) {
-        select::partition::<D, true>(&mut v[m..], on, |_, _| {}, |_, _| {});
-        (m + nb, p_up)
-    } else {
-        let off = |d: &Dot<D>| {
-            let (t, k) = on(d);
-            (!t, k)
-        };
-        select::partition::<D, true>(&mut v[..m], off, |_, _| {}, |_, _| {});
-        (m - na, p_down)
-    }
-}
-
-/// The principal inertial axis of `v` and the key that projects on it.
-fn inertial<const D: usize>(
-    v: &[Dot<D>],
-    st: &Stats<D>,
-    unit: bool,
-    par: Par,
-) -> (Plane, InertialKey<D>) {
-    let sums = |u: bool| Ok::<_, std::convert::Infallible>(moment_sums(v, st, u, par));
-    match inertial_from(st, unit, sums) {
-        Ok(r) => r,
-        Err(never) => match never {},
-    }
 }
 
 /// The principal inertial axis of a set with bounding box `st`, from its exact moment sums

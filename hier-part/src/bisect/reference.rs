@@ -2,8 +2,11 @@
 //! sorts its objects completely and scans all prefix sums. It shares only the specification
 //! (key choice, inertia, target split) with the fast code, not the selection machinery.
 
+use super::select::before;
+use super::serial::inertial;
 use super::*;
 use crate::input::validate;
+use hsfc::dist::Serial;
 
 pub(crate) struct RefCut {
     pub plane: Plane,
@@ -24,10 +27,9 @@ fn sort_set<const D: usize>(dots: &mut [Dot<D>], key: &impl Key<D>) -> Vec<f64> 
     dots.iter().map(|d| key.key(&d.x)).collect()
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The cuts of `dots` among the parts `p0..p0 + k`; `spec`: the method and `keep_ties`.
 fn rec<const D: usize>(
-    method: Method,
-    keep_ties: bool,
+    spec: (Method, bool),
     input: &Input,
     mut dots: Vec<Dot<D>>,
     p0: usize,
@@ -41,6 +43,7 @@ fn rec<const D: usize>(
         }
         return;
     }
+    let (method, keep_ties) = spec;
     let st = dots.iter().fold(Stats::EMPTY, |mut s, d| {
         s.add(d, 0.0);
         s
@@ -125,17 +128,8 @@ fn rec<const D: usize>(
     cuts[me].tie = tie;
     cuts[me].counts = [m, n - m];
     let high = dots.split_off(m);
-    rec(method, keep_ties, input, dots, p0, half, parts, cuts);
-    rec(
-        method,
-        keep_ties,
-        input,
-        high,
-        p0 + half,
-        k - half,
-        parts,
-        cuts,
-    );
+    rec(spec, input, dots, p0, half, parts, cuts);
+    rec(spec, input, high, p0 + half, k - half, parts, cuts);
 }
 
 /// Parts and cuts (in preorder) by the reference algorithm.
@@ -161,26 +155,10 @@ pub(crate) fn partition(
         cuts: &mut Vec<RefCut>,
     ) {
         let dots = (0..input.n)
-            .map(|i| {
-                let mut x = [0.0; D];
-                x.copy_from_slice(&coords[i * D..i * D + D]);
-                let w = match weights {
-                    Some(w) if !input.unit => input.quantize(w[i]),
-                    _ => 1,
-                };
-                Dot { x, w, id: i as u32 }
-            })
+            .map(|i| Dot::<D>::of(coords, weights, input, i))
             .collect();
-        rec(
-            method,
-            keep_ties,
-            input,
-            dots,
-            0,
-            input.fractions.len(),
-            parts,
-            cuts,
-        );
+        let k = input.fractions.len();
+        rec((method, keep_ties), input, dots, 0, k, parts, cuts);
     }
     match dim {
         1 => go::<1>(
@@ -199,10 +177,10 @@ pub(crate) fn partition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::points::Rng;
+    use hsfc::generate::{RandomSource, Xoshiro256};
 
     /// Points with many exact ties (coordinates on a coarse lattice) or none.
-    fn case(rng: &mut Rng, n: usize, dim: usize, lattice: bool) -> Vec<f64> {
+    fn case(rng: &mut Xoshiro256, n: usize, dim: usize, lattice: bool) -> Vec<f64> {
         (0..n * dim)
             .map(|_| {
                 if lattice {
@@ -216,7 +194,7 @@ mod tests {
 
     #[test]
     fn fast_equals_reference() {
-        let mut rng = Rng::new(42);
+        let mut rng = Xoshiro256::new(42);
         let (mut ties, mut empty_sides) = (0, 0);
         for c in 0..240 {
             let dim = 1 + c % 3;
@@ -255,17 +233,13 @@ mod tests {
                         &targets,
                     );
                     let mut parts = vec![0; n];
-                    let r = run(
+                    let b = Bisector {
                         method,
                         keep_ties,
-                        Par::Seq,
-                        &coords,
-                        dim,
-                        weights.as_deref(),
-                        &targets,
-                        &mut parts,
-                    )
-                    .unwrap();
+                        par: Par::Seq,
+                    };
+                    let points = Points::new(&coords, dim, weights.as_deref());
+                    let r = b.run(&Serial, points, &targets, &mut parts).unwrap();
                     let what = format!("case {c}: {method} keep_ties={keep_ties} n={n} k={k}");
                     assert_eq!(parts, ref_parts, "{what}");
                     assert_eq!(r.cuts.len(), ref_cuts.len(), "{what}");

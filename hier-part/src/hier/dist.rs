@@ -3,17 +3,19 @@
 //! went to, level after level, until every rank holds its own objects.
 //!
 //! Every level's partitioner gives the serial result on the union of the objects (HSFC through
-//! `hsfc::Hsfc::partition_dist`, RCB/RIB through the distributed bisection, both keyed by the
-//! objects' global index), so the whole partition equals [`Hier::partition`] on the
-//! concatenation of the ranks' points.
+//! `hsfc::Hsfc` on the group, RCB/RIB through the distributed bisection keyed by the objects'
+//! global index), so the whole partition equals the serial one on the concatenation of the
+//! ranks' points.
 
-use super::serial::{hsfc_par, hsfc_tolerance, rank_to_child};
-use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved, Plan};
-use crate::bisect::dist::{agree, bisect_dist};
+use super::level::Level;
+use super::serial::rank_to_child;
+use super::{Child, Hier, HierPartition, LevelCuts, Moved, Plan};
+use crate::bisect::dist::agreed;
 use crate::bisect::rank_order_ids;
-use crate::{Error, Method};
-use comm::{Comm, CommError, ReduceOp};
+use crate::{Error, Par};
+use comm::{Comm, ReduceOp};
 use drum_model::NodeId;
+use hsfc::Points;
 use hsfc::dist::Reduce;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -84,64 +86,24 @@ struct Walked {
     times: Vec<(NodeId, f64)>,
 }
 
+/// The distributed hierarchical partition (see [`Hier::partition`]) on a group of more than
+/// one rank: one rank per rank of the machine (world rank r is machine rank r).
+///
+/// Level by level, the ranks of a subtree partition its objects together on a communicator
+/// split from their parent's, then the objects move to ranks of the child they were given;
+/// at the end every rank holds exactly its own objects, and the parts go back to the ranks
+/// that passed the points. Bad data on any rank is an error on every rank.
 impl Hier {
-    /// Distributed [`Hier::partition`]: `comm` has one rank per rank of the machine (world
-    /// rank r is machine rank r); every rank passes its own points (possibly none) and gets
-    /// each of them's rank in `parts`. The result equals the serial partition of the
-    /// concatenation of the ranks' points in rank order, for any spread of the points.
-    ///
-    /// Level by level, the ranks of a subtree partition its objects together on a communicator
-    /// split from their parent's, then the objects move to ranks of the child they were given;
-    /// at the end every rank holds exactly its own objects, and the parts go back to the ranks
-    /// that passed the points. Bad data on any rank is an error on every rank.
-    pub fn partition_dist<C>(
+    pub(super) fn run_dist<C: Comm + Reduce>(
         &self,
-        comm: &C,
-        plan: &Plan,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-    ) -> Result<HierPartition, Error>
-    where
-        C: Comm + Reduce<Error = CommError>,
-    {
-        self.run_dist(comm, plan, None, coords, dim, weights, parts)
-    }
-
-    /// Distributed [`Hier::repartition`]: `parts` holds each local point's current rank on
-    /// entry, its new rank on return; `previous` is this rank's result of the last partition.
-    #[allow(clippy::too_many_arguments)]
-    pub fn repartition_dist<C>(
-        &self,
-        comm: &C,
-        plan: &Plan,
-        previous: &HierPartition,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-    ) -> Result<HierPartition, Error>
-    where
-        C: Comm + Reduce<Error = CommError>,
-    {
-        self.run_dist(comm, plan, Some(previous), coords, dim, weights, parts)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn run_dist<C>(
-        &self,
+        ws: &mut hsfc::Workspace,
         comm: &C,
         plan: &Plan,
         previous: Option<&HierPartition>,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
+        points: Points<'_>,
         parts: &mut [u32],
-    ) -> Result<HierPartition, Error>
-    where
-        C: Comm + Reduce<Error = CommError>,
-    {
+    ) -> Result<HierPartition, Error> {
+        let (coords, dim, weights) = points.into_parts();
         if Comm::size(comm) != plan.num_ranks() {
             return Err(Error::RankCount {
                 comm: Comm::size(comm),
@@ -163,7 +125,7 @@ impl Hier {
                 }
                 Ok(n)
             });
-        let n = agree(comm, local)?;
+        let n = agreed(comm, local)?;
         // Weighted iff some rank with points passes weights; mixing is an error.
         let mut has = [
             u64::from(n > 0 && weights.is_some()),
@@ -195,12 +157,19 @@ impl Hier {
                 }
             })
             .collect();
-        let walked = self.walk(comm, plan, previous, objs, dim, weighted);
+        let walk = Walk {
+            plan,
+            previous,
+            par: self.par,
+            dim,
+            weighted,
+        };
+        let walked = walk.run(ws, comm, objs);
         let Walked {
             mut objs,
             cuts,
             times,
-        } = agree(comm, walked)?;
+        } = agreed(comm, walked)?;
 
         // This rank's figures, summed in global order (as the serial walk sums in index order).
         objs.sort_unstable_by_key(|o| o.gid);
@@ -244,21 +213,27 @@ impl Hier {
         }
         Ok(result)
     }
+}
 
+/// What every level of one rank's walk shares.
+struct Walk<'a> {
+    plan: &'a Plan,
+    previous: Option<&'a HierPartition>,
+    par: Par,
+    dim: usize,
+    weighted: bool,
+}
+
+impl Walk<'_> {
     /// Walks from the root to this rank's computing node; returns the objects this rank ends
     /// with (all of them its own).
-    fn walk<C>(
+    fn run<C: Comm + Reduce>(
         &self,
+        ws: &mut hsfc::Workspace,
         world: &C,
-        plan: &Plan,
-        previous: Option<&HierPartition>,
         mut objs: Vec<Obj>,
-        dim: usize,
-        weighted: bool,
-    ) -> Result<Walked, Error>
-    where
-        C: Comm + Reduce<Error = CommError>,
-    {
+    ) -> Result<Walked, Error> {
+        let plan = self.plan;
         let me = Comm::rank(world);
         let mut group = Group::World(world);
         let mut cuts = BTreeMap::new();
@@ -276,13 +251,13 @@ impl Hier {
                 let g = group.get();
                 let t0 = Instant::now();
                 let (child, level) = self
-                    .level(g, plan, id, method, previous, &objs, dim, weighted)
+                    .level(ws, g, id, &objs)
                     .map_err(|e| e.at_level(&node.label, method.kind))?;
                 times.push((id, t0.elapsed().as_secs_f64()));
                 if method.keep_cuts {
                     cuts.insert(id, level);
                 }
-                objs = migrate(g, plan, id, me, objs, &child, dim)?;
+                objs = migrate(g, plan, id, me, objs, &child, self.dim)?;
                 group = Group::Split(g.split(mine as u32, me as i32)?);
             }
             match node.children[mine] {
@@ -294,79 +269,38 @@ impl Hier {
     }
 
     /// Runs the level of node `id` on the group's objects: each object's child, and the cuts.
-    #[allow(clippy::too_many_arguments)]
-    fn level<C>(
+    fn level<C: Comm + Reduce>(
         &self,
+        ws: &mut hsfc::Workspace,
         g: &C,
-        plan: &Plan,
         id: NodeId,
-        method: &LevelMethod,
-        previous: Option<&HierPartition>,
         objs: &[Obj],
-        dim: usize,
-        weighted: bool,
-    ) -> Result<(Vec<u32>, LevelCuts), Error>
-    where
-        C: Comm + Reduce<Error = CommError>,
-    {
+    ) -> Result<(Vec<u32>, LevelCuts), Error> {
+        let (plan, dim) = (self.plan, self.dim);
         let node = plan.node(id);
+        let method = node.method.as_ref().expect("a splitting node has a method");
         let coords: Vec<f64> = objs.iter().flat_map(|o| o.x[..dim].to_vec()).collect();
-        let w: Option<Vec<f64>> = weighted.then(|| objs.iter().map(|o| o.w).collect());
+        let w: Option<Vec<f64>> = self.weighted.then(|| objs.iter().map(|o| o.w).collect());
+        let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
         let mut child = vec![0u32; objs.len()];
-        let prev = previous
-            .filter(|_| method.keep_cuts)
-            .and_then(|p| p.cuts.get(&id));
-        let level = match method.kind {
-            MethodKind::Hsfc => {
-                let h = hsfc::Hsfc {
-                    par: hsfc_par(self.par),
-                    tolerance: hsfc_tolerance(method),
-                };
-                LevelCuts::Hsfc(match prev {
-                    Some(LevelCuts::Hsfc(p))
-                        if p.num_parts() == node.targets.len() && p.dim() == dim =>
-                    {
-                        let lookup = rank_to_child(plan, id);
-                        for (c, o) in child.iter_mut().zip(objs) {
-                            *c = lookup.get(o.prev as usize).copied().unwrap_or(u32::MAX);
-                        }
-                        h.repartition_dist(
-                            g,
-                            p,
-                            &coords,
-                            dim,
-                            w.as_deref(),
-                            &node.targets,
-                            &mut child,
-                        )?
-                    }
-                    _ => {
-                        h.partition_dist(g, &coords, dim, w.as_deref(), &node.targets, &mut child)?
-                    }
-                })
-            }
-            MethodKind::Rcb | MethodKind::Rib => {
-                let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
-                let m = if method.kind == MethodKind::Rcb {
-                    Method::Rcb
-                } else {
-                    Method::Rib
-                };
-                LevelCuts::Bisection(bisect_dist(
-                    g,
-                    m,
-                    method.keep_ties,
-                    self.par,
-                    &coords,
-                    dim,
-                    w.as_deref(),
-                    &gids,
-                    &node.targets,
-                    &mut child,
-                )?)
-            }
+        let level = Level {
+            method,
+            par: self.par,
+            targets: &node.targets,
+            prev: self
+                .previous
+                .filter(|_| method.keep_cuts)
+                .and_then(|p| p.cuts.get(&id)),
         };
-        Ok((child, level))
+        if level.keeps_hsfc_cuts(dim).is_some() {
+            let lookup = rank_to_child(plan, id);
+            for (c, o) in child.iter_mut().zip(objs) {
+                *c = lookup.get(o.prev as usize).copied().unwrap_or(u32::MAX);
+            }
+        }
+        let points = Points::new(&coords, dim, w.as_deref());
+        let cuts = level.run(ws, g, points, Some(&gids), &mut child)?;
+        Ok((child, cuts))
     }
 }
 

@@ -7,28 +7,35 @@
 //! §2, and an object's part is the rank it ends on. See [`Hier`].
 
 mod dist;
+mod level;
 mod plan;
 mod serial;
 
-/// Frees the buffers the hierarchical partitioner keeps between calls (they are reused to
-/// avoid faulting in fresh memory on every call), and those of `hsfc`.
-pub fn release_buffers() {
-    serial::release_buffers();
-    hsfc::release_buffers();
+/// The hierarchical partitioner's buffers, owned by the caller and reused from call to call
+/// (fresh pages cost a fault each, as much as a pass over them): the serial walk's two
+/// permuted copies of the objects, and `hsfc`'s workspace for the HSFC levels. Drop it to free
+/// the memory.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    walk: serial::Bufs,
+    hsfc: hsfc::Workspace,
 }
 
-pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, MethodKind, Plan, PlanNode};
+pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
 
 use crate::bisect::imbalance;
 use crate::{Bisection, Error, Par};
+use comm::Comm;
 use drum_model::NodeId;
+use hsfc::Points;
+use hsfc::dist::Reduce;
 use std::collections::BTreeMap;
 
 /// The hierarchical partitioner's settings.
 ///
 /// ```
 /// use drum_model::{Machine, PowerConfig, static_powers};
-/// use hier_part::{Hier, Plan};
+/// use hier_part::{Hier, Plan, Points, Serial};
 /// let xml = r#"<machinemodel>
 ///   <node type="NETWORK" nodenum="0" name="switch" parent="-1"><lbmethod lbm="RCB"/></node>
 ///   <node type="MULTIPLE_COMPUTING" nodenum="1" name="smp" parent="0" numprocs="2" mflops="100">
@@ -42,7 +49,7 @@ use std::collections::BTreeMap;
 /// // 300 points on a diagonal line: the SMP (2 CPUs) gets 2/3, split between its two ranks.
 /// let coords: Vec<f64> = (0..300).flat_map(|i| [i as f64, i as f64]).collect();
 /// let mut parts = vec![0u32; 300];
-/// let result = Hier::default().partition(&plan, &coords, 2, None, &mut parts)?;
+/// let result = Hier::default().partition(&Serial, &plan, Points::new(&coords, 2, None), &mut parts)?;
 /// assert_eq!(result.rank_counts, vec![100, 100, 100]);
 /// assert_eq!(parts[0], 0);
 /// assert_eq!(parts[299], 2);
@@ -52,6 +59,79 @@ use std::collections::BTreeMap;
 pub struct Hier {
     /// Parallelism inside each level's partitioner (HSFC passes, RCB/RIB recursion).
     pub par: Par,
+}
+
+impl Hier {
+    /// Partitions the points over the ranks of `plan`, writing each point's rank into `parts`
+    /// (points have 1, 2 or 3 coordinates; HSFC levels need 2 or 3; weights non-negative).
+    ///
+    /// Level by level from the root, each node that splits divides its objects among its
+    /// children in proportion to the children's powers with its own method; every object gets
+    /// exactly one rank. Deterministic: the same for every [`Par`] and every `group`.
+    ///
+    /// `group`: [`hsfc::dist::Serial`] when this process holds all the points (the serial
+    /// walk: a stable counting sort per level); or a communicator with one rank per rank of
+    /// the machine (world rank r is machine rank r), each passing its own points (possibly
+    /// none): each subtree's ranks then partition its objects together on a split
+    /// communicator, and the result equals the serial partition of the concatenation of the
+    /// ranks' points in rank order. Bad data on any rank is an error on every rank.
+    pub fn partition<C: Comm + Reduce>(
+        &self,
+        group: &C,
+        plan: &Plan,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        self.partition_with(&mut Workspace::default(), group, plan, points, parts)
+    }
+
+    /// [`Hier::partition`] with the caller's buffers `ws`, kept for the next call.
+    pub fn partition_with<C: Comm + Reduce>(
+        &self,
+        ws: &mut Workspace,
+        group: &C,
+        plan: &Plan,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        self.run(ws, group, plan, None, points, parts)
+    }
+
+    /// Repartitions after the load changed (KEEP_CUTS): `parts` holds each point's current
+    /// rank on entry and its new rank on return; `previous` is this rank's result of the last
+    /// partition. HSFC levels with `KEEP_CUTS="1"` start from `previous`'s cuts and keep each
+    /// cut wherever the parts beside it stay within the level's `IMBALANCE_TOL`, so little
+    /// moves; other levels partition afresh (their cuts are exact and deterministic, so an
+    /// unchanged load gives unchanged cuts). [`HierPartition::moved`] reports what changed
+    /// rank. `group` as for [`Hier::partition`]; `ws`: the caller's buffers (a repartition is
+    /// the call that repeats).
+    pub fn repartition<C: Comm + Reduce>(
+        &self,
+        ws: &mut Workspace,
+        group: &C,
+        plan: &Plan,
+        previous: &HierPartition,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        self.run(ws, group, plan, Some(previous), points, parts)
+    }
+
+    fn run<C: Comm + Reduce>(
+        &self,
+        ws: &mut Workspace,
+        group: &C,
+        plan: &Plan,
+        previous: Option<&HierPartition>,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        if Comm::size(group) == 1 {
+            serial::partition(self.par, ws, plan, points, parts, previous)
+        } else {
+            self.run_dist(&mut ws.hsfc, group, plan, previous, points, parts)
+        }
+    }
 }
 
 /// The cuts one level made, kept when its method has `KEEP_CUTS="1"`.

@@ -3,47 +3,8 @@
 //! children from the node powers.
 
 use crate::Error;
-use drum_model::{LbMethod, Location, Machine, Node, NodeId, Powers};
+use drum_model::{LbMethod, Location, Machine, Node, NodeId, PartitionMethod, Powers};
 use std::fmt;
-
-/// A partitioning method a level can name in `<lbmethod lbm="...">`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MethodKind {
-    /// Hilbert space-filling curve (the `hsfc` crate).
-    Hsfc,
-    /// Recursive coordinate bisection ([`crate::Rcb`]).
-    Rcb,
-    /// Recursive inertial bisection ([`crate::Rib`]).
-    Rib,
-}
-
-impl MethodKind {
-    /// The names accepted in `lbm="..."` (case-insensitive, as Zoltan's `LB_METHOD`).
-    pub const NAMES: [&'static str; 3] = ["HSFC", "RCB", "RIB"];
-
-    /// Parses a method name, ignoring ASCII case.
-    pub fn parse(name: &str) -> Option<MethodKind> {
-        let n = name.trim();
-        [MethodKind::Hsfc, MethodKind::Rcb, MethodKind::Rib]
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(n))
-    }
-
-    /// The canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MethodKind::Hsfc => "HSFC",
-            MethodKind::Rcb => "RCB",
-            MethodKind::Rib => "RIB",
-        }
-    }
-}
-
-impl fmt::Display for MethodKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Zoltan's default `IMBALANCE_TOL` (`lb_const.h`).
 pub const DEFAULT_IMBALANCE_TOL: f64 = 1.1;
@@ -52,7 +13,7 @@ pub const DEFAULT_IMBALANCE_TOL: f64 = 1.1;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelMethod {
     /// The partitioner.
-    pub kind: MethodKind,
+    pub kind: PartitionMethod,
     /// `KEEP_CUTS="1"`: keep this level's cuts in the result, and let a repartition start from
     /// them (for HSFC a previous cut stays wherever the parts beside it stay within
     /// `IMBALANCE_TOL`, see [`hsfc::Hsfc::tolerance`]).
@@ -72,7 +33,7 @@ impl LevelMethod {
     /// HSFC with default parameters: the method of a node without `<lbmethod>`.
     pub fn default_hsfc() -> LevelMethod {
         LevelMethod {
-            kind: MethodKind::Hsfc,
+            kind: PartitionMethod::Hsfc,
             keep_cuts: false,
             imbalance_tol: DEFAULT_IMBALANCE_TOL,
             keep_ties: false,
@@ -80,14 +41,11 @@ impl LevelMethod {
         }
     }
 
-    /// Parses `<lbmethod>` of `node`. An unknown method or a bad value of a known parameter is
-    /// an error naming the node and the file position.
+    /// Parses the parameters of `<lbmethod>` of `node` (drum-model has already rejected an
+    /// unknown method). A bad value of a known parameter is an error naming the node and the
+    /// file position.
     pub fn from_lbmethod(lb: &LbMethod, node: &Node) -> Result<LevelMethod, Error> {
-        let kind = MethodKind::parse(&lb.method).ok_or_else(|| Error::UnknownMethod {
-            location: lb.method_location.clone(),
-            node: node.label(),
-            method: lb.method.clone(),
-        })?;
+        let kind = lb.method;
         let mut m = LevelMethod {
             kind,
             ..LevelMethod::default_hsfc()
@@ -114,10 +72,10 @@ impl LevelMethod {
                     }
                     m.imbalance_tol = v;
                 }
-                ("RCB_RECTILINEAR_BLOCKS", MethodKind::Rcb | MethodKind::Rib) => {
+                ("RCB_RECTILINEAR_BLOCKS", PartitionMethod::Rcb | PartitionMethod::Rib) => {
                     m.keep_ties = flag()?
                 }
-                ("RCB_REUSE", MethodKind::Rcb) => {
+                ("RCB_REUSE", PartitionMethod::Rcb) => {
                     flag()?;
                     m.ignored.push((
                         a.name.clone(),
@@ -126,7 +84,7 @@ impl LevelMethod {
                          would give the same cuts",
                     ));
                 }
-                ("AVERAGE_CUTS", MethodKind::Rcb | MethodKind::Rib) => {
+                ("AVERAGE_CUTS", PartitionMethod::Rcb | PartitionMethod::Rib) => {
                     if !flag()? {
                         m.ignored.push((
                             a.name.clone(),
@@ -205,8 +163,8 @@ pub struct Plan {
 
 impl Plan {
     /// Prepares `machine` with `powers` (from `drum_model::static_powers`,
-    /// `compute_powers` or a replay). Every `<lbmethod>` is parsed here, so an unknown method
-    /// is reported before any object is touched.
+    /// `compute_powers` or a replay). Every `<lbmethod>`'s parameters are parsed here, so a bad
+    /// one is reported before any object is touched.
     pub fn new(machine: &Machine, powers: &Powers) -> Result<Plan, Error> {
         let ranks = machine.num_ranks();
         if powers.parts.len() != ranks || powers.nodes.len() != machine.nodes().len() {

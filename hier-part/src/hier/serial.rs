@@ -1,66 +1,15 @@
 //! The serial walk: every level's objects are gathered from the caller's arrays and handed to
 //! the level's partitioner; parts are written straight into the caller's buffer.
 
-use super::{Child, Hier, HierPartition, LevelCuts, LevelMethod, MethodKind, Moved, Plan};
+use super::level::Level;
+use super::{Child, HierPartition, LevelCuts, Moved, Plan, Workspace};
 use crate::input::check_points;
-use crate::{Error, Par, Rcb, Rib};
+use crate::{Error, Par};
 use drum_model::NodeId;
+use hsfc::Points;
+use hsfc::dist::Serial;
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// `hsfc`'s setting for the same parallelism.
-pub(super) fn hsfc_par(par: Par) -> hsfc::Par {
-    hsfc::Par::threads(par.degree())
-}
-
-/// The `hsfc` repartition tolerance of a level: `IMBALANCE_TOL − 1`, below `hsfc`'s limit of 1.
-pub(super) fn hsfc_tolerance(m: &LevelMethod) -> f64 {
-    (m.imbalance_tol - 1.0).clamp(0.0, 0.99)
-}
-
-/// Runs a level's method on one set of objects (serial), writing each object's child into
-/// `out`. With `prev` (KEEP_CUTS) and an HSFC level, `out` holds each object's previous child
-/// on entry (`u32::MAX` for objects that come from another subtree).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run_level(
-    method: &LevelMethod,
-    par: Par,
-    coords: &[f64],
-    dim: usize,
-    weights: Option<&[f64]>,
-    targets: &[f64],
-    out: &mut [u32],
-    prev: Option<&LevelCuts>,
-) -> Result<LevelCuts, Error> {
-    Ok(match method.kind {
-        MethodKind::Hsfc => {
-            let h = hsfc::Hsfc {
-                par: hsfc_par(par),
-                tolerance: hsfc_tolerance(method),
-            };
-            LevelCuts::Hsfc(match prev {
-                Some(LevelCuts::Hsfc(p)) if p.num_parts() == targets.len() && p.dim() == dim => {
-                    h.repartition(p, coords, dim, weights, targets, out)?
-                }
-                _ => h.partition(coords, dim, weights, targets, out)?,
-            })
-        }
-        MethodKind::Rcb => LevelCuts::Bisection(
-            Rcb {
-                keep_ties: method.keep_ties,
-                par,
-            }
-            .partition(coords, dim, weights, targets, out)?,
-        ),
-        MethodKind::Rib => LevelCuts::Bisection(
-            Rib {
-                keep_ties: method.keep_ties,
-                par,
-            }
-            .partition(coords, dim, weights, targets, out)?,
-        ),
-    })
-}
 
 /// Where a level's objects are: the caller's arrays (the root), or one of the walk's two
 /// permuted copies.
@@ -88,6 +37,8 @@ struct Walk<'a> {
     bi: [Vec<u32>; 2],
     /// Each object's child at the current level (indexed like the buffers).
     child: Vec<u32>,
+    /// The HSFC levels' buffers.
+    hsfc: hsfc::Workspace,
     /// Whether buffer 0 and 1 have been sized for this call.
     sized: [bool; 2],
     cuts: BTreeMap<NodeId, LevelCuts>,
@@ -150,22 +101,26 @@ impl Walk<'_> {
                 child[j] = lookup.get(prev).copied().unwrap_or(u32::MAX);
             }
         }
-        let prev = self
-            .prev
-            .filter(|_| method.keep_cuts)
-            .and_then(|(p, _)| p.cuts.get(&id));
-        let t0 = Instant::now();
-        let level = run_level(
+        let level = Level {
             method,
-            self.par,
+            par: self.par,
+            targets: &node.targets,
+            prev: self
+                .prev
+                .filter(|_| method.keep_cuts)
+                .and_then(|(p, _)| p.cuts.get(&id)),
+        };
+        let mut hsfc_ws = std::mem::take(&mut self.hsfc);
+        let points = Points::new(
             &self.coords_of(src)[lo * dim..hi * dim],
             dim,
             self.weights_of(src).map(|w| &w[lo..hi]),
-            &node.targets,
-            &mut child[lo..hi],
-            prev,
-        )
-        .map_err(|e| e.at_level(&node.label, method.kind));
+        );
+        let t0 = Instant::now();
+        let level = level
+            .run(&mut hsfc_ws, &Serial, points, None, &mut child[lo..hi])
+            .map_err(|e| e.at_level(&node.label, method.kind));
+        self.hsfc = hsfc_ws;
         self.child = child;
         let level = level?;
         self.times.push((id, t0.elapsed().as_secs_f64()));
@@ -219,17 +174,24 @@ impl Walk<'_> {
             std::mem::take(&mut self.bi[d]),
         );
         {
-            let xs = self.coords_of(src);
-            let ws = self.weights_of(src);
-            let idx = match src {
-                Src::Caller => None,
-                Src::Buf(b) => Some(&self.bi[b][..]),
+            let from = Objects {
+                xs: self.coords_of(src),
+                ws: self.weights_of(src),
+                idx: match src {
+                    Src::Caller => None,
+                    Src::Buf(b) => Some(&self.bi[b][..]),
+                },
+            };
+            let to = Copies {
+                bx: &mut bx,
+                bw: &mut bw,
+                bi: &mut bi,
             };
             let child = &self.child[lo..hi];
             match dim {
-                1 => scatter::<1>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
-                2 => scatter::<2>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
-                _ => scatter::<3>(xs, ws, idx, child, lo, &mut next, &mut bx, &mut bw, &mut bi),
+                1 => scatter::<1>(&from, child, lo, &mut next, to),
+                2 => scatter::<2>(&from, child, lo, &mut next, to),
+                _ => scatter::<3>(&from, child, lo, &mut next, to),
             }
         }
         self.bx[d] = bx;
@@ -278,38 +240,42 @@ fn fit<T: Copy + Default>(v: &mut Vec<T>, len: usize) {
     }
 }
 
-/// The walk's buffers, kept between calls: fresh pages cost a fault each, as much as a pass
-/// over them (as `hsfc` keeps its key buffer). A concurrent call that finds them taken
-/// allocates its own; [`crate::release_buffers`] frees them.
-#[derive(Default)]
-struct Bufs {
+/// The walk's buffers, kept between calls in the caller's [`super::Workspace`].
+#[derive(Debug, Default)]
+pub(super) struct Bufs {
     bx: [Vec<f64>; 2],
     bw: [Vec<f64>; 2],
     bi: [Vec<u32>; 2],
     child: Vec<u32>,
 }
 
-static BUFS: std::sync::Mutex<Option<Bufs>> = std::sync::Mutex::new(None);
+/// A level's objects where they are: coordinates, weights (`None`: unit), and their original
+/// indices (`None`: the caller's arrays, where the position is the index).
+#[derive(Clone, Copy)]
+struct Objects<'a> {
+    xs: &'a [f64],
+    ws: Option<&'a [f64]>,
+    idx: Option<&'a [u32]>,
+}
 
-/// Frees the buffers the serial hierarchical walk keeps between calls.
-pub(crate) fn release_buffers() {
-    *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+/// The other buffer's copies the counting sort writes: coordinates, weights, original indices.
+struct Copies<'a> {
+    bx: &'a mut [f64],
+    bw: &'a mut [f64],
+    bi: &'a mut [u32],
 }
 
 /// The counting sort's write pass: object `lo + j` goes to slot `next[child[j]]++` of the
 /// destination (coordinates, weight, original index).
-#[allow(clippy::too_many_arguments)]
 fn scatter<const D: usize>(
-    xs: &[f64],
-    ws: Option<&[f64]>,
-    idx: Option<&[u32]>,
+    from: &Objects<'_>,
     child: &[u32],
     lo: usize,
     next: &mut [usize],
-    bx: &mut [f64],
-    bw: &mut [f64],
-    bi: &mut [u32],
+    to: Copies<'_>,
 ) {
+    let Objects { xs, ws, idx } = *from;
+    let Copies { bx, bw, bi } = to;
     for (j, &c) in (lo..).zip(child) {
         let t = next[c as usize];
         next[c as usize] += 1;
@@ -333,119 +299,90 @@ pub(super) fn rank_to_child(plan: &Plan, id: NodeId) -> Vec<u32> {
     out
 }
 
-impl Hier {
-    /// Partitions the points `coords` (interleaved, `dim` = 1, 2 or 3; HSFC levels need 2 or
-    /// 3) with optional non-negative `weights` over the ranks of `plan`, writing each point's
-    /// rank into `parts`.
-    ///
-    /// Level by level from the root, each node that splits divides its objects among its
-    /// children in proportion to the children's powers with its own method; every object gets
-    /// exactly one rank. Deterministic: the same for every [`Par`] and equal to
-    /// [`Hier::partition_dist`] on any spread of the points over the ranks.
-    pub fn partition(
-        &self,
-        plan: &Plan,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-    ) -> Result<HierPartition, Error> {
-        check_points(coords, dim, weights, parts.len(), self.par)?;
-        self.run(plan, coords, dim, weights, parts, None)
-    }
-
-    /// Repartitions after the load changed (KEEP_CUTS): `parts` holds each point's current
-    /// rank on entry and its new rank on return. HSFC levels with `KEEP_CUTS="1"` start from
-    /// `previous`'s cuts and keep each cut wherever the parts beside it stay within the level's
-    /// `IMBALANCE_TOL`, so little moves; other levels partition afresh (their cuts are exact and
-    /// deterministic, so an unchanged load gives unchanged cuts). [`HierPartition::moved`]
-    /// reports what changed rank.
-    pub fn repartition(
-        &self,
-        plan: &Plan,
-        previous: &HierPartition,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-    ) -> Result<HierPartition, Error> {
-        let n = check_points(coords, dim, weights, parts.len(), self.par)?;
-        let ranks = plan.num_ranks();
-        if let Some(i) = parts.iter().position(|&p| p as usize >= ranks) {
-            return Err(Error::PartOutOfRange {
-                index: i,
-                part: parts[i],
-                k: ranks,
-            });
-        }
-        let entry = parts.to_vec();
-        let mut r = self.run(plan, coords, dim, weights, parts, Some((previous, &entry)))?;
-        // Per rank in object order, then over the ranks in rank order (as the distributed
-        // run sums it).
-        let mut per_rank = vec![(0.0f64, 0u64); ranks];
-        for i in 0..n {
-            if parts[i] != entry[i] {
-                let m = &mut per_rank[parts[i] as usize];
-                m.0 += weights.map_or(1.0, |w| w[i]);
-                m.1 += 1;
-            }
-        }
-        let (weight, count) = per_rank
-            .iter()
-            .fold((0.0, 0), |(w, c), m| (w + m.0, c + m.1));
-        r.moved = Some(Moved { count, weight });
-        Ok(r)
-    }
-
-    fn run(
-        &self,
-        plan: &Plan,
-        coords: &[f64],
-        dim: usize,
-        weights: Option<&[f64]>,
-        parts: &mut [u32],
-        prev: Option<(&HierPartition, &[u32])>,
-    ) -> Result<HierPartition, Error> {
-        let n = coords.len() / dim;
-        let ranks = plan.num_ranks();
-        let mut bufs = BUFS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .unwrap_or_default();
-        fit(&mut bufs.child, n);
-        let mut walk = Walk {
-            plan,
-            par: self.par,
-            dim,
-            coords,
-            weights,
-            prev,
-            bx: bufs.bx,
-            bw: bufs.bw,
-            bi: bufs.bi,
-            child: bufs.child,
-            sized: [false; 2],
-            cuts: BTreeMap::new(),
-            times: Vec::new(),
-            rank_w: vec![0.0; ranks],
-            rank_n: vec![0; ranks],
-        };
-        let walked = walk.walk(plan.root(), Src::Caller, 0, n, parts);
-        *BUFS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Bufs {
-            bx: std::mem::take(&mut walk.bx),
-            bw: std::mem::take(&mut walk.bw),
-            bi: std::mem::take(&mut walk.bi),
-            child: std::mem::take(&mut walk.child),
+/// The serial hierarchical partition (see [`super::Hier::partition`]): `prev` is the previous
+/// partition and the parts on entry for a repartition. Runs on `par`'s pool.
+pub(super) fn partition(
+    par: Par,
+    ws: &mut Workspace,
+    plan: &Plan,
+    points: Points<'_>,
+    parts: &mut [u32],
+    previous: Option<&HierPartition>,
+) -> Result<HierPartition, Error> {
+    let (coords, dim, weights) = points.into_parts();
+    let n = check_points(coords, dim, weights, parts.len(), par)?;
+    let Some(previous) = previous else {
+        return par.install(|| run(par, ws, plan, points, parts, None))?;
+    };
+    let ranks = plan.num_ranks();
+    if let Some(i) = parts.iter().position(|&p| p as usize >= ranks) {
+        return Err(Error::PartOutOfRange {
+            index: i,
+            part: parts[i],
+            k: ranks,
         });
-        walked?;
-        Ok(HierPartition::from_ranks(
-            plan,
-            dim,
-            walk.rank_w,
-            walk.rank_n,
-            walk.cuts,
-            walk.times,
-        ))
     }
+    let entry = parts.to_vec();
+    let mut r = par.install(|| run(par, ws, plan, points, parts, Some((previous, &entry))))??;
+    // Per rank in object order, then over the ranks in rank order (as the distributed
+    // run sums it).
+    let mut per_rank = vec![(0.0f64, 0u64); ranks];
+    for i in 0..n {
+        if parts[i] != entry[i] {
+            let m = &mut per_rank[parts[i] as usize];
+            m.0 += weights.map_or(1.0, |w| w[i]);
+            m.1 += 1;
+        }
+    }
+    let (weight, count) = per_rank
+        .iter()
+        .fold((0.0, 0), |(w, c), m| (w + m.0, c + m.1));
+    r.moved = Some(Moved { count, weight });
+    Ok(r)
+}
+
+fn run(
+    par: Par,
+    ws: &mut Workspace,
+    plan: &Plan,
+    points: Points<'_>,
+    parts: &mut [u32],
+    prev: Option<(&HierPartition, &[u32])>,
+) -> Result<HierPartition, Error> {
+    let (coords, dim, weights) = points.into_parts();
+    let n = coords.len() / dim;
+    let ranks = plan.num_ranks();
+    let mut bufs = std::mem::take(&mut ws.walk);
+    fit(&mut bufs.child, n);
+    let mut walk = Walk {
+        plan,
+        par,
+        dim,
+        coords,
+        weights,
+        prev,
+        bx: bufs.bx,
+        bw: bufs.bw,
+        bi: bufs.bi,
+        child: bufs.child,
+        hsfc: std::mem::take(&mut ws.hsfc),
+        sized: [false; 2],
+        cuts: BTreeMap::new(),
+        times: Vec::new(),
+        rank_w: vec![0.0; ranks],
+        rank_n: vec![0; ranks],
+    };
+    let walked = walk.walk(plan.root(), Src::Caller, 0, n, parts);
+    ws.hsfc = std::mem::take(&mut walk.hsfc);
+    let kept = Bufs {
+        bx: std::mem::take(&mut walk.bx),
+        bw: std::mem::take(&mut walk.bw),
+        bi: std::mem::take(&mut walk.bi),
+        child: std::mem::take(&mut walk.child),
+    };
+    let result = walked.map(|()| {
+        HierPartition::from_ranks(plan, dim, walk.rank_w, walk.rank_n, walk.cuts, walk.times)
+    });
+    ws.walk = kept;
+    result
 }

@@ -116,7 +116,7 @@ int hsfc_max_weight(const hsfc_partition_t *p, double *w);
 /* Frees a handle; NULL is ignored. */
 void hsfc_free(hsfc_partition_t *p);
 
-/* Frees the scratch buffers hsfc keeps between calls (about 8 bytes per point). */
+/* Frees the scratch buffers the calling thread keeps between calls (about 8 bytes per point). */
 void hsfc_release_buffers(void);
 
 /* Static strings (do not free): a code's name ("HSFC_ERR_INVALID_COORDINATE", or

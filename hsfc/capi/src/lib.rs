@@ -16,9 +16,10 @@
 //!   (`hsfc_partition_t*`) created by [`hsfc_partition`] or [`hsfc_repartition`] and owned by
 //!   the caller until [`hsfc_free`]. A handle is immutable: any number of threads may query it
 //!   at once.
-//! - No hidden state but the thread-local last error message. `hsfc` itself keeps scratch
-//!   buffers and thread pools between calls for speed; [`hsfc_release_buffers`] frees the
-//!   buffers.
+//! - No hidden state but two thread-locals: the last error message, and the calling thread's
+//!   scratch buffers (an `hsfc::Workspace`, kept between calls for speed; a C caller has no
+//!   workspace to pass). [`hsfc_release_buffers`] frees the calling thread's buffers.
+//!   Thread pools are kept per size, as `hsfc::Par` documents.
 //! - No panic crosses the boundary: every entry point runs under `catch_unwind` and turns a
 //!   panic into [`HSFC_ERR_PANIC`] (a bug in `hsfc`, to be reported).
 //!
@@ -43,6 +44,8 @@
 
 #![deny(missing_docs)]
 
+use hsfc::dist::Serial;
+use hsfc::{Partitioner, Points};
 use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -459,7 +462,10 @@ pub unsafe extern "C" fn hsfc_partition(
                 par: par(threads),
                 ..Default::default()
             };
-            Ok(cfg.partition(inp.coords, inp.dim, inp.weights, inp.sizes, inp.parts)?)
+            let points = Points::new(inp.coords, inp.dim, inp.weights);
+            Ok(with_workspace(|ws| {
+                cfg.partition_with(ws, &Serial, points, inp.sizes, inp.parts)
+            })?)
         })
     }
 }
@@ -504,8 +510,10 @@ pub unsafe extern "C" fn hsfc_repartition(
                 par: par(threads),
                 tolerance,
             };
-            let p =
-                cfg.repartition(prev, inp.coords, inp.dim, inp.weights, inp.sizes, inp.parts)?;
+            let points = Points::new(inp.coords, inp.dim, inp.weights);
+            let p = with_workspace(|ws| {
+                cfg.repartition(ws, &Serial, prev, points, inp.sizes, inp.parts)
+            })?;
             if !migration.is_null() {
                 let m = p
                     .migration()
@@ -778,11 +786,32 @@ pub unsafe extern "C" fn hsfc_free(p: *mut HsfcPartition) {
     })
 }
 
-/// Frees the scratch buffers `hsfc` keeps between calls (about 8 bytes per point of the
-/// largest partition so far); the next call allocates them again.
+thread_local! {
+    /// The calling thread's `hsfc::Workspace`: a C caller has no workspace of its own to pass,
+    /// so each thread that calls keeps one here (the Rust library keeps nothing).
+    static WORKSPACE: std::cell::RefCell<hsfc::Workspace> = Default::default();
+}
+
+/// Runs `f` with the calling thread's workspace (a fresh one if it is in use: `f` does not
+/// call back into the ABI, so only a panic that left it borrowed could cause that).
+fn with_workspace<T>(f: impl FnOnce(&mut hsfc::Workspace) -> T) -> T {
+    WORKSPACE.with(|w| match w.try_borrow_mut() {
+        Ok(mut ws) => f(&mut ws),
+        Err(_) => f(&mut hsfc::Workspace::default()),
+    })
+}
+
+/// Frees the scratch buffers the calling thread keeps between calls (about 8 bytes per point
+/// of its largest partition so far); its next call allocates them again.
 #[unsafe(no_mangle)]
 pub extern "C" fn hsfc_release_buffers() {
-    guard_value((), hsfc::release_buffers)
+    guard_value((), || {
+        WORKSPACE.with(|w| {
+            if let Ok(mut ws) = w.try_borrow_mut() {
+                *ws = hsfc::Workspace::default();
+            }
+        })
+    })
 }
 
 /// The name of a status code (`"HSFC_ERR_INVALID_COORDINATE"`), or

@@ -2,6 +2,8 @@
 //! pointers, bad dims, bad data, short buffers) gives its own code and a message naming the
 //! culprit, with the documented effect on the outputs.
 
+use hsfc::dist::Serial;
+use hsfc::{Partitioner, Points, Workspace};
 use hsfc_capi::*;
 use std::ffi::{CStr, c_int};
 use std::ptr::{null, null_mut};
@@ -103,7 +105,12 @@ fn partition_through_the_abi_equals_the_rust_api_for_any_thread_count() {
         let sizes = [16.0, 19.0, 0.0, 31.0, 34.0];
         let mut expected = vec![0u32; 2000];
         let r = hsfc::Hsfc::default()
-            .partition(&coords, dim, Some(&weights), &sizes, &mut expected)
+            .partition(
+                &Serial,
+                Points::new(&coords, dim, Some(&weights)),
+                &sizes,
+                &mut expected,
+            )
             .unwrap();
         for threads in [-1, 0, 1, 2, 3] {
             let mut parts = vec![u32::MAX; 2000];
@@ -164,7 +171,12 @@ fn box_assign_reports_the_needed_length_and_writes_nothing_when_cap_is_short() {
     let sizes = [1.0; 8];
     let p = partition(&coords, 2, None, &sizes, 1, &mut parts).unwrap();
     let r = hsfc::Hsfc::default()
-        .partition(&coords, 2, None, &sizes, &mut vec![0; 3000])
+        .partition(
+            &Serial,
+            Points::new(&coords, 2, None),
+            &sizes,
+            &mut vec![0; 3000],
+        )
         .unwrap();
     let (lo, hi) = ([0.1, 0.2], [0.7, 0.5]);
     let mut expected = Vec::new();
@@ -581,16 +593,22 @@ fn repartition_reports_the_migration_it_made() {
     };
     let prev = cfg
         .partition(
-            &coords,
-            3,
-            Some(&cloud(4000, 3, 11).1),
+            &Serial,
+            Points::new(&coords, 3, Some(&cloud(4000, 3, 11).1)),
             &sizes,
             &mut vec![0; 4000],
         )
         .unwrap();
     let mut expected = before.clone();
     let r = cfg
-        .repartition(&prev, &coords, 3, Some(&w), &sizes, &mut expected)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &prev,
+            Points::new(&coords, 3, Some(&w)),
+            &sizes,
+            &mut expected,
+        )
         .unwrap();
 
     for with_migration in [true, false] {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use hsfc::dist::Serial;
+use hsfc::{Partitioner, Points, Workspace};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -113,7 +115,12 @@ fn check_output(out: &str) {
         ..Default::default()
     };
     let p = cfg
-        .partition(&coords, 2, Some(&weights), &SIZES, &mut parts)
+        .partition(
+            &Serial,
+            Points::new(&coords, 2, Some(&weights)),
+            &SIZES,
+            &mut parts,
+        )
         .unwrap();
     let mut lines = out.lines();
     let mut next = || lines.next().expect("output ended early");
@@ -164,7 +171,14 @@ fn check_output(out: &str) {
         }
     }
     let r = cfg
-        .repartition(&p, &coords, 2, Some(&weights), &SIZES, &mut parts)
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            &p,
+            Points::new(&coords, 2, Some(&weights)),
+            &SIZES,
+            &mut parts,
+        )
         .unwrap();
     let mig = r.migration().unwrap();
     let w = words(next(), "repartition: migrated weight ");

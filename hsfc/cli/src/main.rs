@@ -2,7 +2,7 @@
 //!
 //! Built with the feature `mpi` and started under `mpirun -np R`, `hsfc partition` runs
 //! distributed: rank r reads only points `[r·n/R, (r+1)·n/R)` of the file, the ranks partition
-//! together (`Hsfc::partition_dist` over `comm::MpiComm`), and rank 0 gathers and writes the
+//! together (`Partitioner::partition` over `comm::MpiComm`), and rank 0 gathers and writes the
 //! whole parts file, byte-identical to the serial run's, and prints the report.
 
 mod ranks;
@@ -11,9 +11,11 @@ mod tests;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use cli_support::{RunArgs, agreed, emit, median};
+use hsfc::Hsfc;
 use hsfc::generate::{Distribution, WeightKind};
-use hsfc::{Hsfc, Par};
-use ranks::{Ranks, agree};
+use hsfc::{Partitioner, Points, Workspace};
+use ranks::Ranks;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -49,12 +51,9 @@ struct PartitionArgs {
     /// Write the part of every point here (u32 little endian).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Threads (1 = on the calling thread).
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Repeat the partition call this many times; the time printed is the median.
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
+    /// Threads and repeats.
+    #[command(flatten)]
+    run: RunArgs,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -124,16 +123,6 @@ fn parse_count(s: &str) -> Result<usize, String> {
     Ok(v as usize)
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
-}
-
 /// What one rank read: the targets, the file's point count and its own slice of the points.
 struct Input {
     targets: Vec<f64>,
@@ -153,7 +142,7 @@ fn read_input<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Input> {
         (None, Some(k)) => vec![1.0; k],
         (None, None) => bail!("give --parts K or --sizes FILE"),
     };
-    if a.repeat == 0 {
+    if a.run.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
     Ok(Input {
@@ -185,8 +174,8 @@ impl Report<'_> {
                 "n": self.n,
                 "k": p.num_parts(),
                 "dim": self.dim,
-                "threads": a.threads,
-                "repeat": a.repeat,
+                "threads": a.run.threads,
+                "repeat": a.run.repeat,
                 "time_s": self.time_s,
                 "times_s": self.times,
                 "max_rel_dev": p.max_rel_dev(),
@@ -213,9 +202,9 @@ impl Report<'_> {
                 self.n,
                 self.dim,
                 p.num_parts(),
-                a.threads,
+                a.run.threads,
                 self.time_s * 1e3,
-                a.repeat
+                a.run.repeat
             );
             head + &hsfc::summary::table(p)
         }
@@ -233,23 +222,24 @@ fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
         n,
         range,
         set,
-    } = agree(ranks, read_input(ranks, a))?;
+    } = agreed(ranks, read_input(ranks, a))?;
     let cfg = Hsfc {
-        par: Par::threads(a.threads),
+        par: a.run.par(),
         ..Default::default()
     };
     let mut parts = vec![0u32; set.len()];
-    let mut times = Vec::with_capacity(a.repeat);
+    let mut times = Vec::with_capacity(a.run.repeat);
     let mut result = None;
-    for _ in 0..a.repeat {
+    // Reused by every repeat, as a simulation reuses it every step.
+    let mut ws = Workspace::default();
+    for _ in 0..a.run.repeat {
         let t0 = Instant::now();
         // Data errors are agreed on inside (every rank returns an error).
         let p = cfg
-            .partition_dist(
+            .partition_with(
+                &mut ws,
                 ranks,
-                &set.coords,
-                set.dim,
-                set.weights.as_deref(),
+                Points::new(&set.coords, set.dim, set.weights.as_deref()),
                 &targets,
                 &mut parts,
             )
@@ -291,7 +281,7 @@ fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
         };
         Ok(Some(report.render(a)))
     });
-    agree(ranks, report)
+    agreed(ranks, report)
 }
 
 /// `hsfc partition` in this process alone.
@@ -306,50 +296,9 @@ fn partition_cmd(a: &PartitionArgs) -> Result<()> {
 /// `hsfc partition` as one rank of an MPI job (a single process without `mpirun`).
 #[cfg(feature = "mpi")]
 fn partition_cmd(a: &PartitionArgs) -> Result<()> {
-    use comm::Comm;
-    let world = comm::MpiComm::init().context("starting MPI")?;
-    let (rank, size) = (Comm::rank(&world), Comm::size(&world));
-    let result = partition(&world, a);
-    if let Err(e) = &result
-        && size > 1
-    {
-        // One write, so that mpirun does not interleave the lines of several ranks.
-        let line = format!("Error: rank {rank} of {size}: {}\n", one_line(e));
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        // Errors are agreed on, so every rank is here: wait until all have written their
-        // message before any exits (mpirun ends the job when the first rank exits non-zero).
-        let _ = world.barrier();
-    }
-    // MPI_Finalize on every rank, after an error too.
-    drop(world);
-    match result {
-        Ok(Some(text)) => emit(&text),
-        Ok(None) => Ok(()),
-        Err(e) if size == 1 => Err(e),
-        Err(_) => std::process::exit(1),
-    }
-}
-
-/// The error and its causes on one line, leaving out a cause that its parent's message
-/// already ends with (`hsfc::io` errors show their OS error and also return it as source).
-#[cfg(any(feature = "mpi", test))]
-fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !parts.last().is_some_and(|p| p.ends_with(&text)) {
-            parts.push(text);
-        }
-    }
-    parts.join(": ")
-}
-
-/// Prints to stdout; a closed pipe (`hsfc ... | head`) is not an error.
-fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing to stdout"),
+    match cli_support::mpi::main(|world| partition(world, a))? {
+        Some(text) => emit(&text),
+        None => Ok(()),
     }
 }
 

@@ -53,18 +53,3 @@ impl Ranks for comm::ThreadComm {
         gather_on_0(self, mine)
     }
 }
-
-/// Turns each rank's local outcome into one agreed outcome (one `sum_u64`): `Ok` on every rank
-/// only if it is `Ok` on every rank; otherwise a rank keeps its own error, and ranks that
-/// succeeded say how many others failed. Every rank then stops at the same point, so no rank
-/// is left waiting in a collective for one that gave up.
-pub(crate) fn agree<R: Reduce, T>(ranks: &R, local: Result<T>) -> Result<T> {
-    let mut failed = [u64::from(local.is_err())];
-    ranks.sum_u64(&mut failed)?;
-    match local {
-        Ok(_) if failed[0] > 0 => {
-            anyhow::bail!("{} other rank(s) failed; see their messages", failed[0])
-        }
-        other => other,
-    }
-}

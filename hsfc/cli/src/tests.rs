@@ -1,8 +1,9 @@
 //! The distributed code path of `hsfc partition` on thread ranks (no MPI needed): the parts
 //! file rank 0 writes equals the serial one, and errors on one rank end every rank.
 
-use crate::{Cli, Cmd, PartitionArgs, one_line, partition, ranks::agree};
+use crate::{Cli, Cmd, PartitionArgs, partition};
 use clap::Parser;
+use cli_support::agreed;
 use comm::{ThreadComm, ThreadOptions};
 use hsfc::dist::Serial;
 use hsfc::generate::{Distribution, WeightKind};
@@ -145,7 +146,7 @@ fn bad_data_on_one_rank_fails_every_rank_naming_the_slice() {
     let missing = tmp("missing.zpt");
     let results = on_ranks(2, &[path(&missing), "--parts", "2"]);
     for r in results {
-        let e = one_line(&r.unwrap_err());
+        let e = format!("{:#}", r.unwrap_err());
         // The OS error once, not again as the cause it also is.
         assert!(
             e.starts_with(&format!("reading the points: {}: ", path(&missing)))
@@ -164,7 +165,7 @@ fn a_failure_to_write_on_rank_0_fails_every_rank() {
     let results = on_ranks(3, &[path(&points), "--parts", "2", "--out", path(&out)]);
     let errors: Vec<String> = results
         .into_iter()
-        .map(|r| one_line(&r.unwrap_err()))
+        .map(|r| format!("{:#}", r.unwrap_err()))
         .collect();
     assert!(
         errors[0].starts_with(&format!("writing the parts: {}: ", path(&out))),
@@ -184,7 +185,7 @@ fn a_local_failure_is_agreed_on() {
         } else {
             Ok(7)
         };
-        agree(&c, local).map_err(|e| e.to_string())
+        agreed(&c, local).map_err(|e| e.to_string())
     })
     .unwrap();
     assert_eq!(
@@ -196,7 +197,7 @@ fn a_local_failure_is_agreed_on() {
         ]
     );
     let got = ThreadComm::run(2, &ThreadOptions::default(), |c| {
-        agree(&c, Ok::<_, anyhow::Error>(comm::Comm::rank(&c))).unwrap()
+        agreed(&c, Ok::<_, anyhow::Error>(comm::Comm::rank(&c))).unwrap()
     })
     .unwrap();
     assert_eq!(got, [0, 1]);

@@ -146,6 +146,8 @@ fn errors_name_the_problem() {
         e.contains("reading the points") && e.contains(&missing.display().to_string()),
         "{e}"
     );
+    // The OS error once: in the message, not again as its cause.
+    assert_eq!(e.matches("No such file").count(), 1, "{e}");
 
     let f = tmp("e.zpt");
     run_ok(hsfc().args(["gen", "--n", "100", "-o"]).arg(&f));

@@ -3,12 +3,13 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use cli_support::power::PowerArgs;
+use cli_support::{RunArgs, emit, median};
 use comm::{Comm, ThreadComm, ThreadOptions};
-use drum_model::samples::{Smoothing, powers_from_samples, read_jsonl};
-use drum_model::{Machine, PowerConfig, PowerModel, Powers, static_powers};
+use drum_model::Machine;
 use hier_part::{Csr, Hier, HierPartition, Par, Plan, Quality, picture};
+use hier_part::{Points, Serial, Workspace};
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,16 +26,6 @@ struct Cli {
 enum Cmd {
     /// Partition a ZPT1 point file for the machine's ranks (part i = rank i).
     Partition(Box<PartitionArgs>),
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum ModelArg {
-    /// DRUM 2005 §3.3 (processing power and available bandwidth).
-    Drum,
-    /// DRUM 2004 (communication power from the CAF).
-    Drum2004,
-    /// Sinha–Parashar capacity (CPU, memory, bandwidth, weights 1/3 each).
-    Sinha,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,25 +48,15 @@ struct PartitionArgs {
     machine: PathBuf,
     /// ZPT1 point file (DESIGN.md §3).
     points: PathBuf,
-    /// Communication weight w_comm in [0, 1].
-    #[arg(long, default_value_t = 0.0)]
-    w_comm: f64,
-    /// Power model.
-    #[arg(long, value_enum, default_value_t = ModelArg::Drum)]
-    model: ModelArg,
-    /// Powers from recorded monitor samples (JSON Lines, `drum monitor --record`) instead of
-    /// static ratings.
-    #[arg(long, value_name = "SAMPLES.jsonl")]
-    replay: Option<PathBuf>,
+    /// Where the powers come from (as `drum powers`).
+    #[command(flatten)]
+    power: PowerArgs,
     /// Write the rank of every point here (u32 little endian).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Threads inside each level's partitioner.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Repeat the partition call this many times; the time printed is the median.
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
+    /// Threads inside each level's partitioner, and repeats.
+    #[command(flatten)]
+    run: RunArgs,
     /// Where the partition runs.
     #[arg(long, value_enum, default_value_t = Backend::Serial)]
     backend: Backend,
@@ -91,55 +72,6 @@ struct PartitionArgs {
     json: bool,
 }
 
-fn powers(a: &PartitionArgs, machine: &Machine) -> Result<(Powers, String)> {
-    let model = match a.model {
-        ModelArg::Drum => PowerModel::Drum { w_comm: a.w_comm },
-        ModelArg::Drum2004 => PowerModel::Drum2004 { w_comm: a.w_comm },
-        ModelArg::Sinha => PowerModel::SinhaParashar {
-            w_p: 1.0 / 3.0,
-            w_m: 1.0 / 3.0,
-            w_b: 1.0 / 3.0,
-        },
-    };
-    let config = PowerConfig {
-        model,
-        ..PowerConfig::default()
-    };
-    Ok(match &a.replay {
-        None => (static_powers(machine, &config)?, "static powers".into()),
-        Some(path) => {
-            let samples = read_jsonl(path)?;
-            let p = powers_from_samples(machine, &config, &samples, Smoothing::WindowMean)?;
-            let origin = format!(
-                "powers from {} samples of {}",
-                samples.len(),
-                path.display()
-            );
-            (p, origin)
-        }
-    })
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
-}
-
-/// `Par` for `--threads`.
-fn par_of(threads: usize) -> Par {
-    if threads > 1 {
-        Par::rayon(threads)
-    } else {
-        Par::Seq
-    }
-}
-
 /// One rank's part of a distributed run, `repeat` times: the result, this rank's parts and
 /// the time of each call (the slowest rank's).
 fn rank_run<C>(
@@ -151,18 +83,19 @@ fn rank_run<C>(
     weights: Option<&[f64]>,
 ) -> Result<(HierPartition, Vec<u32>, Vec<f64>)>
 where
-    C: Comm + hsfc::dist::Reduce<Error = comm::CommError>,
+    C: Comm + hsfc::dist::Reduce,
 {
-    let hier = Hier {
-        par: par_of(a.threads),
-    };
+    let hier = Hier { par: a.run.par() };
     let mut mine = vec![0u32; coords.len() / dim];
-    let mut times = Vec::with_capacity(a.repeat);
+    let mut times = Vec::with_capacity(a.run.repeat);
     let mut result = None;
-    for _ in 0..a.repeat {
+    // Reused by every repeat, as a simulation reuses it every step.
+    let mut ws = Workspace::default();
+    for _ in 0..a.run.repeat {
         Comm::barrier(c)?;
         let t0 = c.wtime();
-        let r = hier.partition_dist(c, plan, coords, dim, weights, &mut mine)?;
+        let points = Points::new(coords, dim, weights);
+        let r = hier.partition_with(&mut ws, c, plan, points, &mut mine)?;
         let mut t = [c.wtime() - t0];
         c.allreduce_f64(comm::ReduceOp::Max, &mut t)?;
         times.push(t[0]);
@@ -182,21 +115,8 @@ fn run(
 ) -> Result<(HierPartition, Vec<u32>, Vec<f64>)> {
     let n = coords.len() / dim;
     match a.backend {
-        Backend::Serial => {
-            let hier = Hier {
-                par: par_of(a.threads),
-            };
-            let mut parts = vec![0u32; n];
-            let mut times = Vec::with_capacity(a.repeat);
-            let mut result = None;
-            for _ in 0..a.repeat {
-                let t0 = Instant::now();
-                let r = hier.partition(plan, coords, dim, weights, &mut parts)?;
-                times.push(t0.elapsed().as_secs_f64());
-                result = Some(r);
-            }
-            Ok((result.context("--repeat must be at least 1")?, parts, times))
-        }
+        // The serial run is the one-rank group.
+        Backend::Serial => rank_run(&Serial, a, plan, coords, dim, weights),
         Backend::Threads => {
             let ranks = plan.num_ranks();
             let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
@@ -226,11 +146,11 @@ fn run(
 }
 
 fn partition(a: &PartitionArgs) -> Result<()> {
-    if a.repeat == 0 {
+    if a.run.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
     let machine = Machine::from_file(&a.machine)?;
-    let (powers, origin) = powers(a, &machine)?;
+    let (powers, origin) = a.power.compute(&machine)?;
     let plan = Plan::new(&machine, &powers)?;
     if a.backend == Backend::Mpi {
         return run_mpi(a, &plan, &origin);
@@ -241,7 +161,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     let set = hier_part_points(&a.points)?;
     let (r, parts, times) = run(a, &plan, &set.coords, set.dim, set.weights.as_deref())
         .with_context(|| format!("partitioning {}", a.points.display()))?;
-    report(a, &plan, &origin, &set, None, &r, &parts, &times)
+    report(a, (&plan, &origin), &set, None, (&r, &parts, &times))
 }
 
 /// `--backend mpi`: each rank reads its slice and partitions with the others; rank 0 writes the
@@ -249,34 +169,12 @@ fn partition(a: &PartitionArgs) -> Result<()> {
 /// one rank ends the job instead of leaving the others waiting.
 #[cfg(feature = "mpi")]
 fn run_mpi(a: &PartitionArgs, plan: &Plan, origin: &str) -> Result<()> {
-    let world = comm::MpiComm::init().context("starting MPI")?;
-    let (me, size) = (Comm::rank(&world), Comm::size(&world));
-    let result = mpi_rank(&world, a, plan, origin);
-    if let Err(e) = &result {
-        // One write, so that mpirun does not interleave the lines of several ranks; errors
-        // are agreed on, so every rank gets here: wait until all have written before any exits
-        // (mpirun ends the job at the first non-zero exit).
-        let line = format!("Error: rank {me} of {size}: {e:#}\n");
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        let _ = Comm::barrier(&world);
-        drop(world);
-        std::process::exit(1);
-    }
-    result
+    cli_support::mpi::main(|world| mpi_rank(world, a, plan, origin))
 }
 
 #[cfg(feature = "mpi")]
 fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str) -> Result<()> {
     let (me, size) = (Comm::rank(world), Comm::size(world));
-    let agree = |local: Result<()>| -> Result<()> {
-        let mut failed = [u64::from(local.is_err())];
-        world.allreduce_u64(comm::ReduceOp::Sum, &mut failed)?;
-        local?;
-        if failed[0] > 0 {
-            bail!("{} other rank(s) failed; see their messages", failed[0]);
-        }
-        Ok(())
-    };
     let read = (|| {
         if size != plan.num_ranks() {
             bail!(
@@ -290,16 +188,7 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
         let range = hsfc::dist::block_range(head.n, me, size);
         hsfc::io::read_points_range(&a.points, range).context("reading the points")
     })();
-    let set = match read {
-        Ok(set) => {
-            agree(Ok(()))?;
-            set
-        }
-        Err(e) => {
-            let _ = agree(Err(anyhow::anyhow!("failed")));
-            return Err(e);
-        }
-    };
+    let set = cli_support::agreed(world, read)?;
     if me == 0 {
         for w in plan.warnings() {
             eprintln!("warning: {w}");
@@ -323,33 +212,37 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
             weights: None,
         }
     };
-    report(a, plan, origin, &whole, Some((n, size)), &r, &parts, &times)
+    report(
+        a,
+        (plan, origin),
+        &whole,
+        Some((n, size)),
+        (&r, &parts, &times),
+    )
 }
 
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(_: &PartitionArgs, _: &Plan, _: &str) -> Result<()> {
     bail!(
-        "this hier-part was built without MPI: build it with `cargo build --release -p hier-part --features mpi` and run it under mpirun"
+        "this hier-part was built without MPI: build it with `cargo build --release -p hier-part-cli --features mpi` and run it under mpirun"
     )
 }
 
 /// Writes the parts file and prints the report (table or JSON). `mpi` = (points, ranks) of an
-/// MPI run, whose `set` may hold no coordinates.
-#[allow(clippy::too_many_arguments)]
+/// MPI run, whose `set` may hold no coordinates; `run`: the result, every point's rank and the
+/// time of each repeat.
 fn report(
     a: &PartitionArgs,
-    plan: &Plan,
-    origin: &str,
+    (plan, origin): (&Plan, &str),
     set: &hsfc::io::PointSet,
     mpi: Option<(usize, usize)>,
-    r: &HierPartition,
-    parts: &[u32],
-    times: &[f64],
+    run: (&HierPartition, &[u32], &[f64]),
 ) -> Result<()> {
+    let (r, parts, times) = run;
     let dim = set.dim;
     let (coords, weights) = (&set.coords[..], set.weights.as_deref());
     let n = mpi.map_or(coords.len() / dim, |m| m.0);
-    let time_s = median(times);
+    let time_s = median(&mut times.to_vec());
     if let Some(out) = &a.out {
         hsfc::io::write_parts(out, parts).context("writing the parts")?;
     }
@@ -357,7 +250,12 @@ fn report(
         eprintln!("warning: {w}");
     }
     let quality = if a.knn > 0 {
-        let g = Csr::knn(coords, dim, a.knn, Par::rayon(0))?;
+        let g = Csr::knn(
+            coords,
+            dim,
+            a.knn,
+            Par::threads(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        )?;
         let q = Quality::new(parts, weights, plan.part_sizes(), Some(&g))?;
         let per_level = (1..=plan.depth())
             .map(|d| q.grouped(&plan.rank_groups(d)))
@@ -406,7 +304,7 @@ fn report(
             "n": n,
             "dim": dim,
             "backend": backend,
-            "threads": a.threads,
+            "threads": a.run.threads,
             "powers": origin,
             "time_s": time_s,
             "times_s": times,
@@ -435,8 +333,8 @@ fn report(
                 ""
             },
             time_s * 1e3,
-            a.repeat,
-            a.threads
+            a.run.repeat,
+            a.run.threads
         );
         s += &r.table(plan);
         if let Some((q, per_level)) = &quality {
@@ -459,15 +357,6 @@ fn report(
 /// Reads a ZPT1 point file.
 fn hier_part_points(path: &std::path::Path) -> Result<hsfc::io::PointSet> {
     hsfc::io::read_points(path).context("reading the points")
-}
-
-/// Prints to stdout; a closed pipe is not an error.
-fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing to stdout"),
-    }
 }
 
 fn main() -> Result<()> {

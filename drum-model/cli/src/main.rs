@@ -2,13 +2,16 @@
 //! benchmark it; describe it as XML. Glue only: parse arguments, call `drum_model`, print.
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use cli_support::emit;
+use cli_support::power::{PowerArgs, describe_model};
 use drum_model::bench::{LinpackConfig, discover, linpack};
 use drum_model::metrics::{h_cpu, rc_ideal};
 use drum_model::monitor::{MonitorConfig, ProcFs, ProcessRef, start_monitoring};
-use drum_model::samples::{Smoothing, parse_work, powers_from_samples, read_jsonl, write_jsonl};
-use drum_model::{Machine, Observations, PowerConfig, PowerModel, Powers, compute_powers, render};
-use std::io::Write;
+use drum_model::samples::write_jsonl;
+use drum_model::{Machine, render};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -96,170 +99,51 @@ enum Command {
     },
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum ModelArg {
-    /// DRUM 2005: processing power and available-bandwidth communication power.
-    Drum,
-    /// DRUM 2004: communication power from the communication activity factor.
-    Drum2004,
-    /// Sinha–Parashar capacity C = w_p P + w_m M + w_b B.
-    Sinha,
-    /// Watts et al.: capacity = work / CPU time per rank (needs --work).
-    Measured,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum SmoothingArg {
-    /// Mean over the monitoring window (DRUM 2005).
-    Mean,
-    /// NWS-style forecast (lowest running error among several predictors).
-    Forecast,
-}
-
-#[derive(Args, Debug)]
-struct PowerArgs {
-    /// Communication weight w_comm in [0, 1] (drum, drum2004).
-    #[arg(long, default_value_t = 0.0)]
-    w_comm: f64,
-    /// Power model.
-    #[arg(long, value_enum, default_value_t = ModelArg::Drum)]
-    model: ModelArg,
-    /// Use recorded monitor samples (JSON Lines) instead of static powers.
-    #[arg(long, value_name = "SAMPLES.jsonl")]
-    replay: Option<PathBuf>,
-    /// How samples are reduced.
-    #[arg(long, value_enum, default_value_t = SmoothingArg::Mean)]
-    smoothing: SmoothingArg,
-    /// Memory threshold of DRUM 2005 §5 (0 disables the rule).
-    #[arg(long, default_value_t = 0.1)]
-    memory_threshold: f64,
-    /// Sinha–Parashar weight of CPU.
-    #[arg(long, default_value_t = 1.0 / 3.0)]
-    w_p: f64,
-    /// Sinha–Parashar weight of memory.
-    #[arg(long, default_value_t = 1.0 / 3.0)]
-    w_m: f64,
-    /// Sinha–Parashar weight of bandwidth.
-    #[arg(long, default_value_t = 1.0 / 3.0)]
-    w_b: f64,
-    /// Per-rank work records for --model measured: {"rank": R, "work": W, "cpu_seconds": S} per line.
-    #[arg(long, value_name = "WORK.jsonl")]
-    work: Option<PathBuf>,
-}
-
-impl PowerArgs {
-    fn config(&self) -> PowerConfig {
-        let model = match self.model {
-            ModelArg::Drum => PowerModel::Drum {
-                w_comm: self.w_comm,
-            },
-            ModelArg::Drum2004 => PowerModel::Drum2004 {
-                w_comm: self.w_comm,
-            },
-            ModelArg::Sinha => PowerModel::SinhaParashar {
-                w_p: self.w_p,
-                w_m: self.w_m,
-                w_b: self.w_b,
-            },
-            ModelArg::Measured => PowerModel::Measured,
-        };
-        let memory_threshold = (self.memory_threshold > 0.0).then_some(self.memory_threshold);
-        PowerConfig {
-            model,
-            memory_threshold,
-        }
-    }
-
-    /// Computes powers and says where they came from.
-    fn compute(&self, machine: &Machine) -> Result<(Powers, String)> {
-        let config = self.config();
-        if self.model == ModelArg::Measured {
-            let Some(path) = &self.work else {
-                bail!("--model measured needs --work WORK.jsonl (per-rank work and CPU seconds)");
-            };
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let obs = Observations {
-                rank_work: parse_work(&text, &path.display().to_string())?,
-                ..Observations::default()
-            };
-            let p = compute_powers(machine, &config, &obs)?;
-            return Ok((p, format!("measured capacities from {}", path.display())));
-        }
-        match &self.replay {
-            None => Ok((
-                drum_model::static_powers(machine, &config)?,
-                "static (every process can use a whole CPU, every interface idle)".into(),
-            )),
-            Some(path) => {
-                let samples = read_jsonl(path)?;
-                let smoothing = match self.smoothing {
-                    SmoothingArg::Mean => Smoothing::WindowMean,
-                    SmoothingArg::Forecast => Smoothing::Forecast,
-                };
-                let p = powers_from_samples(machine, &config, &samples, smoothing)?;
-                Ok((
-                    p,
-                    format!("replayed {} samples from {}", samples.len(), path.display()),
-                ))
-            }
-        }
-    }
-}
-
 fn load(file: &Path) -> Result<Machine> {
     Ok(Machine::from_file(file)?)
 }
 
-fn describe_model(p: &Powers) -> String {
-    match &p.model {
-        PowerModel::Drum { w_comm } => format!("drum (DRUM 2005), w_comm = {w_comm}"),
-        PowerModel::Drum2004 { w_comm } => format!("drum2004 (CAF), w_comm = {w_comm}"),
-        PowerModel::SinhaParashar { w_p, w_m, w_b } => {
-            format!("sinha (Sinha–Parashar), w_p = {w_p:.3}, w_m = {w_m:.3}, w_b = {w_b:.3}")
-        }
-        PowerModel::Measured => "measured (Watts et al.)".into(),
-        _ => p.model.name().into(),
-    }
-}
-
-fn run(cli: Cli) -> Result<()> {
+/// Runs the command; returns what it prints on stdout.
+fn run(cli: Cli) -> Result<String> {
+    let mut out = String::new();
     match cli.command {
         Command::Check { file } => {
             let m = load(&file)?;
-            println!("{}", render::summary(&m));
+            writeln!(out, "{}", render::summary(&m))?;
             if let (Some(all), Some(used)) =
                 (m.processor_ratings(), m.application_processor_ratings())
             {
-                print!(
+                write!(
+                    out,
                     "heterogeneity over {} processors: H_cpu = {:.4}, ",
                     all.len(),
                     h_cpu(&all)?
-                );
+                )?;
                 if used.len() == all.len() {
-                    println!("RC_ideal = {:.4}", rc_ideal(&used)?);
+                    writeln!(out, "RC_ideal = {:.4}", rc_ideal(&used)?)?;
                 } else {
-                    println!(
+                    writeln!(
+                        out,
                         "RC_ideal = {:.4} over the {} processors the ranks use",
                         rc_ideal(&used)?,
                         used.len()
-                    );
+                    )?;
                 }
             }
-            print!("{}", render::tree_text(&m, None));
+            write!(out, "{}", render::tree_text(&m, None))?;
         }
         Command::Powers { file, power, json } => {
             let m = load(&file)?;
             let (p, origin) = power.compute(&m)?;
             if json {
-                println!("{}", p.to_json_string(&m));
+                writeln!(out, "{}", p.to_json_string(&m))?;
             } else {
-                println!("{}", render::summary(&m));
-                println!("model {}; {origin}", describe_model(&p));
-                print!("{}", render::tree_text(&m, Some(&p)));
-                println!("rank  node  part size");
+                writeln!(out, "{}", render::summary(&m))?;
+                writeln!(out, "model {}; {origin}", describe_model(&p))?;
+                write!(out, "{}", render::tree_text(&m, Some(&p)))?;
+                writeln!(out, "rank  node  part size")?;
                 for (r, s) in p.parts.iter().enumerate() {
-                    println!("{r:>4}  {:>4}  {s:.6}", m.node(m.rank_node(r)).nodenum);
+                    writeln!(out, "{r:>4}  {:>4}  {s:.6}", m.node(m.rank_node(r)).nodenum)?;
                 }
             }
         }
@@ -273,9 +157,9 @@ fn run(cli: Cli) -> Result<()> {
                     eprintln!("wrote {} ({}; {origin})", out.display(), describe_model(&p));
                 }
                 None => {
-                    println!("{}", render::summary(&m));
-                    println!("model {}; {origin}", describe_model(&p));
-                    print!("{}", render::tree_text(&m, Some(&p)));
+                    writeln!(out, "{}", render::summary(&m))?;
+                    writeln!(out, "model {}; {origin}", describe_model(&p))?;
+                    write!(out, "{}", render::tree_text(&m, Some(&p)))?;
                 }
             }
         }
@@ -286,7 +170,7 @@ fn run(cli: Cli) -> Result<()> {
             machine,
             pids,
             node,
-        } => monitor(seconds, period_ms, record, machine, pids, node)?,
+        } => out = monitor(seconds, period_ms, record, machine, pids, node)?,
         Command::Bench { n, repeats } => {
             let r = linpack(&LinpackConfig {
                 n,
@@ -295,12 +179,19 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             let runs: Vec<String> = r.runs.iter().map(|x| format!("{x:.1}")).collect();
             let secs: Vec<String> = r.seconds.iter().map(|x| format!("{x:.4}")).collect();
-            println!("LINPACK-style LU (nalgebra), n = {n}, {repeats} repeats, one core");
-            println!("MFLOPS per run: {}", runs.join(" "));
-            println!("seconds per run: {}", secs.join(" "));
-            println!("median: {:.1} MFLOPS", r.median);
+            writeln!(
+                out,
+                "LINPACK-style LU (nalgebra), n = {n}, {repeats} repeats, one core"
+            )?;
+            writeln!(out, "MFLOPS per run: {}", runs.join(" "))?;
+            writeln!(out, "seconds per run: {}", secs.join(" "))?;
+            writeln!(out, "median: {:.1} MFLOPS", r.median)?;
         }
-        Command::Discover { out, n, repeats } => {
+        Command::Discover {
+            out: file,
+            n,
+            repeats,
+        } => {
             eprintln!("benchmarking one core (LINPACK n = {n}, {repeats} repeats)...");
             let r = linpack(&LinpackConfig {
                 n,
@@ -310,17 +201,17 @@ fn run(cli: Cli) -> Result<()> {
             eprintln!("median {:.1} MFLOPS", r.median);
             let m = discover(&ProcFs::default(), r.median)?;
             let xml = m.to_xml();
-            match out {
+            match file {
                 Some(path) => {
                     std::fs::write(&path, &xml)
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     eprintln!("wrote {}", path.display());
                 }
-                None => print!("{xml}"),
+                None => out = xml,
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 fn monitor(
@@ -330,7 +221,8 @@ fn monitor(
     machine: Option<PathBuf>,
     pids: Vec<u32>,
     node: u32,
-) -> Result<()> {
+) -> Result<String> {
+    let mut out = String::new();
     if !(seconds.is_finite() && seconds > 0.0) {
         bail!("--seconds must be > 0, got {seconds}");
     }
@@ -380,7 +272,8 @@ fn monitor(
     let rec = mon.stop()?;
     eprintln!();
     let st = rec.stats;
-    println!(
+    writeln!(
+        out,
         "monitor overhead: {:.3} ms CPU over {:.3} s wall = {:.4}% of one CPU ({} periods of {} ms, {} node(s))",
         st.cpu_seconds * 1e3,
         st.wall_seconds,
@@ -388,7 +281,7 @@ fn monitor(
         st.periods,
         period_ms,
         targets
-    );
+    )?;
     if let Some(path) = record {
         let f = std::fs::File::create(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
@@ -396,18 +289,19 @@ fn monitor(
         write_jsonl(&rec.samples, &mut w)
             .and_then(|_| w.flush())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!(
+        writeln!(
+            out,
             "recorded {} samples to {}",
             rec.samples.len(),
             path.display()
-        );
+        )?;
     }
-    Ok(())
+    Ok(out)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    match run(cli).and_then(|out| emit(&out)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e:#}");

@@ -14,9 +14,9 @@ fn drum(args: &[&str]) -> Output {
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .join("../..")
+        .canonicalize()
         .unwrap()
-        .to_path_buf()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -91,6 +91,11 @@ fn bad_input_is_file_line_col_on_stderr_and_exit_1() {
             "<machinemodel>\n<node type=\"GPU\" nodenum=\"0\" parent=\"-1\"/></machinemodel>",
             "2:7: unknown node type \"GPU\" (expected NETWORK, SINGLE_COMPUTING or MULTIPLE_COMPUTING)",
         ),
+        (
+            "bad4.xml",
+            "<machinemodel>\n<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\">\n  <lbmethod lbm=\"FOO\"/></node>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\"/></machinemodel>",
+            "3:13: node 0 (\"sw\"): unknown lbmethod `FOO` (known: HSFC, RCB, RIB)",
+        ),
     ];
     for (name, content, msg) in cases {
         let path = tmp(name);
@@ -110,6 +115,13 @@ fn bad_input_is_file_line_col_on_stderr_and_exit_1() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o.stderr).starts_with("machines/no-such-file.xml: No such file"),
+        "{}",
+        text(&o.stderr)
+    );
+    // The OS error once: in the message, not again as its cause.
+    assert_eq!(
+        text(&o.stderr).matches("No such file").count(),
+        1,
         "{}",
         text(&o.stderr)
     );

@@ -1,7 +1,7 @@
 //! The `hier-part` command: JSON schema and figures, the parts file, the thread-rank backend
 //! equal to the serial one, and errors that name the place.
 
-use hier_part::points::{Dist, Weights, points};
+use hsfc::generate::{Distribution, WeightKind, Xoshiro256, points_with};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -11,7 +11,7 @@ fn bin() -> Command {
 
 fn machine(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../machines")
+        .join("../../machines")
         .join(name)
 }
 
@@ -22,16 +22,16 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn point_file(name: &str, n: usize, weighted: bool) -> PathBuf {
-    let (x, w) = points(
-        Dist::Graded { rmin: 1e-5 },
+    let (x, w) = points_with(
+        &mut Xoshiro256::new(7),
         n,
         2,
+        Distribution::Corner { rmin: 1e-5 },
         if weighted {
-            Weights::Random
+            WeightKind::Random
         } else {
-            Weights::Unit
+            WeightKind::Unit
         },
-        7,
     );
     let path = tmp(name);
     hsfc::io::write_points(&path, 2, &x, w.as_deref()).unwrap();

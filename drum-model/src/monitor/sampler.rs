@@ -1,0 +1,216 @@
+//! The monitor thread's work: successive readings of the kernel's counters into samples,
+//! and the thread's own CPU time (its overhead).
+
+use super::proc::{proc_err, read};
+use super::*;
+use crate::error::{Error, Result};
+use crate::samples::{IfaceCounters, Sample};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// CPU time of the calling thread, seconds.
+pub fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// One reading of everything the targets need.
+pub(super) struct Snapshot {
+    pub(super) t: f64,
+    cpus: BTreeMap<u32, CpuTimes>,
+    ticks: Vec<Vec<u64>>,
+    mem: (f64, f64),
+    net: Vec<NetDev>,
+}
+
+pub(super) struct Sampler {
+    pub(super) config: MonitorConfig,
+    start: Instant,
+    pub(super) tick_rate: f64,
+    speeds: BTreeMap<String, Option<f64>>,
+    loopback: BTreeMap<String, bool>,
+    /// System-wide files kept open between periods: re-reading from offset 0 regenerates a
+    /// /proc file without the path lookup and open/close of each period (about half the
+    /// monitor's cost). Per-process files are reopened so an exited process is noticed.
+    open: BTreeMap<PathBuf, std::fs::File>,
+    buf: String,
+}
+
+impl Sampler {
+    pub(super) fn new(config: MonitorConfig) -> Result<Sampler> {
+        if config.period < Duration::from_millis(10) {
+            return Err(Error::Parameter(format!(
+                "monitor period {:?} is below 10 ms",
+                config.period
+            )));
+        }
+        if config.targets.is_empty() {
+            return Err(Error::Parameter("the monitor has no target node".into()));
+        }
+        Ok(Sampler {
+            config,
+            start: Instant::now(),
+            tick_rate: clock_ticks_per_second(),
+            speeds: BTreeMap::new(),
+            loopback: BTreeMap::new(),
+            open: BTreeMap::new(),
+            buf: String::new(),
+        })
+    }
+
+    /// Reads `path` into `self.buf` through a cached open file.
+    fn read(&mut self, path: &Path) -> Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.buf.clear();
+        if !self.open.contains_key(path) {
+            let f = std::fs::File::open(path)
+                .map_err(|e| proc_err(path, format!("cannot read: {e}")))?;
+            self.open.insert(path.to_path_buf(), f);
+        }
+        let f = self.open.get_mut(path).expect("just inserted");
+        let r = f
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| f.read_to_string(&mut self.buf));
+        if let Err(e) = r {
+            self.open.remove(path);
+            return Err(proc_err(path, format!("cannot read: {e}")));
+        }
+        Ok(())
+    }
+
+    pub(super) fn snapshot(&mut self) -> Result<Snapshot> {
+        let t = self.start.elapsed().as_secs_f64();
+        let root = self.config.procfs.proc_root.clone();
+        let stat = root.join("stat");
+        self.read(&stat)?;
+        let cpus = parse_proc_stat(&self.buf, &stat)?;
+        for target in &self.config.targets {
+            if let Some(list) = &target.cpus
+                && let Some(c) = list.iter().find(|c| !cpus.contains_key(c))
+            {
+                return Err(proc_err(
+                    &stat,
+                    format!("CPU {c} (cpus of node {}) is not listed", target.node),
+                ));
+            }
+        }
+        let mut ticks = Vec::with_capacity(self.config.targets.len());
+        for k in 0..self.config.targets.len() {
+            let mut v = Vec::with_capacity(self.config.targets[k].processes.len());
+            for j in 0..self.config.targets[k].processes.len() {
+                // Opened afresh each period: a process that exited must fail here.
+                let path = self.config.targets[k].processes[j].stat_path(&root);
+                v.push(parse_pid_stat(&read(&path)?, &path)?);
+            }
+            ticks.push(v);
+        }
+        let meminfo = root.join("meminfo");
+        self.read(&meminfo)?;
+        let mem = parse_meminfo(&self.buf, &meminfo)?;
+        let mut net = Vec::new();
+        if self.config.targets.iter().any(|t| t.ifaces) {
+            let dev = root.join("net/dev");
+            self.read(&dev)?;
+            for d in parse_net_dev(&self.buf, &dev)? {
+                let fs = &self.config.procfs;
+                let lo = *self
+                    .loopback
+                    .entry(d.name.clone())
+                    .or_insert_with(|| fs.ignored_interface(&d.name));
+                if !lo {
+                    net.push(d);
+                }
+            }
+        }
+        for d in &net {
+            if !self.speeds.contains_key(&d.name) {
+                let speed = self.config.procfs.link_speed(&d.name);
+                self.speeds.insert(d.name.clone(), speed);
+            }
+        }
+        Ok(Snapshot {
+            t,
+            cpus,
+            ticks,
+            mem,
+            net,
+        })
+    }
+
+    pub(super) fn samples(&self, prev: &Snapshot, cur: &Snapshot) -> Vec<Sample> {
+        let dt = (cur.t - prev.t).max(1e-9);
+        self.config
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(k, target)| {
+                let ids: Vec<u32> = match &target.cpus {
+                    Some(l) => l.clone(),
+                    None => cur.cpus.keys().copied().collect(),
+                };
+                let cpu_idle = ids
+                    .iter()
+                    .map(|c| {
+                        let (a, b) = (prev.cpus.get(c), cur.cpus.get(c));
+                        match (a, b) {
+                            (Some(a), Some(b)) if b.total > a.total => {
+                                (b.idle.saturating_sub(a.idle) as f64 / (b.total - a.total) as f64)
+                                    .clamp(0.0, 1.0)
+                            }
+                            _ => 1.0,
+                        }
+                    })
+                    .collect();
+                let proc_util = prev.ticks[k]
+                    .iter()
+                    .zip(&cur.ticks[k])
+                    .map(|(&a, &b)| (b.saturating_sub(a) as f64 / self.tick_rate / dt).max(0.0))
+                    .collect();
+                let ifaces = if target.ifaces {
+                    cur.net
+                        .iter()
+                        .map(|d| IfaceCounters {
+                            name: d.name.clone(),
+                            capacity_mbps: self
+                                .speeds
+                                .get(&d.name)
+                                .copied()
+                                .flatten()
+                                .or(target.default_capacity_mbps),
+                            rx_bytes: d.rx_bytes,
+                            tx_bytes: d.tx_bytes,
+                            rx_packets: d.rx_packets,
+                            tx_packets: d.tx_packets,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Sample {
+                    t: cur.t,
+                    node: target.node,
+                    cpu_idle,
+                    proc_util,
+                    mem_total: cur.mem.0,
+                    mem_avail: cur.mem.1,
+                    ifaces,
+                }
+            })
+            .collect()
+    }
+}
