@@ -178,3 +178,6 @@ impl Balancer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
