@@ -143,13 +143,13 @@ fn fem_checks(launcher: &Launcher) -> Result<()> {
     let dir = target_dir().join("mpi-cli");
     std::fs::create_dir_all(&dir)?;
     let serial_bin = build_copy(
-        "fem-laplace",
+        "fem-laplace-cli",
         "fem-laplace",
         &[],
         &dir.join("fem-laplace-serial"),
     )?;
     let mpi_bin = build_copy(
-        "fem-laplace",
+        "fem-laplace-cli",
         "fem-laplace",
         &["--features", "mpi"],
         &dir.join("fem-laplace-mpi"),

@@ -311,7 +311,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             let t0 = Instant::now();
             self.eta2 = Vec::new();
             let refined = self.l.refine(bits, self.step, self.exact);
-            self.agree(refined)?;
+            self.agreed(refined)?;
             fig.times.refine = t0.elapsed().as_secs_f64();
         }
         self.repartition(&mut fig)?;
@@ -434,7 +434,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 |v| v < n_own,
                 |t| owned_e[t],
             );
-            let part = self.agree(part)?;
+            let part = self.agreed(part)?;
             let mut mx = [part.max_vertex];
             self.comm.allreduce_f64(ReduceOp::Max, &mut mx)?;
             let energy = match part.energy2 {
@@ -566,17 +566,17 @@ impl<'a, C: Comm> RankRun<'a, C> {
         Ok((c[0], c[1]))
     }
 
-    /// Agrees on a local result before the next collective: if any rank failed, every rank
-    /// returns an error (the failing rank its own).
-    fn agree<T>(&self, r: Result<T, FemError>) -> Result<T, FemError> {
-        let mut flag = [u64::from(r.is_err())];
-        self.comm.allreduce_u64(ReduceOp::Max, &mut flag)?;
-        match r {
-            Err(e) => Err(e),
-            Ok(_) if flag[0] != 0 => Err(FemError::PeerFailed {
-                rank: self.comm.rank(),
-            }),
+    /// Agrees on a local result before the next collective (`hsfc::dist::agree`, the
+    /// workspace's one protocol): if any rank failed, every rank returns an error, the failing
+    /// rank its own, the others [`FemError::PeerFailed`] naming the lowest failed rank.
+    fn agreed<T>(&self, r: Result<T, FemError>) -> Result<T, FemError> {
+        match hsfc::dist::agree(&self.comm, r, &mut [])? {
             Ok(x) => Ok(x),
+            Err(hsfc::dist::Failed::Here(e)) => Err(e),
+            Err(hsfc::dist::Failed::Elsewhere { first, .. }) => Err(FemError::PeerFailed {
+                rank: self.comm.rank(),
+                failed: first,
+            }),
         }
     }
 
@@ -675,7 +675,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             &owned,
             &fields,
         );
-        self.agree(written)?;
+        self.agreed(written)?;
         if self.comm.rank() != 0 {
             return Ok(None);
         }

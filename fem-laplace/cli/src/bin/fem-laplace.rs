@@ -511,50 +511,49 @@ fn first_error(results: Vec<Result<(), FemError>>) -> Result<()> {
     }
 }
 
-/// One MPI process per rank, under mpirun.
+/// One MPI process per rank, under mpirun (`cli_support::mpi::main`: an error on any rank
+/// ends the job with that rank's message).
 #[cfg(feature = "mpi")]
 fn run_mpi(s: &Setup) -> Result<()> {
     use comm::Comm;
-    let world = comm::MpiComm::init().context("starting MPI")?;
-    let (rank, size) = (world.rank(), world.size());
-    if let Some(r) = s.args.ranks
-        && r != size
-    {
-        bail!("--ranks {r} but mpirun started {size} processes: they must match");
-    }
-    let (balancer, _) = balancer(s, Some(size))?;
-    let exact = s.problem.solution();
-    let stdout = std::io::stdout();
-    let out = std::cell::RefCell::new(stdout.lock());
-    if rank == 0 {
-        header(&mut *out.borrow_mut(), s, exact.as_ref(), Some(size))?;
-    }
-    let printer = std::cell::RefCell::new(Printer {
-        json: s.args.json,
-        total: 0.0,
-        reports: Vec::new(),
-        progress: false,
-    });
-    let printed = std::cell::RefCell::new(Ok(()));
-    let send = |e: Event| {
-        if let Event::Step(r) = e
-            && printed.borrow().is_ok()
+    cli_support::mpi::main(|world| {
+        let (rank, size) = (world.rank(), world.size());
+        if let Some(r) = s.args.ranks
+            && r != size
         {
-            let res = printer.borrow_mut().step(&mut *out.borrow_mut(), &r);
-            *printed.borrow_mut() = res;
+            bail!("--ranks {r} but mpirun started {size} processes: they must match");
         }
-    };
-    let result = rank_loop(world, s, exact.as_ref(), balancer, &send);
-    if let Err(e) = result {
-        // mpirun ends the job when a rank exits with an error.
-        eprintln!("fem-laplace: rank {rank}: {e}");
-        std::process::exit(1);
-    }
-    printed.into_inner()?;
-    if rank == 0 {
-        printer.borrow().summary(&mut *out.borrow_mut(), size)?;
-    }
-    Ok(())
+        let (balancer, _) = balancer(s, Some(size))?;
+        let exact = s.problem.solution();
+        let stdout = std::io::stdout();
+        let out = std::cell::RefCell::new(stdout.lock());
+        if rank == 0 {
+            header(&mut *out.borrow_mut(), s, exact.as_ref(), Some(size))?;
+        }
+        let printer = std::cell::RefCell::new(Printer {
+            json: s.args.json,
+            total: 0.0,
+            reports: Vec::new(),
+            progress: false,
+        });
+        let printed = std::cell::RefCell::new(Ok(()));
+        let send = |e: Event| {
+            if let Event::Step(r) = e
+                && printed.borrow().is_ok()
+            {
+                let res = printer.borrow_mut().step(&mut *out.borrow_mut(), &r);
+                *printed.borrow_mut() = res;
+            }
+        };
+        // The run owns its communicator: a duplicate of the world's.
+        let comm = world.split(0, rank as i32)?;
+        rank_loop(comm, s, exact.as_ref(), balancer, &send)?;
+        printed.into_inner()?;
+        if rank == 0 {
+            printer.borrow().summary(&mut *out.borrow_mut(), size)?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -214,7 +214,7 @@ fn bad_rank_flags_and_a_failing_rank_are_named() {
     assert!(e.contains("--ranks 0"), "{e}");
     let machine = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../machines/local-2core-hetero.xml"
+        "/../../machines/local-2core-hetero.xml"
     );
     let e = run(&[
         "--ranks",
@@ -249,7 +249,7 @@ fn bad_rank_flags_and_a_failing_rank_are_named() {
 fn machine_partition_keeps_the_serial_answer() {
     let machine = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../machines/hier-lbmethods.xml"
+        "/../../machines/hier-lbmethods.xml"
     );
     let out = bin()
         .args(["--target-vertices", "2000", "--json", "--machine", machine])
