@@ -21,8 +21,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
 
-/// `--load RANK[:N][@STEP]`: N competing processes (default 1) on the CPUs of rank RANK's
-/// node, from step STEP on (default 0: from the start).
+/// `--load RANK[:N][@STEP[-END]]`: N competing processes (default 1) on the CPUs of rank
+/// RANK's node, from the start of step STEP (default 0: from the start) to the start of step
+/// END (default: the end of the run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadSpec {
     /// The rank whose node's CPUs get the load.
@@ -31,15 +32,25 @@ pub struct LoadSpec {
     pub procs: usize,
     /// The step at whose start the load begins.
     pub from_step: usize,
+    /// The step at whose start it stops (`None`: it runs to the end).
+    pub until_step: Option<usize>,
+}
+
+impl LoadSpec {
+    /// Whether the load runs during step `k`.
+    pub fn active_at(&self, k: usize) -> bool {
+        k >= self.from_step && self.until_step.is_none_or(|u| k < u)
+    }
 }
 
 impl FromStr for LoadSpec {
     type Err = String;
 
     fn from_str(text: &str) -> std::result::Result<LoadSpec, String> {
-        let bad =
-            |why: &str| format!("load `{text}`: {why} (expected RANK[:N][@STEP], e.g. 1:1@12)");
-        let (head, step) = match text.split_once('@') {
+        let bad = |why: &str| {
+            format!("load `{text}`: {why} (expected RANK[:N][@STEP[-END]], e.g. 1:1@12)")
+        };
+        let (head, steps) = match text.split_once('@') {
             Some((h, s)) => (h, Some(s)),
             None => (text, None),
         };
@@ -52,13 +63,22 @@ impl FromStr for LoadSpec {
                 .parse::<usize>()
                 .map_err(|_| bad(&format!("{what} `{s}` is not a whole number")))
         };
+        let (from, until) =
+            match steps.map(|s| s.split_once('-').map_or((s, None), |(a, b)| (a, Some(b)))) {
+                Some((a, b)) => (Some(a), b),
+                None => (None, None),
+            };
         let spec = LoadSpec {
             rank: num(rank, "RANK")?,
             procs: procs.map(|n| num(n, "N")).transpose()?.unwrap_or(1),
-            from_step: step.map(|s| num(s, "STEP")).transpose()?.unwrap_or(0),
+            from_step: from.map(|s| num(s, "STEP")).transpose()?.unwrap_or(0),
+            until_step: until.map(|s| num(s, "END")).transpose()?,
         };
         if spec.procs == 0 {
             return Err(bad("N must be at least 1"));
+        }
+        if spec.until_step.is_some_and(|u| u <= spec.from_step) {
+            return Err(bad("END must come after STEP"));
         }
         Ok(spec)
     }
@@ -66,7 +86,11 @@ impl FromStr for LoadSpec {
 
 impl fmt::Display for LoadSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}@{}", self.rank, self.procs, self.from_step)
+        write!(f, "{}:{}@{}", self.rank, self.procs, self.from_step)?;
+        if let Some(u) = self.until_step {
+            write!(f, "-{u}")?;
+        }
+        Ok(())
     }
 }
 
@@ -320,15 +344,24 @@ mod tests {
     #[test]
     fn spec_parses() {
         let s: LoadSpec = "1".parse().unwrap();
-        assert_eq!((s.rank, s.procs, s.from_step), (1, 1, 0));
+        assert_eq!(
+            (s.rank, s.procs, s.from_step, s.until_step),
+            (1, 1, 0, None)
+        );
         let s: LoadSpec = "3:2@12".parse().unwrap();
         assert_eq!((s.rank, s.procs, s.from_step), (3, 2, 12));
         let s: LoadSpec = "0@5".parse().unwrap();
         assert_eq!((s.rank, s.procs, s.from_step), (0, 1, 5));
         assert_eq!(s.to_string(), "0:1@5");
-        for bad in ["", "x", "1:0", "1:2@", "1@x", "-1", "1:2:3"] {
+        let s: LoadSpec = "1:1@4-9".parse().unwrap();
+        assert_eq!((s.from_step, s.until_step), (4, Some(9)));
+        assert_eq!(s.to_string(), "1:1@4-9");
+        assert!(!s.active_at(3) && s.active_at(4) && s.active_at(8) && !s.active_at(9));
+        for bad in [
+            "", "x", "1:0", "1:2@", "1@x", "-1", "1:2:3", "1@5-5", "1@5-x", "1@-3",
+        ] {
             let e = bad.parse::<LoadSpec>().unwrap_err();
-            assert!(e.contains("expected RANK[:N][@STEP]"), "{bad}: {e}");
+            assert!(e.contains("expected RANK[:N][@STEP[-END]]"), "{bad}: {e}");
         }
     }
 

@@ -95,6 +95,63 @@ impl fmt::Display for Sizing {
     }
 }
 
+/// Whether a rebalance point may repartition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RebalanceMode {
+    /// As the [`Policy`] decides (Watts' eff_min, the power drift, Lan's gain > γ·cost).
+    #[default]
+    Policy,
+    /// At every point ("always rebalance", Lan et al.'s baseline).
+    Always,
+    /// Never after the initial partition ("never rebalance").
+    Never,
+}
+
+impl std::str::FromStr for RebalanceMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RebalanceMode, String> {
+        match s {
+            "policy" => Ok(RebalanceMode::Policy),
+            "always" => Ok(RebalanceMode::Always),
+            "never" => Ok(RebalanceMode::Never),
+            _ => Err(format!(
+                "`{s}` is not a rebalance mode: expected policy, always or never"
+            )),
+        }
+    }
+}
+
+/// How often the monitored powers are renewed (Sinha & Parashar's sensing frequency).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sensing {
+    /// At the first rebalance point with a long enough window, then at every `n`-th (the
+    /// window then covers the `n` steps since).
+    Every(usize),
+    /// Once, from the first window long enough; never again.
+    Once,
+}
+
+impl Default for Sensing {
+    fn default() -> Self {
+        Sensing::Every(1)
+    }
+}
+
+impl std::str::FromStr for Sensing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Sensing, String> {
+        match s {
+            "once" => Ok(Sensing::Once),
+            n => match n.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(Sensing::Every(k)),
+                _ => Err(format!(
+                    "`{s}` is not a sensing period: expected a number of steps >= 1 or `once`"
+                )),
+            },
+        }
+    }
+}
+
 /// A rank that was runnable for less than this in a window had (almost) nothing to do: its
 /// window says nothing about its node's speed.
 pub const MIN_EVIDENCE: Duration = Duration::from_millis(2);
@@ -112,6 +169,10 @@ pub struct LoopConfig {
     pub power: PowerConfig,
     /// When to rebalance.
     pub policy: Policy,
+    /// Whether the policy decides, or every point rebalances, or none after the first.
+    pub rebalance: RebalanceMode,
+    /// How often the monitored powers are renewed.
+    pub sensing: Sensing,
     /// The agents' sampling period (their samples make the recording; the windows have
     /// exact ends whatever the period).
     pub period: Duration,
@@ -131,6 +192,8 @@ impl Default for LoopConfig {
             sizing: Sizing::default(),
             power: PowerConfig::default(),
             policy: Policy::default(),
+            rebalance: RebalanceMode::default(),
+            sensing: Sensing::default(),
             period: Duration::from_millis(50),
             min_window: Duration::from_millis(20),
             procfs: ProcFs::default(),
@@ -164,7 +227,8 @@ pub struct DecisionReport {
     /// Repartitioned?
     pub rebalance: bool,
     /// `initial`, `balanced`, `imbalance`, `power drift`, `imbalance and power drift`,
-    /// `not profitable`.
+    /// `not profitable`; `always` or `never` when the [`RebalanceMode`] overrides the policy
+    /// (whose figures stay).
     pub reason: String,
     /// Watts' `eff = U_avg / U_max` of the loads held now against the new sizes.
     pub eff: f64,
@@ -506,6 +570,9 @@ pub struct DrumLoop {
     partition_sizes: Option<Vec<f64>>,
     link: Option<LinkModel>,
     pending: Accum,
+    /// Rebalance points since the powers were last renewed, and how often they were.
+    since_sensed: usize,
+    sensed: usize,
     /// The last observation of every computing node (the static one until measured).
     nodes: BTreeMap<u32, NodeObservation>,
     last_total: Option<f64>,
@@ -598,6 +665,8 @@ impl DrumLoop {
             partition_sizes: None,
             link,
             pending: Accum::default(),
+            since_sensed: 0,
+            sensed: 0,
             nodes,
             last_total: None,
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
@@ -642,11 +711,21 @@ impl DrumLoop {
         comm.allreduce_f64(comm::ReduceOp::Max, &mut win)?;
         let window_s = win[0];
         let longest = accs.iter().map(|a| a.seconds).fold(0.0, f64::max);
-        let measured_s = if longest >= self.cfg.min_window.as_secs_f64() {
+        self.since_sensed += 1;
+        let due = match self.cfg.sensing {
+            Sensing::Every(n) => self.sensed == 0 || self.since_sensed >= n,
+            Sensing::Once => self.sensed == 0,
+        };
+        let measured_s = if longest >= self.cfg.min_window.as_secs_f64() && due {
             self.observe(&accs, &mut warnings);
             self.pending = Accum::default();
+            self.since_sensed = 0;
+            self.sensed += 1;
             longest
         } else {
+            if self.cfg.sensing == Sensing::Once && self.sensed > 0 {
+                self.pending = Accum::default(); // measured once: windows are not kept
+            }
             0.0
         };
         let measured = accs.iter().enumerate().map(|(r, a)| a.measure(r)).collect();
@@ -681,7 +760,21 @@ impl DrumLoop {
                         delta: self.delta,
                     }),
                 };
-                DecisionReport::of(&self.cfg.policy.decide(&obs)?)
+                let mut d = DecisionReport::of(&self.cfg.policy.decide(&obs)?);
+                match self.cfg.rebalance {
+                    RebalanceMode::Policy => {}
+                    RebalanceMode::Always => {
+                        d.rebalance = true;
+                        d.reason = "always".into();
+                        d.text = format!("rebalance (always; the policy: {})", d.text);
+                    }
+                    RebalanceMode::Never => {
+                        d.rebalance = false;
+                        d.reason = "never".into();
+                        d.text = format!("keep (never; the policy: {})", d.text);
+                    }
+                }
+                d
             }
         };
         self.last_total = Some(total);

@@ -110,12 +110,25 @@ fn run(
     steps: usize,
     script: impl Fn(&Fake, usize, usize, &Path) + Sync,
 ) -> Vec<Vec<LoopReport>> {
+    run_with(tag, sizing, |_| {}, steps, script)
+}
+
+/// [`run`] with the configuration changed by `tweak`.
+fn run_with(
+    tag: &str,
+    sizing: Sizing,
+    tweak: impl Fn(&mut LoopConfig) + Sync,
+    steps: usize,
+    script: impl Fn(&Fake, usize, usize, &Path) + Sync,
+) -> Vec<Vec<LoopReport>> {
     let fake = Fake::new(tag);
     let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
     let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
         let me = Comm::rank(&c);
         let dir = fake.thread(1, 1);
-        let mut lp = DrumLoop::start(&c, machine.clone(), config(&fake, sizing))?;
+        let mut cfg = config(&fake, sizing);
+        tweak(&mut cfg);
+        let mut lp = DrumLoop::start(&c, machine.clone(), cfg)?;
         let mut reports = Vec::new();
         for step in 0..steps {
             std::thread::sleep(Duration::from_millis(20));
@@ -292,4 +305,109 @@ fn measurements_cross_the_wire_intact() {
     assert_eq!(Accum::decode(&e.encode()).error, e.error);
     let g = Accum::decode(&a.encode()[..7]);
     assert_eq!(g.error.as_deref(), Some("its measurement arrived garbled"));
+}
+
+/// Rank 1 gets half its CPU in steps 0 and 1, a quarter from step 2 on.
+fn shifting_share(fake: &Fake, me: usize, step: usize, _: &Path) {
+    let k = step as u64 + 1;
+    match me {
+        0 => fake.thread(1 + 10_000_000 * k, 1),
+        _ => {
+            let (run, wait) = (0..k).fold((1u64, 1u64), |(r, w), s| match s {
+                0 | 1 => (r + 5_000_000, w + 5_000_000),
+                _ => (r + 2_500_000, w + 7_500_000),
+            });
+            fake.thread(run, wait)
+        }
+    };
+}
+
+#[test]
+fn sensing_every_second_point_keeps_the_powers_in_between_and_once_never_renews_them() {
+    let every2 = run_with(
+        "sense2",
+        Sizing::Monitored,
+        |c| c.sensing = Sensing::Every(2),
+        5,
+        shifting_share,
+    );
+    let r = &every2[0];
+    let sensed: Vec<bool> = r.iter().map(|x| x.measured_s > 0.0).collect();
+    assert_eq!(sensed, [true, false, true, false, true]);
+    close(r[1].monitored_sizes[1], 1.0 / 3.0); // step 0's powers kept
+    // Step 2's window covers steps 1 and 2: rank 1 got 2.5 + 5 ms of 10 + 10 ms runnable.
+    close(r[2].monitored_sizes[1] / r[2].monitored_sizes[0], 0.375);
+    close(r[4].monitored_sizes[1] / r[4].monitored_sizes[0], 0.25);
+
+    let once = run_with(
+        "sense1",
+        Sizing::Monitored,
+        |c| c.sensing = Sensing::Once,
+        4,
+        shifting_share,
+    );
+    for x in &once[0] {
+        close(x.monitored_sizes[1], 1.0 / 3.0);
+    }
+    assert!(once[0][1..].iter().all(|x| x.measured_s == 0.0));
+}
+
+#[test]
+fn always_and_never_override_the_policy_and_keep_its_figures() {
+    let script = |fake: &Fake, me: usize, step: usize, _: &Path| {
+        let k = step as u64 + 1;
+        fake.thread(1 + 10_000_000 * k, 1 + (me as u64) * 10_000_000 * k);
+    };
+    let always = run_with(
+        "always",
+        Sizing::Monitored,
+        |c| c.rebalance = RebalanceMode::Always,
+        3,
+        script,
+    );
+    let never = run_with(
+        "never",
+        Sizing::Monitored,
+        |c| c.rebalance = RebalanceMode::Never,
+        3,
+        script,
+    );
+    for (reports, mode) in [(&always[0], "always"), (&never[0], "never")] {
+        assert_eq!(reports[0].decision.reason, "initial");
+        assert!(reports[0].decision.rebalance);
+        for r in &reports[1..] {
+            assert_eq!(r.decision.reason, mode);
+            assert_eq!(
+                r.decision.rebalance,
+                mode == "always",
+                "{}",
+                r.decision.text
+            );
+            assert!(
+                r.decision.text.contains("the policy:"),
+                "{}",
+                r.decision.text
+            );
+            assert!(r.decision.eff > 0.0 && r.decision.eff <= 1.0);
+        }
+    }
+    assert!(never[0][1..].iter().all(|r| r.partition_s == 0.0));
+    assert!(always[0][1..].iter().all(|r| r.partition_s > 0.0));
+}
+
+#[test]
+fn rebalance_modes_and_sensing_periods_parse_and_name_bad_values() {
+    assert_eq!("always".parse::<RebalanceMode>(), Ok(RebalanceMode::Always));
+    assert_eq!("never".parse::<RebalanceMode>(), Ok(RebalanceMode::Never));
+    assert_eq!("policy".parse::<RebalanceMode>(), Ok(RebalanceMode::Policy));
+    assert!(
+        "sometimes"
+            .parse::<RebalanceMode>()
+            .unwrap_err()
+            .contains("sometimes")
+    );
+    assert_eq!("20".parse::<Sensing>(), Ok(Sensing::Every(20)));
+    assert_eq!("once".parse::<Sensing>(), Ok(Sensing::Once));
+    assert!("0".parse::<Sensing>().unwrap_err().contains(">= 1"));
+    assert!("x".parse::<Sensing>().is_err());
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use drum_model::load::{Load, LoadReport, LoadSpec};
 use drum_model::{Machine, PowerConfig, PowerModel, UtilBasis};
 use fem_laplace::dist::{Balancer, DistStepReport};
-use hier_part::drum_loop::{LoopConfig, LoopSummary, Sizing};
+use hier_part::drum_loop::{LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
 use hier_part::rebalance::Policy;
 use std::io::Write;
 use std::time::Duration;
@@ -44,16 +44,24 @@ pub struct DrumArgs {
     /// Rebalance when a power share changed by more than this fraction.
     #[arg(long, default_value_t = Policy::default().drift_threshold)]
     pub drift: f64,
+    /// Who decides at a rebalance point: `policy` (eff_min, drift, Lan's gain > γ·cost),
+    /// `always` (every point repartitions) or `never` (only the initial partition).
+    #[arg(long, default_value = "policy", value_parser = parse_mode)]
+    pub rebalance: RebalanceMode,
+    /// How often the monitored powers are renewed: every N rebalance points (the window then
+    /// covers the N steps since) or `once` (the first window only).
+    #[arg(long, default_value = "1", value_parser = parse_sensing)]
+    pub sensing: Sensing,
     /// What a rank's CPU use is a fraction of in the powers.
     #[arg(long, value_enum, default_value_t = BasisArg::Runnable)]
     pub util_basis: BasisArg,
     /// The least processing power a node keeps, as a fraction of its idle-CPU power.
     #[arg(long, default_value_t = drum_model::DEFAULT_POWER_FLOOR)]
     pub power_floor: f64,
-    /// `RANK[:N][@STEP]`: N compute-bound processes (default 1) pinned to the CPUs of rank
-    /// RANK's node, from the start of step STEP (default 0); repeatable. They always stop
-    /// with the run.
-    #[arg(long = "load", value_name = "RANK[:N][@STEP]")]
+    /// `RANK[:N][@STEP[-END]]`: N compute-bound processes (default 1) pinned to the CPUs of
+    /// rank RANK's node, from the start of step STEP (default 0) to the start of step END
+    /// (default: the end); repeatable. They always stop with the run.
+    #[arg(long = "load", value_name = "RANK[:N][@STEP[-END]]")]
     pub load: Vec<LoadSpec>,
     /// Start the competing processes the machine file's `load` attributes describe (on each
     /// such node's first rank, from step 0).
@@ -65,6 +73,14 @@ pub struct DrumArgs {
 }
 
 fn parse_sizing(s: &str) -> Result<Sizing, String> {
+    s.parse()
+}
+
+fn parse_mode(s: &str) -> Result<RebalanceMode, String> {
+    s.parse()
+}
+
+fn parse_sensing(s: &str) -> Result<Sensing, String> {
     s.parse()
 }
 
@@ -95,6 +111,8 @@ impl DrumArgs {
                 gamma: self.gamma,
                 drift_threshold: self.drift,
             },
+            rebalance: self.rebalance,
+            sensing: self.sensing,
             period: Duration::from_millis(self.monitor_period_ms),
             ..LoopConfig::default()
         })
@@ -119,6 +137,7 @@ impl DrumArgs {
                         rank: n.rank_range().start,
                         procs: procs as usize,
                         from_step: 0,
+                        until_step: None,
                     });
                 }
             }
@@ -156,13 +175,16 @@ pub fn rank_cpus(machine: &Machine) -> Option<Vec<Vec<usize>>> {
         .collect()
 }
 
-/// One rank's competing loads: started at their steps, stopped (and reaped) at the end or
-/// when dropped.
+/// One rank's competing loads: started at their steps, stopped (and reaped) at their end
+/// step, at the end of the run, or when dropped.
 pub struct Loads<'m> {
     machine: &'m Machine,
     rank: usize,
     specs: Vec<LoadSpec>,
-    running: Vec<Load>,
+    /// Each running load with the index of its spec.
+    running: Vec<(usize, Load)>,
+    /// Processes and CPU seconds of the loads already stopped.
+    stopped: (usize, f64),
 }
 
 impl<'m> Loads<'m> {
@@ -173,18 +195,37 @@ impl<'m> Loads<'m> {
             rank,
             specs: specs.iter().filter(|s| s.rank == rank).copied().collect(),
             running: Vec::new(),
+            stopped: (0, 0.0),
         }
     }
 
-    /// Starts the loads due at the start of `step`.
+    /// Stops the loads whose end is `step` and starts those due at the start of `step`.
     pub fn at_step(&mut self, step: usize) -> Result<()> {
+        let mut i = 0;
+        while i < self.running.len() {
+            if self.specs[self.running[i].0].until_step == Some(step) {
+                let (k, load) = self.running.swap_remove(i);
+                let r: LoadReport = load.stop()?;
+                self.stopped.0 += r.procs;
+                self.stopped.1 += r.cpu_seconds;
+                eprintln!(
+                    "load: --load {} stopped at step {step} ({:.2} CPU s)",
+                    self.specs[k], r.cpu_seconds
+                );
+            } else {
+                i += 1;
+            }
+        }
         let node = self.machine.node(self.machine.rank_node(self.rank));
         let cpus = node
             .cpus
             .as_ref()
             .map(|c| c.cpus().to_vec())
             .unwrap_or_default();
-        for s in self.specs.iter().filter(|s| s.from_step == step) {
+        for (k, s) in self.specs.iter().enumerate() {
+            if s.from_step != step {
+                continue;
+            }
             let load = Load::start(&cpus, s.procs)
                 .with_context(|| format!("--load {s} (rank {})", self.rank))?;
             eprintln!(
@@ -196,15 +237,15 @@ impl<'m> Loads<'m> {
                 self.rank,
                 node.label()
             );
-            self.running.push(load);
+            self.running.push((k, load));
         }
         Ok(())
     }
 
-    /// Stops every load; their processes and CPU seconds.
+    /// Stops every load; the processes and CPU seconds of all of them over the run.
     pub fn stop(&mut self) -> Result<(usize, f64)> {
-        let mut out = (0, 0.0);
-        for l in self.running.drain(..) {
+        let mut out = self.stopped;
+        for (_, l) in self.running.drain(..) {
             let r: LoadReport = l.stop()?;
             out.0 += r.procs;
             out.1 += r.cpu_seconds;
@@ -304,7 +345,7 @@ pub struct Summary {
     pub migrated_elements: u64,
     /// Bytes of the migrations.
     pub migrated_bytes: u64,
-    /// RC_ideal for the machine with the loads running at the end (DRUM 2005 §4.1).
+    /// RC_ideal for the machine with the loads running at the last step (DRUM 2005 §4.1).
     pub rc_ideal: Option<f64>,
     /// Warnings of the powers, each with the step it happened at.
     pub warnings: Vec<String>,
@@ -412,7 +453,12 @@ impl Summary {
             rebalances,
             migrated_elements: reports.iter().map(|r| r.migration.elements).sum(),
             migrated_bytes: reports.iter().map(|r| r.migration.bytes).sum(),
-            rc_ideal: machine.and_then(|m| rc_ideal(m, loads)),
+            rc_ideal: machine.and_then(|m| {
+                let k = reports.last().map_or(0, |r| r.base.step);
+                let active: Vec<LoadSpec> =
+                    loads.iter().filter(|s| s.active_at(k)).copied().collect();
+                rc_ideal(m, &active)
+            }),
             warnings,
         }
     }
