@@ -22,8 +22,9 @@
 //!
 //! ## Robust powers
 //! A live rank never gets a zero part and the run never stops for a measurement:
-//! - a window shorter than [`LoopConfig::min_window`] (the first, tiny steps) is kept and
-//!   extended by the next ones until it is long enough; the powers stay as they were;
+//! - a window shorter than [`LoopConfig::min_window`] (the first, tiny steps) stays open
+//!   into the next steps until it is long enough (the CPUs' idle time comes in 10 ms ticks);
+//!   the powers stay as they were;
 //! - a rank that was runnable for less than [`MIN_EVIDENCE`] in the window (it had nothing
 //!   to do) says nothing about its node's speed: the node keeps its previous observation;
 //! - a rank whose agent failed (an unreadable or garbled `/proc` file, a non-finite value)
@@ -176,7 +177,9 @@ pub struct LoopConfig {
     /// The agents' sampling period (their samples make the recording; the windows have
     /// exact ends whatever the period).
     pub period: Duration,
-    /// Windows shorter than this are extended by the next ones before they change powers.
+    /// A window shorter than this is not cut (it stays open into the next step), and
+    /// measurements shorter than this do not change powers: /proc/stat counts CPU time in
+    /// 10 ms ticks.
     pub min_window: Duration,
     /// Where `/proc` and `/sys` are (tests use fake trees).
     pub procfs: ProcFs,
@@ -195,7 +198,7 @@ impl Default for LoopConfig {
             rebalance: RebalanceMode::default(),
             sensing: Sensing::default(),
             period: Duration::from_millis(50),
-            min_window: Duration::from_millis(20),
+            min_window: Duration::from_millis(60),
             procfs: ProcFs::default(),
             probe: Some(LinkProbe::default()),
             hier: Hier::default(),
@@ -573,6 +576,9 @@ pub struct DrumLoop {
     /// Rebalance points since the powers were last renewed, and how often they were.
     since_sensed: usize,
     sensed: usize,
+    /// When the last rebalance point was, and when the agent's window was last cut.
+    last_point: Instant,
+    last_cut: Instant,
     /// The last observation of every computing node (the static one until measured).
     nodes: BTreeMap<u32, NodeObservation>,
     last_total: Option<f64>,
@@ -667,6 +673,8 @@ impl DrumLoop {
             pending: Accum::default(),
             since_sensed: 0,
             sensed: 0,
+            last_point: Instant::now(),
+            last_cut: Instant::now(),
             nodes,
             last_total: None,
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
@@ -703,13 +711,25 @@ impl DrumLoop {
         parts: &mut [u32],
     ) -> Result<LoopReport, Error> {
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
-        let this_window = self.cut_window();
+        // Seconds since the last point and since the agents' window was last cut (the
+        // longest over the ranks, so that all of them cut or none does).
+        let now = Instant::now();
+        let mut since = [
+            now.duration_since(self.last_point).as_secs_f64(),
+            now.duration_since(self.last_cut).as_secs_f64(),
+        ];
+        comm.allreduce_f64(comm::ReduceOp::Max, &mut since)?;
+        self.last_point = now;
+        let window_s = since[0];
+        // A window shorter than min_window stays open: /proc/stat counts CPU time in 10 ms
+        // ticks, so a few ticks would read as all idle or all busy.
+        if since[1] >= self.cfg.min_window.as_secs_f64() {
+            self.cut_window();
+            self.last_cut = Instant::now();
+        }
         let all = comm.allgatherv_bytes(&self.pending.encode())?;
         let ranks = Comm::size(comm);
         let accs: Vec<Accum> = (0..ranks).map(|r| Accum::decode(all.get(r))).collect();
-        let mut win = [this_window];
-        comm.allreduce_f64(comm::ReduceOp::Max, &mut win)?;
-        let window_s = win[0];
         let longest = accs.iter().map(|a| a.seconds).fold(0.0, f64::max);
         self.since_sensed += 1;
         let due = match self.cfg.sensing {
@@ -841,22 +861,16 @@ impl DrumLoop {
 
     /// Cuts this rank's window into the pending measurement; returns its length (0 if the
     /// agent is not running or failed; a failure is kept as the pending measurement's error).
-    fn cut_window(&mut self) -> f64 {
+    fn cut_window(&mut self) {
         let Some(m) = &self.monitor else {
             self.pending
                 .error
                 .get_or_insert_with(|| "no monitoring agent".into());
-            return 0.0;
+            return;
         };
         match m.window() {
-            Ok(w) => {
-                self.pending.add(&w);
-                w.seconds
-            }
-            Err(e) => {
-                self.pending.error = Some(e.to_string());
-                0.0
-            }
+            Ok(w) => self.pending.add(&w),
+            Err(e) => self.pending.error = Some(e.to_string()),
         }
     }
 
