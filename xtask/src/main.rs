@@ -26,6 +26,12 @@ commands:
           monitored powers (--balance monitored|static|uniform); progress per step on stderr, a
           summary on stdout, results in out/run-laplace/. --compare: uniform then monitored,
           RC and RC_ideal
+  reproduce [--quick] [--out DIR] [--repeats R]
+          the DRUM 2005 experiments 1-4, Sinha-Parashar's sensing period and Lan et al.'s
+          gain/cost decision: measured on this host (thread ranks pinned to cores, real
+          competing processes, real monitors) and simulated on Bullpen's nodes by a model
+          calibrated on the measured runs; report.md, SVG plots and results.json in DIR
+          (default report/). --quick: one repeat per measured run (default 3)
   bench drum-loop [--repeats R] [--target-vertices N]
           DRUM in the loop on machines/local-2core-hetero.xml, medians of R (default 3):
           RC with the load on core 1, monitored vs static with the load from step 12, and
@@ -53,6 +59,8 @@ commands:
 enum Task {
     Ci,
     RunLaplace(Vec<String>),
+    /// `reproduce [args]`.
+    Reproduce(Vec<String>),
     BenchFem(Vec<String>),
     /// `bench laplace [args]`.
     BenchLaplace(Vec<String>),
@@ -70,6 +78,7 @@ fn parse(args: &[String]) -> Result<Task> {
         None | Some("help" | "-h" | "--help") => Ok(Task::Help),
         Some("ci") => Ok(Task::Ci),
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
+        Some("reproduce") => Ok(Task::Reproduce(args[1..].to_vec())),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
             Some("laplace") => Ok(Task::BenchLaplace(args[2..].to_vec())),
@@ -93,6 +102,7 @@ fn main() -> Result<()> {
         }
         Task::Ci => ci(),
         Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
+        Task::Reproduce(rest) => reproduce(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
         Task::BenchLaplace(rest) => bench_laplace::bench_laplace(&rest),
         Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
@@ -125,6 +135,27 @@ fn run(mut cmd: Command) -> Result<()> {
         bail!("{cmd:?} failed with {status}");
     }
     Ok(())
+}
+
+/// `cargo xtask reproduce`: builds `fem-laplace` and `drum-repro` (release) and runs the
+/// latter from the workspace root, passing the flags on.
+fn reproduce(args: &[String]) -> Result<()> {
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "fem-laplace-cli",
+        "--bin",
+        "fem-laplace",
+        "--bin",
+        "drum-repro",
+    ]);
+    run(build)?;
+    let mut cmd = Command::new(project_root().join("target/release/drum-repro"));
+    cmd.current_dir(project_root()).args(args);
+    run(cmd)
 }
 
 fn ci() -> Result<()> {

@@ -1,0 +1,104 @@
+//! `drum-repro --tiny`: every study end to end on one small configuration each, measured
+//! runs through the real `fem-laplace` binary.
+
+use std::process::Command;
+
+fn repro() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_drum-repro"));
+    c.env("DRUM_REPRO_FEM_LAPLACE", env!("CARGO_BIN_EXE_fem-laplace"))
+        .env("RUST_BACKTRACE", "0");
+    c
+}
+
+#[test]
+fn the_tiny_reproduction_writes_every_study_measured_and_simulated() {
+    let dir = std::env::temp_dir().join(format!("drum-repro-tiny-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = repro()
+        .arg("--tiny")
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    for study in ["exp1", "exp2", "exp3", "exp4", "sensing", "gain_cost"] {
+        let runs = v["studies"][study].as_array().unwrap();
+        for mode in ["measured", "simulated"] {
+            let of_mode: Vec<_> = runs.iter().filter(|r| r["mode"] == mode).collect();
+            if study == "exp2" && mode == "measured" {
+                continue; // the w_comm sweep is simulated at tiny scale
+            }
+            assert!(!of_mode.is_empty(), "{study}: no {mode} run");
+            for r in of_mode {
+                let t = r["time_s"].as_f64().unwrap();
+                assert!(t.is_finite() && t > 0.0, "{study}: {r}");
+                if r["balance"] != "uniform" && study != "gain_cost" {
+                    assert!(r["rc"].as_f64().unwrap().is_finite(), "{study}: {r}");
+                }
+            }
+        }
+    }
+    // The load of the sensing study comes and goes; gain_cost's modes differ in migrations.
+    let gain = v["studies"]["gain_cost"].as_array().unwrap();
+    let sim_never = gain
+        .iter()
+        .find(|r| r["mode"] == "simulated" && r["rebalance"] == "never")
+        .unwrap();
+    assert_eq!(sim_never["rebalances"], 1);
+    assert_eq!(sim_never["migrated_elements"], 0);
+    let val = v["validation"].as_array().unwrap();
+    assert!(val.len() >= 6);
+    assert_eq!(val.iter().filter(|x| x["calibration"] == true).count(), 1);
+    for x in val {
+        let (m, s) = (
+            x["measured_s"].as_f64().unwrap(),
+            x["simulated_s"].as_f64().unwrap(),
+        );
+        assert!(m > 0.0 && s > 0.0);
+        assert!((x["rel_err"].as_f64().unwrap() - (s - m) / m).abs() < 1e-9);
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for section in [
+        "## Validation",
+        "## Experiment 1",
+        "## Experiment 2",
+        "## Experiment 3",
+        "## Experiment 4",
+        "## Sinha & Parashar",
+        "## Lan, Taylor & Bryan",
+    ] {
+        assert!(md.contains(section), "report.md lacks {section}");
+    }
+    // Every plot the report links exists and is an SVG.
+    for link in md.split("](").skip(1) {
+        let name = &link[..link.find(')').unwrap()];
+        let svg = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_flags_and_a_missing_fem_laplace_are_clear_errors() {
+    let out = repro().args(["--tiny", "--repeats", "0"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--repeats 0"));
+    let out = repro()
+        .env("DRUM_REPRO_FEM_LAPLACE", "/nonexistent/fem-laplace")
+        .args(["--tiny", "--out"])
+        .arg(std::env::temp_dir().join(format!("drum-repro-bad-{}", std::process::id())))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/fem-laplace"), "{err}");
+}
