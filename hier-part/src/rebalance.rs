@@ -304,11 +304,9 @@ pub struct Decision {
 }
 
 impl Policy {
-    /// Decides: a trigger fires when `eff < eff_min` or the powers drifted by more than the
-    /// threshold; if so, and the step time and migration figures are known, it rebalances only
-    /// when `Gain > γ·Cost`, with `Gain` from eq. (4) over the utilizations `L_g / C_g` and
-    /// `Cost` from eq. (1) for moving [`excess_load`] × `bytes_per_load` bytes.
-    pub fn decide(&self, obs: &Observation<'_>) -> Result<Decision, Error> {
+    /// Checks the parameters (the first [`Policy::decide`] would otherwise find a bad one):
+    /// `eff_min` in (0, 1], `gamma` and `drift_threshold` finite and >= 0.
+    pub fn validate(&self) -> Result<(), Error> {
         check(
             || "eff_min".into(),
             self.eff_min,
@@ -327,6 +325,15 @@ impl Policy {
             self.drift_threshold.is_finite() && self.drift_threshold >= 0.0,
             "a finite number >= 0",
         )?;
+        Ok(())
+    }
+
+    /// Decides: a trigger fires when `eff < eff_min` or the powers drifted by more than the
+    /// threshold; if so, and the step time and migration figures are known, it rebalances only
+    /// when `Gain > γ·Cost`, with `Gain` from eq. (4) over the utilizations `L_g / C_g` and
+    /// `Cost` from eq. (1) for moving [`excess_load`] × `bytes_per_load` bytes.
+    pub fn decide(&self, obs: &Observation<'_>) -> Result<Decision, Error> {
+        self.validate()?;
         let u = utilizations(obs.loads, obs.capacities)?;
         let eff = efficiency(&u)?;
         let drift = obs

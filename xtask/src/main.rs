@@ -19,7 +19,7 @@ usage: cargo xtask <command>
 
 commands:
   run-laplace [--machine FILE] [--backend threads|mpi] [--hostfile F] [--balance B] [--w-comm W]
-              [--load RANK[:N][@STEP]] [--no-load] [--compare] [--json] [--out DIR] [fem flags]
+              [--load RANK[:N][@STEP[-END]]] [--no-load] [--compare] [--json] [--out DIR] [fem flags]
           the main job: DRUM in the loop. The adaptive Laplace run to 524,500 vertices over the
           machine's ranks (default machines/local-2core-hetero.xml, 2 thread ranks, with the
           competing load its file describes), pinned and monitored, rebalanced with the

@@ -56,7 +56,7 @@ const FEM_FLAGS_WITH_VALUE: &[&str] = &[
 ];
 
 const KNOWN: &str = "--machine FILE, --backend threads|mpi, --hostfile FILE, \
-     --balance uniform|static|monitored, --w-comm W, --load RANK[:N][@STEP], --no-load, \
+     --balance uniform|static|monitored, --w-comm W, --load RANK[:N][@STEP[-END]], --no-load, \
      --compare, --json, --out DIR, --vtk DIR, --svg FILE, --target-vertices N, --problem P, \
      --marking M, --cg-tol-factor F, --eff-min E, --gamma G, --drift D, --monitor-period-ms MS, \
      --util-basis window|runnable, --power-floor F, --rebalance policy|always|never, \

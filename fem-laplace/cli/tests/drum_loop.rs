@@ -227,4 +227,15 @@ fn bad_drum_flags_are_named() {
     assert!(e.contains("w_comm must be in [0, 1]"), "{e}");
     let e = run(&["--machine", &m, "--monitor-period-ms", "1"]);
     assert!(e.contains("at most every 10 ms"), "{e}");
+    // Checked before any rank starts, not at the first decision.
+    let e = run(&["--machine", &m, "--eff-min", "1.5"]);
+    assert!(
+        e.contains("eff_min is 1.5; expected a number in (0, 1]"),
+        "{e}"
+    );
+    assert!(!e.contains("step"), "{e}");
+    let e = run(&["--machine", &m, "--rebalance", "sometimes"]);
+    assert!(e.contains("expected policy, always or never"), "{e}");
+    let e = run(&["--machine", &m, "--sensing", "0"]);
+    assert!(e.contains("a number of steps >= 1 or `once`"), "{e}");
 }

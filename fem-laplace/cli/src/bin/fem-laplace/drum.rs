@@ -93,6 +93,12 @@ impl DrumArgs {
                 self.monitor_period_ms
             );
         }
+        let policy = Policy {
+            eff_min: self.eff_min,
+            gamma: self.gamma,
+            drift_threshold: self.drift,
+        };
+        policy.validate().context("--eff-min, --gamma or --drift")?;
         Ok(LoopConfig {
             sizing: self.balance.unwrap_or_default(),
             power: PowerConfig {
@@ -106,11 +112,7 @@ impl DrumArgs {
                 floor: self.power_floor,
                 ..PowerConfig::default()
             },
-            policy: Policy {
-                eff_min: self.eff_min,
-                gamma: self.gamma,
-                drift_threshold: self.drift,
-            },
+            policy,
             rebalance: self.rebalance,
             sensing: self.sensing,
             period: Duration::from_millis(self.monitor_period_ms),

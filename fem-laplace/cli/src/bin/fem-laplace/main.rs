@@ -774,6 +774,6 @@ fn run_mpi(s: &Setup) -> Result<()> {
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(_: &Setup) -> Result<()> {
     bail!(
-        "this fem-laplace was built without MPI: build it with `cargo build --release -p fem-laplace --features mpi` and run it under mpirun"
+        "this fem-laplace was built without MPI: build it with `cargo build --release -p fem-laplace-cli --features mpi` and run it under mpirun"
     )
 }
