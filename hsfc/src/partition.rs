@@ -561,39 +561,60 @@ fn exponent_above(x: f64) -> i32 {
     e
 }
 
-/// Keys of a block of at most [`BLOCK`] 2-D points: cells first, then the keys; both loops
-/// are straight-line integer code that the compiler vectorises (with AVX2 when the processor
-/// has it: the same operations, so the same keys).
-fn keys_block_2d(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+/// Keys of a block of at most [`BLOCK`] points: cells first, then the keys. In 2-D both
+/// loops are straight-line integer code that the compiler vectorises (the prefix-scan
+/// encoder); in 3-D the cells are, and the table walks use vector gathers with AVX-512
+/// ([`curve::keys3`]). Each instruction set runs the same operations, so gives the same keys.
+fn keys_block<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
     {
+        if D == 3 && std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor supports AVX-512F (checked just above).
+            unsafe { keys_block_avx512::<D>(axes, pb, kb) };
+            return;
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor supports AVX2 (checked just above).
-            unsafe { keys_block_2d_avx2(axes, pb, kb) };
+            unsafe { keys_block_avx2::<D>(axes, pb, kb) };
             return;
         }
     }
-    keys_block_2d_portable(axes, pb, kb);
+    keys_block_portable::<D>(axes, pb, kb);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn keys_block_avx512<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    keys_block_portable::<D>(axes, pb, kb);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn keys_block_2d_avx2(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    keys_block_2d_portable(axes, pb, kb);
+fn keys_block_avx2<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    keys_block_portable::<D>(axes, pb, kb);
 }
 
 #[inline(always)]
-fn keys_block_2d_portable(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    let mut cx = [0u32; BLOCK];
-    let mut cy = [0u32; BLOCK];
-    for (j, p) in pb.chunks_exact(2).enumerate().take(BLOCK) {
-        cx[j] = axes[0].cell(p[0]);
-        cy[j] = axes[1].cell(p[1]);
+fn keys_block_portable<const D: usize>(
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
+    let mut c = [[0u32; BLOCK]; D];
+    for (j, p) in pb.chunks_exact(D).enumerate().take(BLOCK) {
+        for a in 0..D {
+            c[a][j] = axes[a].cell(p[a]);
+        }
+    }
+    if D == 3 {
+        let n = kb.len();
+        curve::keys3(&c[0][..n], &c[1][..n], &c[2][..n], kb);
+        return;
     }
     let mut hi = [0u32; BLOCK];
     let mut lo = [0u32; BLOCK];
     for j in 0..BLOCK {
-        (hi[j], lo[j]) = curve::key2_scan_halves(cx[j], cy[j]);
+        (hi[j], lo[j]) = curve::key2_scan_halves(c[0][j], c[1][j]);
     }
     for (j, k) in kb.iter_mut().enumerate().take(BLOCK) {
         *k = (u64::from(hi[j]) << 32) | u64::from(lo[j]);
@@ -611,7 +632,6 @@ fn keys_pass<const D: usize>(
     keys: &mut [std::mem::MaybeUninit<u64>],
     bins: Option<&mut [u32]>,
 ) -> Vec<u64> {
-    let t = tables(D);
     let kb = key_bits(D);
     let shift0 = kb - B0;
     let axes = map.axes;
@@ -631,29 +651,7 @@ fn keys_pass<const D: usize>(
         let mut kbuf = [0u64; BLOCK];
         for (bi, (pb, dst)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
             let kb = &mut kbuf[..dst.len()];
-            if D == 2 {
-                keys_block_2d(&axes, pb, kb);
-            } else {
-                let mut quads = pb.chunks_exact(12);
-                let mut kq = kb.chunks_exact_mut(4);
-                for (p, k) in (&mut quads).zip(&mut kq) {
-                    let c = |j: usize, a: usize| axes[a].cell(p[j * 3 + a]);
-                    k.copy_from_slice(&curve::key3x4(
-                        t,
-                        [c(0, 0), c(1, 0), c(2, 0), c(3, 0)],
-                        [c(0, 1), c(1, 1), c(2, 1), c(3, 1)],
-                        [c(0, 2), c(1, 2), c(2, 2), c(3, 2)],
-                    ));
-                }
-                for (p, k) in quads.remainder().chunks_exact(3).zip(kq.into_remainder()) {
-                    *k = curve::key3(
-                        t,
-                        axes[0].cell(p[0]),
-                        axes[1].cell(p[1]),
-                        axes[2].cell(p[2]),
-                    );
-                }
-            }
+            keys_block::<D>(&axes, pb, kb);
             // Every element of the output is written here (the caller relies on it).
             for (d, &k) in dst.iter_mut().zip(kb.iter()) {
                 d.write(k);
