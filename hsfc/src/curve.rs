@@ -501,9 +501,30 @@ fn walk(t: &Tables, mut state: usize, c: &[u32], bits: u32) -> (u64, usize) {
 /// coordinate `cell·2^SUB_BITS + sub` (split into two words), and fine keys order points along
 /// the same curve as cell keys, only more finely: `fine >> 64` is [`key_of_cell`].
 pub(crate) fn fine_key_of_cell(cell: &[u32], sub: &[u32]) -> u128 {
-    let n = cell.len();
+    let (key, state) = walk(tables(cell.len()), 0, cell, bits_per_axis(cell.len()));
+    (u128::from(key) << 64) | u128::from(sub_key(state, sub))
+}
+
+/// The curve's state inside the cell whose key is `key` (`dim` 2 or 3): the state the walk of
+/// the cell's coordinates ends in, found from the key's digits (the inverse table), so that
+/// the points of one cell need it once ([`sub_key`]).
+pub(crate) fn state_of_key(key: u64, dim: usize) -> usize {
+    let t = tables(dim);
+    let mask = (1u64 << dim) - 1;
+    let mut state = 0usize;
+    for level in (0..bits_per_axis(dim)).rev() {
+        let digit = ((key >> (level * dim as u32)) & mask) as usize;
+        state = (t.inv[(state << dim) | digit] & 255) as usize;
+    }
+    state
+}
+
+/// The sub-key (the low word of the fine key, see [`fine_key_of_cell`]) of the position `sub`
+/// ([`SUB_BITS`] bits per axis) inside a cell where the curve is in `state`
+/// ([`state_of_key`]).
+pub(crate) fn sub_key(state: usize, sub: &[u32]) -> u64 {
+    let n = sub.len();
     let t = tables(n);
-    let (key, state) = walk(t, 0, cell, bits_per_axis(n));
     // Pad the sub-coordinates to whole lookups (in 2-D, 21 levels to 24) and drop the padding
     // levels' digits: the digits of a level depend only on the levels above it.
     let lv = t.levels;
@@ -513,7 +534,7 @@ pub(crate) fn fine_key_of_cell(cell: &[u32], sub: &[u32]) -> u128 {
         *p = s << pad;
     }
     let (sk, _) = walk(t, state, &padded[..n], SUB_BITS + pad);
-    (u128::from(key) << 64) | u128::from(sk >> (n as u32 * pad))
+    sk >> (n as u32 * pad)
 }
 
 /// Converts a contiguous Hilbert index over the fine grid (`key_bits + sub_key_bits` bits)
@@ -721,6 +742,23 @@ mod tests {
             assert_eq!(key2_scan(x, y), key_of_cell(&[x, y]));
         }
         assert_eq!(key2_scan(u32::MAX, 0), u64::MAX);
+    }
+
+    #[test]
+    fn sub_keys_start_from_the_state_of_the_cell_key() {
+        let mut next = xorshift(0x0ddb_a11c_afe5_eed5);
+        for dim in [2usize, 3] {
+            let cm = ((1u64 << bits_per_axis(dim)) - 1) as u32;
+            let sm = (1u32 << SUB_BITS) - 1;
+            for _ in 0..2000 {
+                let cell: Vec<u32> = (0..dim).map(|_| next() as u32 & cm).collect();
+                let sub: Vec<u32> = (0..dim).map(|_| next() as u32 & sm).collect();
+                let key = key_of_cell(&cell);
+                let fine =
+                    (u128::from(key) << 64) | u128::from(sub_key(state_of_key(key, dim), &sub));
+                assert_eq!(fine, fine_key_of_cell(&cell, &sub), "{cell:?} {sub:?}");
+            }
+        }
     }
 
     #[test]

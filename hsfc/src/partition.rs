@@ -731,7 +731,7 @@ pub(crate) fn run<R: Reduce>(
 
     // The sub-key of a local point, for the few whose cell a target reaches with several
     // points in it (the low word of its fine key).
-    let sub_key = |i: usize| map.fine_key(&points[i * dim..(i + 1) * dim]) as u64;
+    let sub_key = PointSubKeys { map: &map, points };
     let positive_u32: Vec<u32> = plan.positive.iter().map(|&p| p as u32).collect();
     let located = refine::Targets {
         keys,
@@ -790,6 +790,39 @@ pub(crate) fn run<R: Reduce>(
         &sums,
         prev.map(|_| kept),
     ))
+}
+
+/// The sub-keys of the local points (see [`refine::SubKeys`]).
+struct PointSubKeys<'a> {
+    map: &'a Mapping,
+    points: &'a [f64],
+}
+
+impl refine::SubKeys for PointSubKeys<'_> {
+    fn cell_state(&self, cell: u64) -> usize {
+        curve::state_of_key(cell, self.map.dim)
+    }
+
+    fn position(&self, i: usize) -> [u32; 3] {
+        let d = self.map.dim;
+        self.map.clamped_sub(&self.points[i * d..(i + 1) * d])
+    }
+
+    fn sub_key(&self, pos: [u32; 3], state: usize) -> u64 {
+        curve::sub_key(state, &pos[..self.map.dim])
+    }
+
+    #[inline]
+    fn prefetch(&self, i: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(x) = self.points.get(i * self.map.dim) {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            // SAFETY: a prefetch only hints the cache; the address is that of a point.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(x).cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
 }
 
 /// What pass 1 found over all ranks: the number of points, their bounding box and the largest
@@ -1071,7 +1104,7 @@ struct Cuts<'a> {
 /// Pass 3 (a repartition): every local point's part from the cuts (`points`: the keys, the
 /// sub-key of a point, the fixed-point weights), counting into `sums` the points and weight
 /// per part and the moved weight and count (`[counts.. k, weights.. k, moved_w, moved_n]`).
-fn assign_parts<S: Fn(usize) -> u64 + Sync>(
+fn assign_parts<S: refine::SubKeys>(
     exec: &Exec,
     c: &Cuts<'_>,
     points: (&[u64], &S, Quant<'_>),
@@ -1096,6 +1129,8 @@ fn assign_parts<S: Fn(usize) -> u64 + Sync>(
         first[nb] = cuts.len() as u32;
     }
     let tallies = exec.map_chunks_mut(parts, |r, out| {
+        // The state of the last split cell met (its points are usually together).
+        let mut last: Option<(u64, usize)> = None;
         let mut t = Tally {
             counts: vec![0; k],
             weights: vec![0; k],
@@ -1109,7 +1144,13 @@ fn assign_parts<S: Fn(usize) -> u64 + Sync>(
             // The cuts in this cell (the last ones counted) are sorted by sub-key: when the
             // last has none, the cell is not split. Else the point's sub-key decides.
             if part > 0 && cuts[part - 1] == key && fine_cuts[part - 1] as u64 != 0 {
-                let fine = (u128::from(key) << 64) | sub_key(r.start + j) as u128;
+                let state = match last {
+                    Some((k, s)) if k == key => s,
+                    _ => sub_key.cell_state(key),
+                };
+                last = Some((key, state));
+                let pos = sub_key.position(r.start + j);
+                let fine = (u128::from(key) << 64) | u128::from(sub_key.sub_key(pos, state));
                 part = fine_cuts.partition_point(|&c| c <= fine);
             }
             let q = quant.q(r.start + j);

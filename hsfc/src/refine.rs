@@ -695,14 +695,22 @@ impl Geometry {
 /// the global weights per part.
 pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
 
-/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
-///
-/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
-/// `sub_key(i)` is the `sub_key_bits`-bit sub-key of local point `i` (needed only for the
-/// points of cells that a target reaches while they still hold several points).
-/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
-/// local point's part and returns the local counts per part and the global weights per
-/// part (summed from the reduced histograms, so not to be reduced again).
+/// Sub-keys of the local points (the low words of their fine keys), asked for only for the
+/// points of cells that a target reaches while they hold several points.
+pub(crate) trait SubKeys: Sync {
+    /// The curve's state inside the cell whose key is `cell` (the same for all its points).
+    fn cell_state(&self, cell: u64) -> usize;
+    /// The position of local point `i` inside its cell (the coordinates the sub-key is the
+    /// key of). Reads the point: a cache miss, as candidates are few and far apart, so callers
+    /// take the positions of many points first and their sub-keys after, and the misses
+    /// overlap.
+    fn position(&self, i: usize) -> [u32; 3];
+    /// Asks the processor to fetch what [`SubKeys::position`] of point `i` will read.
+    fn prefetch(&self, i: usize);
+    /// The sub-key of position `pos` inside a cell whose state is `state`.
+    fn sub_key(&self, pos: [u32; 3], state: usize) -> u64;
+}
+
 /// What [`locate`] works on: the local points (their keys, the sub-key of point `i`, their
 /// fixed-point weights; `bits`: the widths of keys and sub-keys), the global level-0
 /// histogram, the global number of points, and the queries.
@@ -716,7 +724,15 @@ pub(crate) struct Targets<'a, S> {
     pub queries: &'a [u64],
 }
 
-pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
+/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
+///
+/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
+/// `sub_key` gives the `sub_key_bits`-bit sub-keys of local points (needed only for the
+/// points of cells that a target reaches while they still hold several points).
+/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
+/// local point's part and returns the local counts per part and the global weights per
+/// part (summed from the reduced histograms, so not to be reduced again).
+pub(crate) fn locate<R: Reduce, S: SubKeys>(
     comm: &R,
     exec: &Exec,
     input: Targets<'_, S>,
@@ -1060,9 +1076,33 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             // The candidates of cells entered this round swap their key for the sub-key (in a
             // pass of its own, rare, so that the loops above stay lean).
             if enters.contains(&true) {
+                // The curve's state inside each entered cell, once per cell.
+                let states: Vec<usize> = next_active
+                    .iter()
+                    .zip(&enters)
+                    .map(|(a, &e)| match a.inner {
+                        Some(c) if e => sub_key.cell_state(c.key),
+                        _ => 0,
+                    })
+                    .collect();
                 let swap = |cs: &mut Vec<Cand>| {
-                    for c in cs.iter_mut().filter(|c| enters[c.slot as usize]) {
-                        c.key = sub_key(c.idx as usize);
+                    let entering = |c: &&mut Cand| enters[c.slot as usize];
+                    let idx: Vec<u32> = cs.iter_mut().filter(entering).map(|c| c.idx).collect();
+                    // The points are far apart: ask for each one well before it is read.
+                    const AHEAD: usize = 16;
+                    for &i in idx.iter().take(AHEAD) {
+                        sub_key.prefetch(i as usize);
+                    }
+                    let pos: Vec<[u32; 3]> = (0..idx.len())
+                        .map(|j| {
+                            if let Some(&i) = idx.get(j + AHEAD) {
+                                sub_key.prefetch(i as usize);
+                            }
+                            sub_key.position(idx[j] as usize)
+                        })
+                        .collect();
+                    for (c, p) in cs.iter_mut().filter(entering).zip(pos) {
+                        c.key = sub_key.sub_key(p, states[c.slot as usize]);
                     }
                 };
                 if exec.parallel_for(count_of(&cands)) {
