@@ -715,7 +715,9 @@ pub(crate) fn run<R: Reduce>(
     let ext = extent(&exec, comm, input, parts)?;
     let (map, kept) = curve(dim, ext.bbox, ext.n_total, prev);
     let (quant, quantum) = quantize(weights, ext.wmax, ext.n_total);
-    let fresh = prev.is_none();
+    // A fresh partition writes the parts while it locates the cuts (unless it has so many
+    // that a part and a flag would not fit a `u32`: then pass 3 does).
+    let fresh = prev.is_none() && targets.len() < refine::ASSIGN_MAX;
     let keys = &mut ws.keys;
     let mut hist0 = key_pass(
         &exec,
@@ -757,7 +759,7 @@ pub(crate) fn run<R: Reduce>(
     let fine_cuts = plan.cuts(&found, prev.filter(|_| kept));
     let cells: Vec<u64> = fine_cuts.iter().map(|&c| (c >> 64) as u64).collect();
 
-    // Pass 3 (repartition only; a fresh partition assigned the points while locating).
+    // Pass 3 (a repartition; a fresh partition assigned the points while locating).
     let k = targets.len();
     let mut sums = vec![0u64; 2 * k + 2];
     let mut global_w: Option<Vec<u64>> = None;
