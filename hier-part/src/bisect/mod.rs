@@ -159,10 +159,25 @@ impl Bisector {
         if group.size() == 1 {
             return self
                 .par
-                .install(|| serial::bisect(self, points, targets, parts))?;
+                .install(|| serial::bisect(self, points, targets, parts, false))?;
         }
         let gids = rank_order_ids(group, points.len())?;
         dist::bisect_dist(group, self, points, &gids, targets, parts)
+    }
+}
+
+impl Bisector {
+    /// The serial bisection of points the caller has checked already (the hierarchical walk
+    /// checks every point once, at the root, and hands each level a subset): the same as
+    /// [`Bisector::run`] on one rank without the second look at every coordinate.
+    pub(crate) fn run_checked(
+        &self,
+        points: Points<'_>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Bisection, Error> {
+        self.par
+            .install(|| serial::bisect(self, points, targets, parts, true))?
     }
 }
 
