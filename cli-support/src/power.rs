@@ -29,6 +29,15 @@ pub enum SmoothingArg {
     Forecast,
 }
 
+/// `--util-basis`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BasisArg {
+    /// The whole monitoring window (DRUM 2005 §3.3.1).
+    Window,
+    /// The time the process was runnable.
+    Runnable,
+}
+
 /// Where node powers come from: the model and its weights, and static ratings, replayed
 /// monitor samples (`--replay`) or measured work (`--model measured --work`).
 #[derive(Args, Debug, Clone)]
@@ -57,6 +66,14 @@ pub struct PowerArgs {
     /// Sinha–Parashar weight of bandwidth.
     #[arg(long, default_value_t = 1.0 / 3.0)]
     pub w_b: f64,
+    /// The least processing power a node keeps, as a fraction of its idle-CPU power (0 turns
+    /// the floor off); a node raised to it is reported.
+    #[arg(long, default_value_t = drum_model::DEFAULT_POWER_FLOOR)]
+    pub power_floor: f64,
+    /// What a process's CPU use is a fraction of: the whole window (DRUM 2005 as written) or
+    /// the time it was runnable (from the kernel's schedstat; samples without it use the window).
+    #[arg(long, value_enum, default_value_t = BasisArg::Runnable)]
+    pub util_basis: BasisArg,
     /// Per-rank work records for --model measured: {"rank": R, "work": W, "cpu_seconds": S} per line.
     #[arg(long, value_name = "WORK.jsonl")]
     pub work: Option<PathBuf>,
@@ -83,11 +100,26 @@ impl PowerArgs {
         PowerConfig {
             model,
             memory_threshold,
+            basis: match self.util_basis {
+                BasisArg::Window => drum_model::UtilBasis::Window,
+                BasisArg::Runnable => drum_model::UtilBasis::Runnable,
+            },
+            floor: self.power_floor,
         }
     }
 
-    /// Computes the machine's powers and says where they came from (for the report).
+    /// Computes the machine's powers and says where they came from (for the report). Each
+    /// correction the computation made (a node raised to the power floor) is printed on
+    /// stderr as `warning: ...`.
     pub fn compute(&self, machine: &Machine) -> Result<(Powers, String)> {
+        let (p, origin) = self.compute_quiet(machine)?;
+        for w in &p.warnings {
+            eprintln!("warning: {w}");
+        }
+        Ok((p, origin))
+    }
+
+    fn compute_quiet(&self, machine: &Machine) -> Result<(Powers, String)> {
         let config = self.config();
         if self.model == ModelArg::Measured {
             let Some(path) = &self.work else {

@@ -55,6 +55,28 @@ pub use mpi_backend::MpiComm;
 pub use scalar::Scalar;
 pub use thread::{ThreadComm, ThreadOptions};
 
+/// Pins the calling thread to `cpus` (Linux `sched_setaffinity`), as [`ThreadOptions::cpus`]
+/// does for thread ranks: for one process per rank (MPI), each rank pins itself. `rank` only
+/// names the rank in errors. Errors: an empty list, a CPU this process may not use, the
+/// system call failing, or a platform other than Linux.
+pub fn pin_current_thread(rank: usize, cpus: &[usize]) -> Result<(), CommError> {
+    affinity::validate(&[cpus.to_vec()]).map_err(|e| match e {
+        CommError::InvalidCpu { cpu, allowed, .. } => CommError::InvalidCpu { rank, cpu, allowed },
+        CommError::Options(m) => CommError::Options(m.replace("rank 0", &format!("rank {rank}"))),
+        other => other,
+    })?;
+    #[cfg(target_os = "linux")]
+    {
+        affinity::pin_current_thread(rank, cpus)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(CommError::Options(
+            "pinning ranks to CPUs is only supported on Linux".into(),
+        ))
+    }
+}
+
 use std::sync::OnceLock;
 use std::time::Instant;
 

@@ -286,6 +286,9 @@ pub enum Error {
     /// The monitor thread failed or a monitor was used wrongly (stopped twice).
     #[error("monitor: {0}")]
     Monitor(String),
+    /// Starting or stopping a synthetic load failed.
+    #[error("load: {0}")]
+    Load(String),
     /// The benchmark failed (e.g. its residual check).
     #[error("benchmark: {0}")]
     Benchmark(String),

@@ -25,6 +25,7 @@
 pub mod bench;
 pub mod error;
 pub mod forecast;
+pub mod load;
 pub mod machine;
 pub mod metrics;
 pub mod monitor;
@@ -36,5 +37,8 @@ mod xml;
 
 pub use error::{Error, Location, Problem, Result};
 pub use machine::{CpuList, LbMethod, Machine, Node, NodeId, NodeKind, PartitionMethod};
-pub use power::{Observations, PowerConfig, PowerModel, Powers, compute_powers, static_powers};
+pub use power::{
+    DEFAULT_POWER_FLOOR, NodeObservation, Observations, PowerConfig, PowerModel, PowerWarning,
+    Powers, UtilBasis, compute_powers, static_powers, uniform_powers,
+};
 pub use xml::Attribute;

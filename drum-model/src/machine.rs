@@ -239,6 +239,11 @@ pub struct Node {
     pub cpus: Option<CpuList>,
     /// `ranks`: processes hosted, if given (see [`Node::processes`]).
     pub ranks: Option<u32>,
+    /// `load`: compute-bound competing processes that an emulation on one host runs on the
+    /// node's `cpus` (a drum-rs extension, the synthetic load of Sinha–Parashar §6.1.1:
+    /// `fem-laplace --machine-load` and `cargo xtask run-laplace` start them). Not a
+    /// capability: powers ignore it; the monitors measure its effect.
+    pub load: Option<u32>,
     /// The node's `<lbmethod>`, if any.
     pub lbmethod: Option<LbMethod>,
     /// Attributes this crate does not know, kept in file order and written back.

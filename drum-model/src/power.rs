@@ -67,15 +67,73 @@ pub struct PowerConfig {
     /// DRUM 2005 §5: memory counts only when available/total memory falls below this threshold
     /// (see [`memory_factor`]); `None` ignores memory. Applies to the DRUM models.
     pub memory_threshold: Option<f64>,
+    /// What a process's CPU utilisation u_{n,j} is measured against (DRUM models and
+    /// Sinha–Parashar): the whole window (DRUM 2005) or the time the process was runnable.
+    pub basis: UtilBasis,
+    /// The least processing power a computing node keeps, as a fraction of what its processes
+    /// would have on idle CPUs (b_n per process for the DRUM models, one CPU per process for
+    /// Sinha–Parashar): a node measured at (near) zero still gets a part, and the result says
+    /// so in [`Powers::warnings`]. 0 turns the floor off (a node may then get nothing, and
+    /// all-zero siblings are an error). Default [`DEFAULT_POWER_FLOOR`].
+    pub floor: f64,
 }
+
+/// The default [`PowerConfig::floor`]: 5 % of the idle-CPU power.
+pub const DEFAULT_POWER_FLOOR: f64 = 0.05;
 
 impl Default for PowerConfig {
     fn default() -> Self {
         PowerConfig {
             model: PowerModel::Drum { w_comm: 0.0 },
             memory_threshold: Some(0.1),
+            basis: UtilBasis::default(),
+            floor: DEFAULT_POWER_FLOOR,
         }
     }
+}
+
+/// The time a process's CPU use u_{n,j} is a fraction of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UtilBasis {
+    /// The whole monitoring window (DRUM 2005 §3.3.1 as written). A process that waits for
+    /// its peers (a message, a barrier) while a competing process takes its CPU is measured
+    /// slower than it is: its u drops and the node shows no idle time, so a rank that got too
+    /// little work keeps getting too little.
+    Window,
+    /// The time the process was runnable (running, or in a run queue waiting for a CPU;
+    /// the kernel's schedstat): the share of a CPU the process gets when it wants one, which
+    /// is what its next step will get. Where the observation has no runnable time (a replay
+    /// of older samples, a kernel without schedstat), or the process was runnable for less
+    /// than 1 % of the window, the window is the basis.
+    #[default]
+    Runnable,
+}
+
+impl UtilBasis {
+    /// Short name (`window`, `runnable`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            UtilBasis::Window => "window",
+            UtilBasis::Runnable => "runnable",
+        }
+    }
+}
+
+/// Below this runnable fraction of the window, [`UtilBasis::Runnable`] falls back to the
+/// window.
+pub const MIN_RUNNABLE: f64 = 0.01;
+
+/// The utilisations u_{n,j} of a node's processes on `basis` (see [`UtilBasis`]).
+pub fn utilisations(o: &NodeObservation, basis: UtilBasis) -> Vec<f64> {
+    let runnable = basis == UtilBasis::Runnable && o.proc_runnable.len() == o.proc_util.len();
+    o.proc_util
+        .iter()
+        .enumerate()
+        .map(|(j, &u)| match runnable {
+            true if o.proc_runnable[j] >= MIN_RUNNABLE => (u / o.proc_runnable[j]).min(1.0),
+            _ => u,
+        })
+        .collect()
 }
 
 /// Measured memory of a node, bytes.
@@ -120,6 +178,9 @@ pub struct NodeObservation {
     /// u_{n,j}: CPU fraction used by each application process j (empty: not running yet,
     /// taken as 0 for each of the k_n processes).
     pub proc_util: Vec<f64>,
+    /// Fraction of the window each process j was runnable (running or waiting for a CPU);
+    /// empty when unknown. Used by [`UtilBasis::Runnable`].
+    pub proc_runnable: Vec<f64>,
     /// Memory, if measured.
     pub memory: Option<MemoryObservation>,
     /// Interfaces (loopback excluded).
@@ -163,6 +224,7 @@ impl Observations {
                 NodeObservation {
                     cpu_idle: vec![1.0; n.processors()],
                     proc_util: vec![0.0; n.processes()],
+                    proc_runnable: Vec::new(),
                     memory: n.memory.map(|mb| MemoryObservation {
                         total: mb * 1e6,
                         available: mb * 1e6,
@@ -206,6 +268,36 @@ pub struct Powers {
     pub parts: Vec<f64>,
     /// Per rank: its share of its computing node (1/k_n except under [`PowerModel::Measured`]).
     pub rank_shares: Vec<f64>,
+    /// What the computation had to correct (a node raised to the power floor), one per node.
+    pub warnings: Vec<PowerWarning>,
+}
+
+/// A correction [`compute_powers`] made, naming the node and its ranks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerWarning {
+    /// The node's `nodenum`.
+    pub nodenum: u32,
+    /// The node's name.
+    pub name: String,
+    /// The node's ranks.
+    pub ranks: std::ops::Range<usize>,
+    /// What happened.
+    pub message: String,
+}
+
+impl std::fmt::Display for PowerWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ranks = match self.ranks.len() {
+            0 => String::new(),
+            1 => format!(" (rank {})", self.ranks.start),
+            _ => format!(" (ranks {}-{})", self.ranks.start, self.ranks.end - 1),
+        };
+        write!(
+            f,
+            "node {} \"{}\"{ranks}: {}",
+            self.nodenum, self.name, self.message
+        )
+    }
 }
 
 impl Powers {
@@ -537,6 +629,20 @@ fn check_observation(machine: &Machine, id: NodeId, o: &NodeObservation) -> Resu
             ));
         }
     }
+    if !o.proc_runnable.is_empty() && o.proc_runnable.len() != o.proc_util.len() {
+        return bad(format!(
+            "{} proc_runnable values for {} proc_util values",
+            o.proc_runnable.len(),
+            o.proc_util.len()
+        ));
+    }
+    for (j, &r) in o.proc_runnable.iter().enumerate() {
+        if !(r.is_finite() && r >= 0.0) {
+            return bad(format!(
+                "proc_runnable[{j}] = {r} is not a finite fraction >= 0"
+            ));
+        }
+    }
     if let Some(m) = o.memory
         && !(m.total.is_finite() && m.available.is_finite() && m.total >= 0.0 && m.available >= 0.0)
     {
@@ -636,7 +742,7 @@ pub fn compute_powers(
         PowerModel::Drum { w_comm } => drum_powers(machine, config, obs, w_comm, Comm::Abw)?,
         PowerModel::Drum2004 { w_comm } => drum_powers(machine, config, obs, w_comm, Comm::Caf)?,
         PowerModel::SinhaParashar { w_p, w_m, w_b } => {
-            sinha_parashar_powers(machine, obs, (w_p, w_m, w_b))?
+            sinha_parashar_powers(machine, config, obs, (w_p, w_m, w_b))?
         }
         PowerModel::Measured => measured_powers(machine, obs)?,
     };
@@ -662,6 +768,12 @@ fn check_config(config: &PowerConfig) -> Result<()> {
         }
         PowerModel::Measured => {}
     }
+    if !(0.0..=1.0).contains(&config.floor) {
+        return Err(Error::Parameter(format!(
+            "the power floor must be in [0, 1], got {}",
+            config.floor
+        )));
+    }
     if let Some(t) = config.memory_threshold
         && !(t > 0.0 && t <= 1.0)
     {
@@ -678,6 +790,52 @@ struct ModelPowers {
     raw: Vec<Raw>,
     rank_share: Vec<f64>,
     share: Vec<f64>,
+    warnings: Vec<PowerWarning>,
+}
+
+/// Raises a computing node's processing power `p` to `floor` times `idle_power` (its power on
+/// idle CPUs), recording a warning that names the node, its ranks and the measurement.
+fn apply_floor(
+    node: &Node,
+    config: &PowerConfig,
+    p: f64,
+    idle_power: f64,
+    u: &[f64],
+    o: &NodeObservation,
+    warnings: &mut Vec<PowerWarning>,
+) -> f64 {
+    let least = config.floor * idle_power;
+    if p >= least || config.floor <= 0.0 {
+        return p;
+    }
+    let fmt = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    warnings.push(PowerWarning {
+        nodenum: node.nodenum,
+        name: node.name.clone(),
+        ranks: node.rank_range(),
+        message: format!(
+            "measured processing power {:.1}% of its idle-CPU power ({}, CPU idle [{}]): \
+             raised to the floor of {}%",
+            100.0 * p / idle_power,
+            if u.is_empty() {
+                "no application process measured".to_string()
+            } else {
+                format!(
+                    "utilisation [{}] on a {} basis",
+                    fmt(u),
+                    config.basis.name()
+                )
+            },
+            fmt(&o.cpu_idle),
+            100.0 * config.floor
+        ),
+    });
+    least
 }
 
 /// How a DRUM model measures communication: available bandwidth (2005), or the mean
@@ -700,9 +858,13 @@ fn drum_powers(
 ) -> Result<ModelPowers> {
     check_ratings(machine)?;
     let need_comm = w_comm > 0.0;
+    let mut warnings = Vec::new();
     let (mut raw, rank_share) = observed_leaves(machine, obs, |node, k, o| {
         let b = node.mflops.unwrap_or(1.0);
-        let mut p = processing_power(b, k, &o.proc_util, &o.cpu_idle);
+        let u = utilisations(o, config.basis);
+        let idle_power = processing_power(b, k, &[], &vec![1.0; o.cpu_idle.len()]);
+        let mut p = processing_power(b, k, &u, &o.cpu_idle);
+        p = apply_floor(node, config, p, idle_power, &u, o, &mut warnings);
         if let (Some(t), Some(m)) = (config.memory_threshold, o.memory) {
             p *= memory_factor(m.total, m.available, t);
         }
@@ -745,6 +907,7 @@ fn drum_powers(
         raw,
         rank_share,
         share,
+        warnings,
     })
 }
 
@@ -753,13 +916,18 @@ fn drum_powers(
 /// `w_b > 0`).
 fn sinha_parashar_powers(
     machine: &Machine,
+    config: &PowerConfig,
     obs: &Observations,
     (w_p, w_m, w_b): (f64, f64, f64),
 ) -> Result<ModelPowers> {
+    let mut warnings = Vec::new();
     let (mut raw, rank_share) = observed_leaves(machine, obs, |node, k, o| {
         // 𝒫: CPUs available to the node's processes (NWS "percentage of CPU available").
+        let u = utilisations(o, config.basis);
+        let p = processing_power(1.0, k, &u, &o.cpu_idle);
+        let idle_power = processing_power(1.0, k, &[], &vec![1.0; o.cpu_idle.len()]);
         let mut r = Raw {
-            p: processing_power(1.0, k, &o.proc_util, &o.cpu_idle),
+            p: apply_floor(node, config, p, idle_power, &u, o, &mut warnings),
             ..Raw::default()
         };
         if w_m > 0.0 {
@@ -794,6 +962,7 @@ fn sinha_parashar_powers(
         raw,
         rank_share,
         share,
+        warnings,
     })
 }
 
@@ -839,6 +1008,7 @@ fn measured_powers(machine: &Machine, obs: &Observations) -> Result<ModelPowers>
         raw,
         rank_share,
         share,
+        warnings: Vec::new(),
     })
 }
 
@@ -983,6 +1153,7 @@ fn assemble(machine: &Machine, model: &PowerModel, m: ModelPowers) -> Result<Pow
         raw,
         rank_share,
         share,
+        warnings,
     } = m;
     let n = machine.nodes().len();
     let mut fraction = vec![0.0; n];
@@ -1028,7 +1199,38 @@ fn assemble(machine: &Machine, model: &PowerModel, m: ModelPowers) -> Result<Pow
         nodes,
         parts,
         rank_shares: rank_share,
+        warnings,
     })
+}
+
+/// Equal part sizes: every rank gets 1/R, and each node's share of its parent is its share
+/// of the parent's ranks (the "uniform" baseline of DRUM 2005 §4). `model` is only recorded.
+pub fn uniform_powers(machine: &Machine, model: PowerModel) -> Result<Powers> {
+    let mut raw = vec![Raw::default(); machine.nodes().len()];
+    let mut rank_share = vec![0.0; machine.num_ranks()];
+    for node in machine.nodes() {
+        raw[node.id.0].p = machine.subtree_ranks(node.id).len() as f64;
+        if node.kind.is_computing() {
+            let k = node.processes() as f64;
+            for r in node.rank_range() {
+                rank_share[r] = 1.0 / k;
+            }
+        }
+    }
+    let share = sibling_shares_by(machine, &raw, |zero, kids| {
+        let ps: Vec<f64> = kids.iter().map(|r| r.p).collect();
+        sibling_shares(&ps).ok_or_else(|| zero("ranks"))
+    })?;
+    assemble(
+        machine,
+        &model,
+        ModelPowers {
+            raw,
+            rank_share,
+            share,
+            warnings: Vec::new(),
+        },
+    )
 }
 
 /// Static powers (DESIGN.md §2): [`compute_powers`] on [`Observations::idle`].
@@ -1161,6 +1363,7 @@ mod tests {
         NodeObservation {
             cpu_idle,
             proc_util,
+            proc_runnable: Vec::new(),
             memory: None,
             ifaces: traffic
                 .map(|(bytes, packets)| IfaceObservation {
@@ -1213,6 +1416,98 @@ mod tests {
         };
         let p = compute_powers(&m, &cfg, &o).unwrap();
         close(p.share(NodeId(1)), 0.25 * 0.75 + 0.75 * 114.0 / 134.0);
+    }
+
+    #[test]
+    fn runnable_basis_sees_through_waiting() {
+        let m = machine(TWO);
+        let mut o = Observations::idle(&m);
+        // Node b shares its CPU with a competing process and waited for its peers 40 % of
+        // the window: it ran 30 % of the window, was runnable 60 %: half the CPU when it
+        // wants it. The window basis says 0.3 (p = 12); the runnable basis 0.5 (p = 20).
+        let mut b = obs(vec![0.0], vec![0.3], None);
+        b.proc_runnable = vec![0.6];
+        o.nodes.insert(2, b.clone());
+        let p = compute_powers(&m, &PowerConfig::default(), &o).unwrap();
+        close(p.nodes[2].processing, 20.0);
+        assert!(p.warnings.is_empty());
+        let window = PowerConfig {
+            basis: UtilBasis::Window,
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &window, &o).unwrap();
+        close(p.nodes[2].processing, 12.0);
+        // Runnable for under 1 % of the window: no basis to judge, the window is used.
+        b.proc_util = vec![0.004];
+        b.proc_runnable = vec![0.005];
+        o.nodes.insert(2, b);
+        let p = compute_powers(&m, &PowerConfig::default(), &o).unwrap();
+        close(p.nodes[2].processing, 40.0 * 0.05); // the floor: 0.16 < 2
+        assert_eq!(utilisations(&o.nodes[&2], UtilBasis::Runnable), vec![0.004]);
+        // Inconsistent lengths are an error naming the node.
+        o.nodes.get_mut(&2).unwrap().proc_runnable = vec![0.5, 0.5];
+        let e = compute_powers(&m, &PowerConfig::default(), &o).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("2 proc_runnable values for 1 proc_util values"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn uniform_powers_give_every_rank_the_same() {
+        let m = machine(TWO);
+        let p = uniform_powers(&m, PowerModel::Drum { w_comm: 0.0 }).unwrap();
+        for &x in &p.parts {
+            close(x, 1.0 / 3.0);
+        }
+        close(p.share(NodeId(1)), 2.0 / 3.0);
+        assert_eq!(p.targets(&m, NodeId(1)), vec![0.5, 0.5]);
+    }
+
+    #[test]
+    fn floor_keeps_a_part_and_warns() {
+        let m = machine(TWO);
+        let mut o = Observations::idle(&m);
+        // Node b measured at zero: no idle time, its process not running.
+        o.nodes.insert(2, obs(vec![0.0], vec![0.0], None));
+        let p = compute_powers(&m, &PowerConfig::default(), &o).unwrap();
+        // Floor: 5 % of b's idle-CPU power 40 → 2, against a's 120.
+        close(p.nodes[2].processing, 2.0);
+        close(p.parts[2], 2.0 / 122.0);
+        assert_eq!(p.warnings.len(), 1);
+        let w = p.warnings[0].to_string();
+        assert!(
+            w.starts_with(
+                "node 2 \"b\" (rank 2): measured processing power 0.0% of its idle-CPU power"
+            ),
+            "{w}"
+        );
+        assert!(w.ends_with("raised to the floor of 5%"), "{w}");
+        // Without the floor: the node gets nothing; all nodes at zero is an error.
+        let off = PowerConfig {
+            floor: 0.0,
+            ..Default::default()
+        };
+        let p = compute_powers(&m, &off, &o).unwrap();
+        assert_eq!(p.parts[2], 0.0);
+        assert!(p.warnings.is_empty());
+        o.nodes.insert(1, obs(vec![0.0, 0.0], vec![0.0, 0.0], None));
+        assert!(compute_powers(&m, &off, &o).is_err());
+        let p = compute_powers(&m, &PowerConfig::default(), &o).unwrap();
+        assert_eq!(p.warnings.len(), 2);
+        close(p.parts.iter().sum::<f64>(), 1.0);
+        // Out-of-range floors are parameter errors.
+        for bad in [-0.1, 1.5, f64::NAN] {
+            let cfg = PowerConfig {
+                floor: bad,
+                ..Default::default()
+            };
+            assert!(matches!(
+                compute_powers(&m, &cfg, &o),
+                Err(Error::Parameter(_))
+            ));
+        }
     }
 
     #[test]
@@ -1344,8 +1639,11 @@ mod tests {
     #[test]
     fn bad_data_errors_name_the_node() {
         let m = machine(TWO);
-        let cfg = PowerConfig::default();
-        // Zero total power: both nodes fully used by foreign processes.
+        let cfg = PowerConfig {
+            floor: 0.0,
+            ..Default::default()
+        };
+        // Zero total power without the floor: both nodes fully used by foreign processes.
         let mut o = Observations::default();
         o.nodes.insert(1, obs(vec![0.0, 0.0], vec![], None));
         o.nodes.insert(2, obs(vec![0.0], vec![], None));

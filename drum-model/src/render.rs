@@ -45,6 +45,9 @@ fn details(machine: &Machine, id: NodeId) -> String {
     if n.kind.is_computing() {
         d.push(rank_span(n.rank_range()));
     }
+    if let Some(l) = n.load {
+        d.push(format!("load {l}"));
+    }
     d.join(", ")
 }
 
@@ -346,6 +349,9 @@ fn compact_details(machine: &Machine, id: NodeId) -> String {
                 .replace("ranks ", "r")
                 .replace("rank ", "r"),
         );
+    }
+    if let Some(l) = n.load {
+        d.push(format!("load {l}"));
     }
     d.join(" · ")
 }

@@ -11,8 +11,9 @@
 //! ```
 //!
 //! `cpu_idle`: fraction of each CPU idle over the last period; `proc_util`: each application
-//! process's CPU fraction over it; `t` in seconds; memory in bytes; `capacity_mbps` may be
-//! `null` when unknown.
+//! process's CPU fraction over it; `proc_runnable` (optional): the fraction of the period each
+//! process was runnable (on a CPU or waiting for one, from the kernel's schedstat); `t` in
+//! seconds; memory in bytes; `capacity_mbps` may be `null` when unknown.
 
 use crate::error::{Error, Location, Result};
 use crate::forecast::forecast_series;
@@ -55,6 +56,11 @@ pub struct Sample {
     pub cpu_idle: Vec<f64>,
     /// CPU fraction of each application process of the node over the last period.
     pub proc_util: Vec<f64>,
+    /// Fraction of the last period each application process was runnable (running, or
+    /// waiting in a run queue for a CPU), from the scheduler's counters; absent where the
+    /// kernel does not keep them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proc_runnable: Option<Vec<f64>>,
     /// Physical memory, bytes.
     pub mem_total: f64,
     /// Available memory, bytes.
@@ -162,6 +168,22 @@ fn check_sample(s: &Sample, at: &Location) -> Result<()> {
             return bad(format!(
                 "proc_util[{i}] = {x} is not a finite fraction >= 0"
             ));
+        }
+    }
+    if let Some(r) = &s.proc_runnable {
+        if r.len() != s.proc_util.len() {
+            return bad(format!(
+                "{} proc_runnable values for {} proc_util values",
+                r.len(),
+                s.proc_util.len()
+            ));
+        }
+        for (i, &x) in r.iter().enumerate() {
+            if !(x.is_finite() && x >= 0.0) {
+                return bad(format!(
+                    "proc_runnable[{i}] = {x} is not a finite fraction >= 0"
+                ));
+            }
         }
     }
     if !(s.mem_total.is_finite() && s.mem_total >= 0.0) {
@@ -275,6 +297,25 @@ pub fn observations_from_samples(
                 )
             })
             .collect();
+        // Runnable fractions only when every sample of the node has them.
+        let proc_runnable = if list.iter().all(|s| {
+            s.sample
+                .proc_runnable
+                .as_ref()
+                .is_some_and(|r| r.len() == procs)
+        }) {
+            (0..procs)
+                .map(|j| {
+                    let series: Vec<f64> = list
+                        .iter()
+                        .filter_map(|s| s.sample.proc_runnable.as_ref().map(|r| r[j]))
+                        .collect();
+                    reduce(&series, smoothing)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let avail: Vec<f64> = list.iter().map(|s| s.sample.mem_avail).collect();
         let last = &list[list.len() - 1].sample;
         let memory = Some(MemoryObservation {
@@ -359,6 +400,7 @@ pub fn observations_from_samples(
             NodeObservation {
                 cpu_idle,
                 proc_util,
+                proc_runnable,
                 memory,
                 ifaces,
             },

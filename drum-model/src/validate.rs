@@ -129,6 +129,7 @@ const KNOWN: &[&str] = &[
     "memory",
     "cpus",
     "ranks",
+    "load",
 ];
 
 /// Per-node facts needed after the first pass.
@@ -230,8 +231,21 @@ fn read_node(raw: &RawNode, id: NodeId, enclosing: Option<u32>) -> Result<Pendin
     let memory = opt_num("memory", true)?;
     let ranks = attrs.get("ranks").map(count).transpose()?;
     let cpus = cpus_of(&attrs)?;
+    let load = attrs.get("load").map(count).transpose()?;
     let is_monitorable = monitorable_of(&attrs)?;
     check_kind_rules(&attrs, kind, numprocs, cpus.as_ref())?;
+    if let Some(a) = attrs.get("load")
+        && cpus.is_none()
+        && kind.is_computing()
+    {
+        return Err(invalid(
+            &a.location,
+            Problem::NotAllowed {
+                attr: "load".into(),
+                why: "a load is pinned to the node's CPUs: give `cpus` too",
+            },
+        ));
+    }
     let name = attrs
         .get("name")
         .map(|a| a.value.clone())
@@ -253,6 +267,7 @@ fn read_node(raw: &RawNode, id: NodeId, enclosing: Option<u32>) -> Result<Pendin
         memory,
         cpus,
         ranks,
+        load,
         lbmethod,
         extra: raw
             .attrs
@@ -360,7 +375,7 @@ fn check_kind_rules(
 ) -> Result<()> {
     match kind {
         NodeKind::Network => {
-            for name in ["mflops", "cpus", "ranks", "numprocs", "memory"] {
+            for name in ["mflops", "cpus", "ranks", "numprocs", "memory", "load"] {
                 if let Some(a) = attrs.get(name) {
                     return Err(invalid(
                         &a.location,

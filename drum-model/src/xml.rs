@@ -438,6 +438,9 @@ pub(crate) fn write(m: &Machine) -> String {
         if let Some(r) = n.ranks {
             push_attr(&mut out, "ranks", &r.to_string());
         }
+        if let Some(l) = n.load {
+            push_attr(&mut out, "load", &l.to_string());
+        }
         for a in &n.extra {
             push_attr(&mut out, &a.name, &a.value);
         }

@@ -93,7 +93,7 @@ fn replay_errors_name_the_line() {
     );
     assert_eq!(
         err(&good.replace("\"t\": 10.0", "\"t\": 10.0, \"extra\": 1")),
-        "s.jsonl:1:19: not a sample: unknown field `extra`, expected one of `t`, `node`, `cpu_idle`, `proc_util`, `mem_total`, `mem_avail`, `ifaces`"
+        "s.jsonl:1:19: not a sample: unknown field `extra`, expected one of `t`, `node`, `cpu_idle`, `proc_util`, `proc_runnable`, `mem_total`, `mem_avail`, `ifaces`"
     );
     assert_eq!(
         err(&good.replace("[0.9, 0.1]", "[1.5, 0.1]")),

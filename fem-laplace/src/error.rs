@@ -62,10 +62,12 @@ pub enum FemError {
     #[error("communication failed: {0}")]
     Comm(#[from] comm::CommError),
     /// Another rank failed in a local phase; every rank stops (the failing one reports why).
-    #[error("rank {rank} stops: another rank failed (see its error)")]
+    #[error("rank {rank} stops: rank {failed} failed (see its error)")]
     PeerFailed {
         /// This rank.
         rank: usize,
+        /// The lowest rank that failed.
+        failed: usize,
     },
     /// A migration lost or duplicated elements.
     #[error("step {step}, rank {rank}: the migration lost or duplicated elements: {detail}")]

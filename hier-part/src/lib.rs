@@ -14,12 +14,16 @@
 //!   ([`Quality::grouped`]), with a table and an ASCII picture ([`picture`]);
 //! - [`rebalance`]: when to repartition — Watts et al.'s efficiency, Lan et al.'s gain against
 //!   cost, and drift of the monitored powers;
+//! - [`drum_loop`]: DRUM in the loop — each rank's monitoring agent, powers from the window
+//!   since the last rebalance point, the policy's decision and the KEEP_CUTS repartition
+//!   ([`drum_loop::DrumLoop`]);
 //!
 //! The test and benchmark point sets come from `hsfc::generate` (one generator for the
 //! workspace; `hier-part`'s tests draw from its `Xoshiro256` stream).
 #![deny(missing_docs)]
 
 mod bisect;
+pub mod drum_loop;
 mod error;
 pub mod graph;
 mod hier;

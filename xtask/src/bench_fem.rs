@@ -1,7 +1,7 @@
 //! `cargo xtask bench fem`: the whole 17-step PHAML-size adaptive run on one core, in
 //! release, repeated (medians per phase per step), with memory per vertex and a sparse direct
 //! solve of the final system by faer in the same process. All figures are printed by the
-//! `fem-bench` binary of `fem-laplace` (built with its `faer` feature); this only builds and
+//! `fem-bench` binary of `fem-laplace-cli` (built with its `faer` feature); this only builds and
 //! runs it.
 
 use anyhow::{Result, bail};
@@ -25,7 +25,7 @@ pub fn bench_fem(args: &[String]) -> Result<()> {
         "build",
         "--release",
         "-p",
-        "fem-laplace",
+        "fem-laplace-cli",
         "--features",
         "faer",
         "--bin",

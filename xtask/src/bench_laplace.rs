@@ -1,5 +1,5 @@
 //! `cargo xtask bench laplace`: the PHAML-size adaptive run in one process and over thread
-//! ranks, in one invocation (the `laplace-bench` binary of `fem-laplace`, release): medians
+//! ranks, in one invocation (the `laplace-bench` binary of `fem-laplace-cli`, release): medians
 //! of the whole-run times, ratios to the serial run, where the time of the distributed run
 //! goes, and the ranks' peak heap against the serial peak.
 
@@ -26,7 +26,7 @@ pub fn bench_laplace(args: &[String]) -> Result<()> {
         "build",
         "--release",
         "-p",
-        "fem-laplace",
+        "fem-laplace-cli",
         "--bin",
         "laplace-bench",
     ]);

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod bench_drum_loop;
 mod bench_fem;
 mod bench_laplace;
 mod run_laplace;
@@ -18,9 +19,18 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  run-laplace [--machine FILE] [--w-comm W] [--target-vertices N] [--svg F] [--vtk DIR] [--json]
-          the main job: DRUM part sizes of the machine's ranks (default
-          machines/local-2core-hetero.xml), then the adaptive Laplace run to 524,500 vertices
+  run-laplace [--machine FILE] [--backend threads|mpi] [--hostfile F] [--balance B] [--w-comm W]
+              [--load RANK[:N][@STEP]] [--no-load] [--compare] [--json] [--out DIR] [fem flags]
+          the main job: DRUM in the loop. The adaptive Laplace run to 524,500 vertices over the
+          machine's ranks (default machines/local-2core-hetero.xml, 2 thread ranks, with the
+          competing load its file describes), pinned and monitored, rebalanced with the
+          monitored powers (--balance monitored|static|uniform); progress per step on stderr, a
+          summary on stdout, results in out/run-laplace/. --compare: uniform then monitored,
+          RC and RC_ideal
+  bench drum-loop [--repeats R] [--target-vertices N]
+          DRUM in the loop on machines/local-2core-hetero.xml, medians of R (default 3):
+          RC with the load on core 1, monitored vs static with the load from step 12, and
+          monitored vs uniform without load
   ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace,
           and the multi-rank MPI tests when Open MPI is installed (required when CI=true):
           the comm suite under mpirun -np 2 and 4, and hsfc partition under mpirun
@@ -53,6 +63,8 @@ enum Task {
     BenchHsfc(Vec<String>),
     /// `bench hier [args]`.
     BenchHier(Vec<String>),
+    /// `bench drum-loop [args]`.
+    BenchDrumLoop(Vec<String>),
     Help,
 }
 
@@ -66,7 +78,10 @@ fn parse(args: &[String]) -> Result<Task> {
             Some("laplace") => Ok(Task::BenchLaplace(args[2..].to_vec())),
             Some("hsfc") => Ok(Task::BenchHsfc(args[2..].to_vec())),
             Some("hier") => Ok(Task::BenchHier(args[2..].to_vec())),
-            _ => bail!("usage: cargo xtask bench (fem|laplace|hsfc|hier) [options]\n\n{USAGE}"),
+            Some("drum-loop") => Ok(Task::BenchDrumLoop(args[2..].to_vec())),
+            _ => bail!(
+                "usage: cargo xtask bench (fem|laplace|hsfc|hier|drum-loop) [options]\n\n{USAGE}"
+            ),
         },
         Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
     }
@@ -85,6 +100,7 @@ fn main() -> Result<()> {
         Task::BenchLaplace(rest) => bench_laplace::bench_laplace(&rest),
         Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
         Task::BenchHier(a) => bench_hier::bench_hier(&a),
+        Task::BenchDrumLoop(a) => bench_drum_loop::bench_drum_loop(&a),
     }
 }
 

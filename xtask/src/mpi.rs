@@ -106,7 +106,8 @@ pub fn ci_mpi() -> Result<()> {
     println!(
         "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job; \
          hsfc partition and hier-part partition under mpirun write the serial parts file; \
-         fem-laplace under mpirun gives the serial and thread runs' meshes and errors)"
+         fem-laplace under mpirun gives the serial and thread runs' meshes and errors, and so does \
+         run-laplace --backend mpi with DRUM in the loop)"
     );
     Ok(())
 }
@@ -143,13 +144,13 @@ fn fem_checks(launcher: &Launcher) -> Result<()> {
     let dir = target_dir().join("mpi-cli");
     std::fs::create_dir_all(&dir)?;
     let serial_bin = build_copy(
-        "fem-laplace",
+        "fem-laplace-cli",
         "fem-laplace",
         &[],
         &dir.join("fem-laplace-serial"),
     )?;
     let mpi_bin = build_copy(
-        "fem-laplace",
+        "fem-laplace-cli",
         "fem-laplace",
         &["--features", "mpi"],
         &dir.join("fem-laplace-mpi"),
@@ -211,6 +212,8 @@ fn fem_checks(launcher: &Launcher) -> Result<()> {
         "fem-laplace --backend mpi --fail-at 2:3 (mpirun -np 4)",
         &["rank 2 fails at step 3"],
     )?;
+    let drum = build_copy("drum-cli", "drum", &[], &dir.join("drum"))?;
+    crate::run_laplace::ci_check(&mpi_bin, &serial_bin, &drum, FEM_VERTICES)?;
     Ok(())
 }
 
@@ -718,7 +721,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(d) => project_root().join(d),
         None => project_root().join("target"),

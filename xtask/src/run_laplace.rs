@@ -1,38 +1,82 @@
-//! `cargo xtask run-laplace`: the main job. Loads a machine file (default
-//! `machines/local-2core-hetero.xml`), prints the part size DRUM gives each of its ranks, and
-//! runs the adaptive Laplace solve of the DRUM experiments (PHAML's 17 steps to 524,500
-//! vertices) with the release `fem-laplace` binary.
-//!
-//! The finite-element run is still one process: distributing it over the machine's ranks and
-//! rebalancing it with the monitored powers after each refinement is the next fem issue. This
-//! command says so when it runs, rather than pretending otherwise.
+//! `cargo xtask run-laplace`: the main job. DRUM in the loop on a machine description
+//! (default `machines/local-2core-hetero.xml`, with the competing load its file describes):
+//! the adaptive Laplace run of the DRUM experiments (PHAML's 17 steps to 524,500 vertices)
+//! over the machine's ranks (threads of one process, or MPI processes under `mpirun`), each
+//! rank pinned to its node's CPUs and watched by its monitoring agent, the elements
+//! repartitioned after each refinement with the monitored powers when the rebalance policy
+//! says so. One progress line per step on stderr, the summary on stdout, the results in
+//! `out/run-laplace/`. `--compare` runs uniform and monitored back to back and prints RC and
+//! RC_ideal (DRUM 2005 §4.1).
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// How the ranks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Threads,
+    Mpi,
+}
 
 /// Options of `run-laplace`, parsed from its arguments.
 #[derive(Debug)]
-struct Options {
-    machine: String,
-    w_comm: String,
-    /// Passed through to `fem-laplace` (`--target-vertices`, `--svg`, `--vtk`, `--json`, ...).
-    fem_args: Vec<String>,
+pub(crate) struct Options {
+    pub(crate) machine: String,
+    pub(crate) backend: Backend,
+    pub(crate) hostfile: Option<String>,
+    pub(crate) balance: String,
+    pub(crate) w_comm: String,
+    /// `--load` specs; empty: the machine file's loads (unless `no_load`).
+    pub(crate) loads: Vec<String>,
+    pub(crate) no_load: bool,
+    pub(crate) compare: bool,
+    pub(crate) json: bool,
+    pub(crate) out: PathBuf,
+    /// Passed through to `fem-laplace`.
+    pub(crate) fem_args: Vec<String>,
+    pub(crate) vtk: Option<String>,
+    pub(crate) svg: Option<String>,
 }
 
+/// `fem-laplace` flags with a value that run-laplace passes through.
 const FEM_FLAGS_WITH_VALUE: &[&str] = &[
     "--target-vertices",
     "--problem",
     "--marking",
     "--cg-tol-factor",
-    "--vtk",
-    "--svg",
+    "--eff-min",
+    "--gamma",
+    "--drift",
+    "--monitor-period-ms",
+    "--util-basis",
+    "--power-floor",
+    "--rebalance",
+    "--sensing",
 ];
 
-fn parse(args: &[String]) -> Result<Options> {
-    let mut opts = Options {
+const KNOWN: &str = "--machine FILE, --backend threads|mpi, --hostfile FILE, \
+     --balance uniform|static|monitored, --w-comm W, --load RANK[:N][@STEP], --no-load, \
+     --compare, --json, --out DIR, --vtk DIR, --svg FILE, --target-vertices N, --problem P, \
+     --marking M, --cg-tol-factor F, --eff-min E, --gamma G, --drift D, --monitor-period-ms MS, \
+     --util-basis window|runnable, --power-floor F, --rebalance policy|always|never, \
+     --sensing N|once";
+
+pub(crate) fn parse(args: &[String]) -> Result<Options> {
+    let mut o = Options {
         machine: "machines/local-2core-hetero.xml".into(),
+        backend: Backend::Threads,
+        hostfile: None,
+        balance: "monitored".into(),
         w_comm: "0".into(),
+        loads: Vec::new(),
+        no_load: false,
+        compare: false,
+        json: false,
+        out: PathBuf::from("out/run-laplace"),
         fem_args: Vec::new(),
+        vtk: None,
+        svg: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -41,56 +85,334 @@ fn parse(args: &[String]) -> Result<Options> {
             None => bail!("run-laplace: {flag} needs a value"),
         };
         match a.as_str() {
-            "--machine" => opts.machine = value("--machine")?,
-            "--w-comm" => opts.w_comm = value("--w-comm")?,
-            "--json" => opts.fem_args.push(a.clone()),
+            "--machine" => o.machine = value(a)?,
+            "--backend" => {
+                o.backend = match value(a)?.as_str() {
+                    "threads" => Backend::Threads,
+                    "mpi" => Backend::Mpi,
+                    other => bail!("run-laplace: --backend {other}: expected threads or mpi"),
+                }
+            }
+            "--hostfile" => o.hostfile = Some(value(a)?),
+            "--balance" => {
+                o.balance = value(a)?;
+                if !["uniform", "static", "monitored"].contains(&o.balance.as_str()) {
+                    bail!(
+                        "run-laplace: --balance {}: expected uniform, static or monitored",
+                        o.balance
+                    );
+                }
+            }
+            "--w-comm" => o.w_comm = value(a)?,
+            "--load" => o.loads.push(value(a)?),
+            "--no-load" => o.no_load = true,
+            "--compare" => o.compare = true,
+            "--json" => o.json = true,
+            "--out" => o.out = PathBuf::from(value(a)?),
+            "--vtk" => o.vtk = Some(value(a)?),
+            "--svg" => o.svg = Some(value(a)?),
             f if FEM_FLAGS_WITH_VALUE.contains(&f) => {
                 let v = value(f)?;
-                opts.fem_args.extend([a.clone(), v]);
+                o.fem_args.extend([a.clone(), v]);
             }
-            other => bail!(
-                "run-laplace: unknown flag `{other}` (known: --machine FILE, --w-comm W, \
-                 --target-vertices N, --problem P, --marking M, --cg-tol-factor F, --vtk DIR, \
-                 --svg FILE, --json)"
-            ),
+            other => bail!("run-laplace: unknown flag `{other}` (known: {KNOWN})"),
         }
     }
-    Ok(opts)
+    if o.no_load && !o.loads.is_empty() {
+        bail!("run-laplace: --no-load and --load contradict each other");
+    }
+    if o.hostfile.is_some() && o.backend != Backend::Mpi {
+        bail!("run-laplace: --hostfile is for --backend mpi");
+    }
+    if o.compare && o.balance != "monitored" {
+        bail!("run-laplace: --compare runs uniform and monitored; leave --balance out");
+    }
+    Ok(o)
+}
+
+/// Where one run's files go.
+struct Outputs {
+    jsonl: PathBuf,
+    summary: PathBuf,
+    plot: PathBuf,
+    svg: PathBuf,
+    vtk: PathBuf,
+}
+
+impl Outputs {
+    fn new(o: &Options, tag: &str) -> Outputs {
+        let f = |name: &str| o.out.join(format!("{tag}{name}"));
+        Outputs {
+            jsonl: f("steps.jsonl"),
+            summary: f("summary.json"),
+            plot: f("balance.svg"),
+            svg: o
+                .svg
+                .as_ref()
+                .map_or_else(|| f("partition.svg"), PathBuf::from),
+            vtk: o.vtk.as_ref().map_or_else(|| f("vtk"), PathBuf::from),
+        }
+    }
+}
+
+/// The `fem-laplace` arguments of one run with `balance`.
+fn fem_args(o: &Options, balance: &str, files: &Outputs, progress: bool) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--machine".into(),
+        o.machine.clone(),
+        "--balance".into(),
+        balance.into(),
+        "--w-comm".into(),
+        o.w_comm.clone(),
+    ];
+    if o.loads.is_empty() && !o.no_load {
+        a.push("--machine-load".into());
+    }
+    for l in &o.loads {
+        a.extend(["--load".into(), l.clone()]);
+    }
+    a.extend(o.fem_args.iter().cloned());
+    if progress {
+        a.push("--progress".into());
+    }
+    if o.json {
+        a.push("--json".into());
+    }
+    let path = |p: &Path| p.display().to_string();
+    a.extend([
+        "--jsonl".into(),
+        path(&files.jsonl),
+        "--summary-json".into(),
+        path(&files.summary),
+        "--plot".into(),
+        path(&files.plot),
+        "--svg".into(),
+        path(&files.svg),
+        "--vtk".into(),
+        path(&files.vtk),
+        "--vtk-last".into(),
+    ]);
+    a
+}
+
+/// The binaries a run needs: `fem-laplace` (built for the backend) and `drum` (to read the
+/// machine's rank count for `mpirun -np`).
+pub(crate) struct Bins {
+    pub(crate) fem: PathBuf,
+    pub(crate) drum: PathBuf,
+}
+
+/// Builds the release binaries (`fem-laplace` with MPI for `--backend mpi`, copied aside so
+/// that the plain build stays in place).
+pub(crate) fn build(backend: Backend) -> Result<Bins> {
+    let root = crate::project_root();
+    let release = |package: &str, bin: &str, features: &[&str]| -> Result<PathBuf> {
+        let mut build = crate::cargo();
+        build
+            .args(["build", "--release", "--quiet", "-p", package, "--bin", bin])
+            .args(features);
+        crate::run(build)?;
+        Ok(root.join("target/release").join(bin))
+    };
+    let drum = release("drum-cli", "drum", &[])?;
+    let fem = match backend {
+        Backend::Threads => release("fem-laplace-cli", "fem-laplace", &[])?,
+        Backend::Mpi => {
+            let built = release("fem-laplace-cli", "fem-laplace", &["--features", "mpi"])?;
+            let to = root.join("target/release/fem-laplace-mpi");
+            std::fs::copy(&built, &to)
+                .with_context(|| format!("copying {} to {}", built.display(), to.display()))?;
+            to
+        }
+    };
+    Ok(Bins { fem, drum })
+}
+
+/// The number of ranks a machine file describes, from `drum check` (xtask reads no machine
+/// file itself): its first line ends with `N ranks`.
+fn machine_ranks(drum: &Path, machine: &str) -> Result<usize> {
+    let out = Command::new(drum)
+        .current_dir(crate::project_root())
+        .args(["check", machine])
+        .output()
+        .context("running drum check")?;
+    if !out.status.success() {
+        bail!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    ranks_of_check(&text).with_context(|| format!("cannot read the ranks of {machine}:\n{text}"))
+}
+
+fn ranks_of_check(text: &str) -> Option<usize> {
+    let first = text.lines().next()?;
+    let head = first
+        .strip_suffix(" ranks")
+        .or_else(|| first.strip_suffix(" rank"))?;
+    head.rsplit(' ').next()?.parse().ok()
+}
+
+/// One run of `fem-laplace` with `balance`; returns its summary (JSON).
+fn run_once(
+    o: &Options,
+    bins: &Bins,
+    balance: &str,
+    tag: &str,
+    progress: bool,
+) -> Result<serde_json::Value> {
+    let bin = &bins.fem;
+    let files = Outputs::new(o, tag);
+    std::fs::create_dir_all(&files.vtk)
+        .with_context(|| format!("cannot create {}", files.vtk.display()))?;
+    let args = fem_args(o, balance, &files, progress);
+    let cmd = match o.backend {
+        Backend::Threads => {
+            let mut c = Command::new(bin);
+            c.args(&args);
+            c
+        }
+        Backend::Mpi => {
+            let np = machine_ranks(&bins.drum, &o.machine)?;
+            let mut c = Command::new("mpirun");
+            if crate::mpi::is_root() {
+                c.arg("--allow-run-as-root");
+            }
+            // fem-laplace pins each rank to its node's cpus itself.
+            c.args([
+                "--bind-to",
+                "none",
+                "--oversubscribe",
+                "-np",
+                &np.to_string(),
+            ]);
+            if let Some(h) = &o.hostfile {
+                c.args(["--hostfile", h]);
+            }
+            c.arg(bin).arg("--backend").arg("mpi").args(&args);
+            c
+        }
+    };
+    let mut cmd = cmd;
+    cmd.current_dir(crate::project_root());
+    crate::run(cmd)?;
+    let path = crate::project_root().join(&files.summary);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
 /// Runs the main job with `args`.
 pub fn run_laplace(args: &[String]) -> Result<()> {
-    let opts = parse(args)?;
-    let mut build = crate::cargo();
-    build.args([
-        "build",
-        "--release",
-        "--quiet",
-        "--bin",
-        "drum",
-        "--bin",
-        "fem-laplace",
-    ]);
-    crate::run(build)?;
+    let o = parse(args)?;
+    let bins = build(o.backend)?;
     let root = crate::project_root();
-    let bin = |name: &str| {
-        let mut cmd = Command::new(root.join("target/release").join(name));
-        cmd.current_dir(&root);
-        cmd
+    std::fs::create_dir_all(root.join(&o.out))
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    if !o.compare {
+        run_once(&o, &bins, &o.balance, "", true)?;
+        eprintln!(
+            "run-laplace: results in {}/ (steps.jsonl, summary.json, balance.svg, partition.svg, vtk/)",
+            o.out.display()
+        );
+        return Ok(());
+    }
+    let uniform = run_once(&o, &bins, "uniform", "uniform-", true)?;
+    let monitored = run_once(&o, &bins, "monitored", "monitored-", true)?;
+    let t = |v: &serde_json::Value| -> Result<f64> {
+        v["wall_s"].as_f64().context("summary without wall_s")
     };
-
-    eprintln!("run-laplace: machine {}", opts.machine);
-    let mut powers = bin("drum");
-    powers.args(["powers", &opts.machine, "--w-comm", &opts.w_comm]);
-    crate::run(powers)?;
-
+    let (tu, tm) = (t(&uniform)?, t(&monitored)?);
+    let rc = 1.0 - tm / tu;
+    let rc_ideal = monitored["rc_ideal"].as_f64();
+    if o.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "t_uniform_s": tu,
+                "t_monitored_s": tm,
+                "rc": rc,
+                "rc_ideal": rc_ideal,
+            })
+        );
+    } else {
+        println!(
+            "\nrun-laplace --compare: uniform {tu:.3} s, monitored {tm:.3} s: RC = 1 - t_monitored/t_uniform = {rc:.3}{}",
+            rc_ideal.map_or(String::new(), |r| format!(
+                " (RC_ideal {r:.3}; RC/RC_ideal {:.2})",
+                rc / r
+            ))
+        );
+    }
     eprintln!(
-        "run-laplace: the finite-element solve runs as one process for now; distributing it \
-         over the machine's ranks with the part sizes above is the next fem issue"
+        "run-laplace: results in {}/ (uniform-* and monitored-*)",
+        o.out.display()
     );
-    let mut fem = bin("fem-laplace");
-    fem.args(&opts.fem_args);
-    crate::run(fem)
+    Ok(())
+}
+
+/// The check of `xtask ci`: run-laplace with `--backend mpi` (two processes under mpirun,
+/// with the load of the machine file) on a shortened run gives, step by step, the thread
+/// run's mesh hashes. `bins`: the debug builds (`fem` with MPI, `threads` without).
+pub(crate) fn ci_check(
+    fem_mpi: &Path,
+    fem_threads: &Path,
+    drum: &Path,
+    vertices: &str,
+) -> Result<()> {
+    let out = crate::mpi::target_dir().join("mpi-cli/run-laplace");
+    let options = |backend| Options {
+        backend,
+        out: out.clone(),
+        fem_args: vec!["--target-vertices".into(), vertices.into()],
+        ..parse(&[]).expect("the defaults parse")
+    };
+    let hashes = |o: &Options, tag: &str| -> Result<Vec<String>> {
+        let path = o.out.join(format!("{tag}steps.jsonl"));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l)?;
+                v["mesh_hash"]
+                    .as_str()
+                    .map(String::from)
+                    .with_context(|| format!("{}: a step without mesh_hash", path.display()))
+            })
+            .collect()
+    };
+    std::fs::create_dir_all(&out)?;
+    let mpi = options(Backend::Mpi);
+    run_once(
+        &mpi,
+        &Bins {
+            fem: fem_mpi.to_path_buf(),
+            drum: drum.to_path_buf(),
+        },
+        "monitored",
+        "mpi-",
+        false,
+    )?;
+    let threads = options(Backend::Threads);
+    run_once(
+        &threads,
+        &Bins {
+            fem: fem_threads.to_path_buf(),
+            drum: drum.to_path_buf(),
+        },
+        "monitored",
+        "threads-",
+        false,
+    )?;
+    let (a, b) = (hashes(&mpi, "mpi-")?, hashes(&threads, "threads-")?);
+    if a != b || a.is_empty() {
+        bail!("run-laplace --backend mpi gave the mesh hashes {a:?}, the thread run {b:?}");
+    }
+    println!(
+        "xtask: run-laplace --backend mpi --target-vertices {vertices} (mpirun -np 2, monitored, \
+         with the machine's load): {} steps, mesh hashes = the thread run's (last {})",
+        a.len(),
+        a.last().map_or("-", String::as_str)
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -105,15 +427,51 @@ mod tests {
     fn defaults_and_pass_through() {
         let o = parse(&args("--target-vertices 2000 --json --svg m.svg")).unwrap();
         assert_eq!(o.machine, "machines/local-2core-hetero.xml");
-        assert_eq!(
-            o.fem_args,
-            args("--target-vertices 2000 --json --svg m.svg")
+        assert_eq!(o.balance, "monitored");
+        assert_eq!(o.fem_args, args("--target-vertices 2000"));
+        assert!(o.json);
+        let files = Outputs::new(&o, "");
+        assert_eq!(files.svg, PathBuf::from("m.svg"));
+        let a = fem_args(&o, "monitored", &files, true);
+        let joined = a.join(" ");
+        assert!(joined.contains("--machine-load"), "{joined}");
+        assert!(joined.contains("--svg m.svg"), "{joined}");
+        assert!(
+            joined.contains("--vtk out/run-laplace/vtk --vtk-last"),
+            "{joined}"
         );
-        let o = parse(&args("--machine machines/bullpen.xml --w-comm 0.1")).unwrap();
+        assert!(
+            joined.contains("--jsonl out/run-laplace/steps.jsonl"),
+            "{joined}"
+        );
+        let o = parse(&args(
+            "--machine machines/bullpen.xml --w-comm 0.1 --load 1:2@3",
+        ))
+        .unwrap();
         assert_eq!(
             (o.machine.as_str(), o.w_comm.as_str()),
             ("machines/bullpen.xml", "0.1")
         );
+        let a = fem_args(&o, "static", &Outputs::new(&o, "x-"), false).join(" ");
+        assert!(
+            !a.contains("--machine-load") && a.contains("--load 1:2@3"),
+            "{a}"
+        );
+        assert!(
+            a.contains("--balance static") && !a.contains("--progress"),
+            "{a}"
+        );
+        let o = parse(&args("--no-load")).unwrap();
+        let a = fem_args(&o, "monitored", &Outputs::new(&o, ""), true).join(" ");
+        assert!(!a.contains("load"), "{a}");
+    }
+
+    #[test]
+    fn ranks_from_drum_check() {
+        let t = "m.xml: 3 nodes (1 network, 2 single-processor, 0 SMP), 2 ranks\nmore\n";
+        assert_eq!(ranks_of_check(t), Some(2));
+        assert_eq!(ranks_of_check("m.xml: 1 node (0 network), 1 rank"), Some(1));
+        assert_eq!(ranks_of_check("garbage"), None);
     }
 
     #[test]
@@ -122,5 +480,15 @@ mod tests {
         assert!(e.contains("unknown flag `--ranks`"), "{e}");
         let e = parse(&args("--machine")).unwrap_err().to_string();
         assert!(e.contains("--machine needs a value"), "{e}");
+        let e = parse(&args("--balance best")).unwrap_err().to_string();
+        assert!(e.contains("expected uniform, static or monitored"), "{e}");
+        let e = parse(&args("--no-load --load 1")).unwrap_err().to_string();
+        assert!(e.contains("contradict"), "{e}");
+        let e = parse(&args("--hostfile h")).unwrap_err().to_string();
+        assert!(e.contains("--backend mpi"), "{e}");
+        let e = parse(&args("--compare --balance static"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("leave --balance out"), "{e}");
     }
 }

@@ -240,9 +240,9 @@ fn replay_through_the_cli() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    // p = 8000 · 0.2 = 1600 against 4000 · 1.0 = 4000.
+    // p = 8000 · 0.2 = 1600 against 8000 · 1.0 = 8000.
     let s0 = v["parts"][0]["size"].as_f64().unwrap();
-    assert!((s0 - 1600.0 / 5600.0).abs() < 1e-12, "{s0}");
+    assert!((s0 - 1600.0 / 9600.0).abs() < 1e-12, "{s0}");
     // Communication power needs a capacity: the error names the node.
     let o = drum(&[
         "powers",
@@ -254,8 +254,7 @@ fn replay_through_the_cli() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        text(&o.stderr)
-            .starts_with("node 1 (\"core0-fast\"): interface eth0 has no known capacity"),
+        text(&o.stderr).starts_with("node 1 (\"core0\"): interface eth0 has no known capacity"),
         "{}",
         text(&o.stderr)
     );
@@ -282,7 +281,7 @@ fn replay_through_the_cli() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // Both nodes receive 1000 B/s = 0.008 Mbit/s of C = 1: A = 0.992 each, ĉ = 1/2.
     let s0 = v["parts"][0]["size"].as_f64().unwrap();
-    assert!((s0 - (0.25 + 0.5 * 1600.0 / 5600.0)).abs() < 1e-12, "{s0}");
+    assert!((s0 - (0.25 + 0.5 * 1600.0 / 9600.0)).abs() < 1e-12, "{s0}");
     std::fs::write(&samples, "{\"t\": 1}\n").unwrap();
     let o = drum(&[
         "powers",

@@ -21,7 +21,8 @@ pub use proc::{
     CpuTimes, NetDev, ProcFs, parse_meminfo, parse_net_dev, parse_pid_stat, parse_proc_stat,
 };
 use sampler::Sampler;
-pub use sampler::thread_cpu_seconds;
+use sampler::Snapshot;
+pub use sampler::{SchedTimes, parse_schedstat, thread_cpu_seconds};
 
 use crate::error::{Error, Result};
 use crate::machine::{Machine, NodeId};
@@ -59,6 +60,12 @@ impl ProcessRef {
                 .join(tid.to_string())
                 .join("stat"),
         }
+    }
+
+    /// The scheduler's statistics file under `proc_root` (`schedstat`: nanoseconds running
+    /// and waiting for a CPU). For a process it describes its main thread.
+    pub fn schedstat_path(&self, proc_root: &Path) -> PathBuf {
+        self.stat_path(proc_root).with_file_name("schedstat")
     }
 
     /// The calling thread (Linux `gettid`).
@@ -162,15 +169,20 @@ pub struct MonitorStats {
     pub wall_seconds: f64,
     /// CPU time the monitor thread used, seconds (CLOCK_THREAD_CPUTIME_ID).
     pub cpu_seconds: f64,
+    /// CPU time the callers of [`Monitor::window`] spent in it, seconds.
+    pub window_cpu_seconds: f64,
     /// Sampling periods completed.
     pub periods: usize,
+    /// Windows cut by [`Monitor::window`].
+    pub windows: usize,
 }
 
 impl MonitorStats {
-    /// Monitor CPU time over wall time (0.004 = 0.4 % of one CPU).
+    /// The monitor's CPU time (its thread and the window cuts) over wall time (0.004 = 0.4 %
+    /// of one CPU).
     pub fn overhead(&self) -> f64 {
         if self.wall_seconds > 0.0 {
-            self.cpu_seconds / self.wall_seconds
+            (self.cpu_seconds + self.window_cpu_seconds) / self.wall_seconds
         } else {
             0.0
         }
@@ -186,14 +198,52 @@ pub struct Recording {
     pub stats: MonitorStats,
 }
 
+/// The counters between two cuts of [`Monitor::window`]: one sample per target covering the
+/// whole window (utilisation, runnable and idle fractions of the window; memory and the
+/// interfaces' cumulative counters at its end) and the interface traffic over it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Length of the window, seconds.
+    pub seconds: f64,
+    /// One sample per target, in target order.
+    pub samples: Vec<Sample>,
+    /// Per target, per interface (in the order of the sample's `ifaces`): bytes and packets
+    /// per second over the window.
+    pub rates: Vec<Vec<crate::power::IfaceRates>>,
+}
+
+/// State shared by the monitor thread and [`Monitor::window`].
+struct Shared {
+    sampler: Sampler,
+    /// The last periodic reading.
+    last: Snapshot,
+    /// The reading at the last window cut.
+    cut: Snapshot,
+    samples: Vec<Sample>,
+    window_cpu: f64,
+    windows: usize,
+}
+
 /// A running monitor (DRUM_startMonitoring). Stop it with [`Monitor::stop`]; dropping it also
 /// stops the thread.
-#[derive(Debug)]
 pub struct Monitor {
     stop_tx: Option<mpsc::Sender<()>>,
-    handle: Option<JoinHandle<Result<MonitorStats>>>,
-    samples: Arc<Mutex<Vec<Sample>>>,
+    handle: Option<JoinHandle<Result<(f64, f64, usize)>>>,
+    shared: Arc<Mutex<Shared>>,
     targets: usize,
+}
+
+impl std::fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Monitor")
+            .field("targets", &self.targets)
+            .field("running", &self.handle.is_some())
+            .finish()
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Starts the agent thread. The first reading happens here, so an unreadable or garbled `/proc`
@@ -202,16 +252,22 @@ pub fn start_monitoring(config: MonitorConfig) -> Result<Monitor> {
     let mut sampler = Sampler::new(config)?;
     let first = sampler.snapshot()?;
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let samples = Arc::new(Mutex::new(Vec::new()));
-    let out = Arc::clone(&samples);
     let targets = sampler.config.targets.len();
+    let period = sampler.config.period;
+    let shared = Arc::new(Mutex::new(Shared {
+        sampler,
+        last: first.clone(),
+        cut: first,
+        samples: Vec::new(),
+        window_cpu: 0.0,
+        windows: 0,
+    }));
+    let state = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
         .name("drum-monitor".into())
-        .spawn(move || -> Result<MonitorStats> {
+        .spawn(move || -> Result<(f64, f64, usize)> {
             let cpu0 = thread_cpu_seconds();
             let wall0 = Instant::now();
-            let period = sampler.config.period;
-            let mut prev = first;
             let mut periods = 0usize;
             let mut next = wall0 + period;
             loop {
@@ -220,10 +276,13 @@ pub fn start_monitoring(config: MonitorConfig) -> Result<Monitor> {
                     Err(RecvTimeoutError::Timeout) => {}
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                 }
-                let cur = sampler.snapshot()?;
-                let batch = sampler.samples(&prev, &cur);
-                out.lock().unwrap_or_else(|e| e.into_inner()).extend(batch);
-                prev = cur;
+                {
+                    let mut s = lock(&state);
+                    let cur = s.sampler.snapshot()?;
+                    let batch = s.sampler.samples(&s.last, &cur);
+                    s.samples.extend(batch);
+                    s.last = cur;
+                }
                 periods += 1;
                 next += period;
                 let now = Instant::now();
@@ -231,17 +290,17 @@ pub fn start_monitoring(config: MonitorConfig) -> Result<Monitor> {
                     next = now + period; // fell behind (suspended?): do not burst
                 }
             }
-            Ok(MonitorStats {
-                wall_seconds: wall0.elapsed().as_secs_f64(),
-                cpu_seconds: thread_cpu_seconds() - cpu0,
+            Ok((
+                wall0.elapsed().as_secs_f64(),
+                thread_cpu_seconds() - cpu0,
                 periods,
-            })
+            ))
         })
         .map_err(|e| Error::Monitor(format!("cannot spawn the monitor thread: {e}")))?;
     Ok(Monitor {
         stop_tx: Some(stop_tx),
         handle: Some(handle),
-        samples,
+        shared,
         targets,
     })
 }
@@ -249,14 +308,43 @@ pub fn start_monitoring(config: MonitorConfig) -> Result<Monitor> {
 impl Monitor {
     /// Number of samples so far.
     pub fn sample_count(&self) -> usize {
-        self.samples.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.shared).samples.len()
     }
 
     /// The samples of the last completed period (one per target), if any.
     pub fn latest(&self) -> Vec<Sample> {
-        let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        let k = self.targets.min(s.len());
-        s[s.len() - k..].to_vec()
+        let s = lock(&self.shared);
+        let k = self.targets.min(s.samples.len());
+        s.samples[s.samples.len() - k..].to_vec()
+    }
+
+    /// Reads the counters now and returns what happened since the previous call (or since
+    /// the start): the window a rebalance decision looks at, with exact ends whatever the
+    /// period. Runs on the calling thread (its CPU time counts in the monitor's overhead).
+    /// An unreadable or garbled file is an error naming it; the next call then covers the
+    /// time since the last good cut.
+    pub fn window(&self) -> Result<Window> {
+        let cpu0 = thread_cpu_seconds();
+        let mut s = lock(&self.shared);
+        let cur = s.sampler.snapshot();
+        s.windows += 1;
+        let cur = match cur {
+            Ok(c) => c,
+            Err(e) => {
+                s.window_cpu += thread_cpu_seconds() - cpu0;
+                return Err(e);
+            }
+        };
+        let samples = s.sampler.samples(&s.cut, &cur);
+        let seconds = cur.t - s.cut.t;
+        let rates = s.sampler.rates(&s.cut, &cur);
+        s.cut = cur;
+        s.window_cpu += thread_cpu_seconds() - cpu0;
+        Ok(Window {
+            seconds,
+            samples,
+            rates,
+        })
     }
 
     /// Stops the thread (DRUM_stopMonitoring) and returns the samples and the measured cost.
@@ -272,11 +360,21 @@ impl Monitor {
             .handle
             .take()
             .ok_or_else(|| Error::Monitor("already stopped".into()))?;
-        let stats = handle
+        let (wall_seconds, cpu_seconds, periods) = handle
             .join()
             .map_err(|_| Error::Monitor("the monitor thread panicked".into()))??;
-        let samples = std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
-        Ok(Recording { samples, stats })
+        let mut s = lock(&self.shared);
+        let samples = std::mem::take(&mut s.samples);
+        Ok(Recording {
+            samples,
+            stats: MonitorStats {
+                wall_seconds,
+                cpu_seconds,
+                window_cpu_seconds: s.window_cpu,
+                periods,
+                windows: s.windows,
+            },
+        })
     }
 }
 
@@ -517,6 +615,90 @@ mod tests {
         let mut cfg = config(&fake);
         cfg.period = Duration::from_millis(1);
         assert!(matches!(start_monitoring(cfg), Err(Error::Parameter(_))));
+    }
+
+    #[test]
+    fn window_is_exact_between_cuts_and_schedstat_gives_runnable_time() {
+        let fake = FakeProc::new("window");
+        fake.state([(10, 10), (10, 10)], 0, 0, [0, 0, 0, 0]);
+        // The thread's scheduler counters: 1 ns each at the start.
+        fake.write("42/task/43/schedstat", "1 1 1\n");
+        let mut cfg = config(&fake);
+        cfg.period = Duration::from_secs(3600); // no periodic sample during the test
+        let mon = start_monitoring(cfg).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        // It ran 0.3 s and waited 0.3 s for a CPU; eth0 got 1000 bytes.
+        fake.state([(20, 20), (30, 10)], 0, 5, [1000, 10, 0, 0]);
+        fake.write("42/task/43/schedstat", "300000001 300000001 9\n");
+        let w = mon.window().unwrap();
+        assert!(w.seconds >= 0.03, "{}", w.seconds);
+        assert_eq!(w.samples.len(), 2);
+        let s = &w.samples[1];
+        let (u, r) = (s.proc_util[0], s.proc_runnable.as_ref().unwrap()[0]);
+        // Utilisation from the nanosecond counter (not the 5 ticks), runnable twice it.
+        assert!((u - 0.3 / w.seconds).abs() < 1e-9, "{u} {}", w.seconds);
+        assert!((r / u - 2.0).abs() < 1e-9, "{r} {u}");
+        // Node 1 (this process, no schedstat file in the fake tree): ticks, no runnable time.
+        assert!(w.samples[0].proc_runnable.is_none());
+        assert!((w.rates[0][0].rx_bytes - 1000.0 / w.seconds).abs() < 1e-6);
+        assert!(w.rates[1].is_empty()); // node 2 reports no interfaces
+        // The next window starts at this cut: nothing changed since.
+        let w2 = mon.window().unwrap();
+        assert_eq!(w2.samples[1].proc_util[0], 0.0);
+        assert_eq!(w2.rates[0][0].rx_bytes, 0.0);
+        // An all-zero schedstat (a kernel without sched_info) falls back to the ticks.
+        assert_eq!(parse_schedstat("0 0 0\n"), None);
+        assert_eq!(parse_schedstat("5 x 1"), None);
+        assert_eq!(
+            parse_schedstat("5 6 1\n"),
+            Some(SchedTimes {
+                run_ns: 5,
+                delay_ns: 6
+            })
+        );
+        // A garbled file makes the window an error naming it; the monitor goes on.
+        fake.write("stat", "cpu0 1 2 x 4\n");
+        let e = mon.window().unwrap_err().to_string();
+        assert!(e.contains("non-numeric time for cpu0"), "{e}");
+        fake.state([(30, 30), (40, 20)], 0, 5, [1000, 10, 0, 0]);
+        assert!(mon.window().is_ok());
+        let rec = mon.stop().unwrap();
+        assert_eq!(rec.stats.windows, 4);
+        assert!(rec.stats.window_cpu_seconds >= 0.0);
+    }
+
+    #[test]
+    fn real_window_of_this_thread() {
+        // This thread as the one process of a host-wide node: busy for 0.1 s, it ran for
+        // about all of the window it was runnable.
+        let cfg = MonitorConfig {
+            period: Duration::from_millis(20),
+            procfs: ProcFs::default(),
+            targets: vec![MonitorTarget {
+                node: 0,
+                cpus: None,
+                processes: vec![ProcessRef::current_thread()],
+                ifaces: false,
+                default_capacity_mbps: None,
+            }],
+        };
+        let mon = start_monitoring(cfg).unwrap();
+        let _ = mon.window().unwrap();
+        let busy_until = Instant::now() + Duration::from_millis(100);
+        let mut x = 0u64;
+        while Instant::now() < busy_until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let w = mon.window().unwrap();
+        let s = &w.samples[0];
+        assert!(s.proc_util[0] > 0.0 && s.proc_util[0] <= 1.01, "{s:?}");
+        if let Some(r) = &s.proc_runnable {
+            // Runnable the whole time (busy), so run/runnable is the CPU share it got.
+            assert!(r[0] >= s.proc_util[0] - 1e-9 && r[0] <= 1.01, "{s:?}");
+        }
+        let rec = mon.stop().unwrap();
+        assert!(rec.stats.overhead() < 0.5, "{:?}", rec.stats);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use super::proc::{proc_err, read};
 use super::*;
 use crate::error::{Error, Result};
+use crate::power::IfaceRates;
 use crate::samples::{IfaceCounters, Sample};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,31 @@ pub fn thread_cpu_seconds() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
+/// The scheduler's counters of one task (`/proc/PID/task/TID/schedstat`): nanoseconds on a
+/// CPU and nanoseconds waiting in a run queue for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedTimes {
+    /// Time spent running.
+    pub run_ns: u64,
+    /// Time spent runnable but waiting for a CPU (other tasks had it).
+    pub delay_ns: u64,
+}
+
+impl SchedTimes {
+    /// Time the task wanted a CPU: running or waiting for one.
+    pub fn runnable_ns(&self) -> u64 {
+        self.run_ns.saturating_add(self.delay_ns)
+    }
+}
+
+/// Parses a schedstat line (`run_ns delay_ns timeslices`). `None` for a malformed line and for
+/// the all-zero line of kernels built without sched_info.
+pub fn parse_schedstat(text: &str) -> Option<SchedTimes> {
+    let mut f = text.split_ascii_whitespace().map(|x| x.parse::<u64>());
+    let (run_ns, delay_ns, slices) = (f.next()?.ok()?, f.next()?.ok()?, f.next()?.ok()?);
+    (run_ns | delay_ns | slices != 0).then_some(SchedTimes { run_ns, delay_ns })
+}
+
 fn clock_ticks_per_second() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -30,10 +56,13 @@ fn clock_ticks_per_second() -> f64 {
 }
 
 /// One reading of everything the targets need.
+#[derive(Debug, Clone)]
 pub(super) struct Snapshot {
     pub(super) t: f64,
     cpus: BTreeMap<u32, CpuTimes>,
-    ticks: Vec<Vec<u64>>,
+    /// Per target, per process: clock ticks (utime + stime) and, where the kernel keeps
+    /// them, the scheduler's nanosecond counters.
+    procs: Vec<Vec<(u64, Option<SchedTimes>)>>,
     mem: (f64, f64),
     net: Vec<NetDev>,
 }
@@ -109,15 +138,22 @@ impl Sampler {
                 ));
             }
         }
-        let mut ticks = Vec::with_capacity(self.config.targets.len());
+        let mut procs = Vec::with_capacity(self.config.targets.len());
         for k in 0..self.config.targets.len() {
             let mut v = Vec::with_capacity(self.config.targets[k].processes.len());
             for j in 0..self.config.targets[k].processes.len() {
                 // Opened afresh each period: a process that exited must fail here.
-                let path = self.config.targets[k].processes[j].stat_path(&root);
-                v.push(parse_pid_stat(&read(&path)?, &path)?);
+                let p = self.config.targets[k].processes[j];
+                let path = p.stat_path(&root);
+                let ticks = parse_pid_stat(&read(&path)?, &path)?;
+                // Optional: kernels without sched_info have no (or an all-zero) schedstat;
+                // the clock ticks then stand alone (documented fallback).
+                let sched = std::fs::read_to_string(p.schedstat_path(&root))
+                    .ok()
+                    .and_then(|t| parse_schedstat(&t));
+                v.push((ticks, sched));
             }
-            ticks.push(v);
+            procs.push(v);
         }
         let meminfo = root.join("meminfo");
         self.read(&meminfo)?;
@@ -146,10 +182,44 @@ impl Sampler {
         Ok(Snapshot {
             t,
             cpus,
-            ticks,
+            procs,
             mem,
             net,
         })
+    }
+
+    /// Per target, the traffic of each interface of its sample (in the same order) between
+    /// the two readings, per second (an interface missing from `prev`, or a counter that went
+    /// backwards, reads 0).
+    pub(super) fn rates(&self, prev: &Snapshot, cur: &Snapshot) -> Vec<Vec<IfaceRates>> {
+        let dt = (cur.t - prev.t).max(1e-9);
+        let per_iface: Vec<IfaceRates> = cur
+            .net
+            .iter()
+            .map(|b| match prev.net.iter().find(|a| a.name == b.name) {
+                Some(a) => {
+                    let r = |x: u64, y: u64| y.saturating_sub(x) as f64 / dt;
+                    IfaceRates {
+                        rx_bytes: r(a.rx_bytes, b.rx_bytes),
+                        tx_bytes: r(a.tx_bytes, b.tx_bytes),
+                        rx_packets: r(a.rx_packets, b.rx_packets),
+                        tx_packets: r(a.tx_packets, b.tx_packets),
+                    }
+                }
+                None => IfaceRates::default(),
+            })
+            .collect();
+        self.config
+            .targets
+            .iter()
+            .map(|t| {
+                if t.ifaces {
+                    per_iface.clone()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect()
     }
 
     pub(super) fn samples(&self, prev: &Snapshot, cur: &Snapshot) -> Vec<Sample> {
@@ -176,11 +246,23 @@ impl Sampler {
                         }
                     })
                     .collect();
-                let proc_util = prev.ticks[k]
-                    .iter()
-                    .zip(&cur.ticks[k])
-                    .map(|(&a, &b)| (b.saturating_sub(a) as f64 / self.tick_rate / dt).max(0.0))
+                let pairs = prev.procs[k].iter().zip(&cur.procs[k]);
+                let proc_util = pairs
+                    .clone()
+                    .map(|((ta, sa), (tb, sb))| match (sa, sb) {
+                        (Some(a), Some(b)) => b.run_ns.saturating_sub(a.run_ns) as f64 * 1e-9 / dt,
+                        _ => tb.saturating_sub(*ta) as f64 / self.tick_rate / dt,
+                    })
                     .collect();
+                let proc_runnable = pairs
+                    .map(|((_, sa), (_, sb))| match (sa, sb) {
+                        (Some(a), Some(b)) => {
+                            Some(b.runnable_ns().saturating_sub(a.runnable_ns()) as f64 * 1e-9 / dt)
+                        }
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<f64>>>()
+                    .filter(|v| !v.is_empty());
                 let ifaces = if target.ifaces {
                     cur.net
                         .iter()
@@ -206,6 +288,7 @@ impl Sampler {
                     node: target.node,
                     cpu_idle,
                     proc_util,
+                    proc_runnable,
                     mem_total: cur.mem.0,
                     mem_avail: cur.mem.1,
                     ifaces,

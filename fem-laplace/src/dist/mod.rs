@@ -74,51 +74,57 @@ pub(crate) fn global_sum<C: Comm>(comm: &C, s: &ExactSum) -> Result<ExactSum, Co
 }
 
 /// How elements are assigned to ranks after each refinement: by the centroids of the leaf
-/// elements and their work weights.
+/// elements and their work weights (one per element). A specification: every rank's
+/// [`RankRun`] starts its own state from it.
 #[derive(Debug, Clone)]
 pub enum Balancer {
     /// Flat HSFC into equal parts; after the first step a KEEP_CUTS repartition from the
-    /// previous cuts.
-    Flat {
-        /// The last partition (its cuts).
-        previous: Option<Box<hsfc::Partition>>,
-    },
-    /// `hier-part` along a machine's tree with the part sizes of its plan (one rank per rank
-    /// of the machine), keeping the cuts of levels with `KEEP_CUTS`.
-    Machine {
-        /// The machine's plan (methods and part sizes).
-        plan: Box<hier_part::Plan>,
-        /// The last partition.
-        previous: Option<Box<hier_part::HierPartition>>,
+    /// previous cuts, every step.
+    Flat,
+    /// DRUM in the loop ([`hier_part::drum_loop`]): `hier-part` along the machine's tree
+    /// (one rank per rank of the machine) with the part sizes of `config.sizing` (equal,
+    /// static ratings, or monitored powers), a rebalance policy, and each rank's monitoring
+    /// agent.
+    Drum {
+        /// The machine.
+        machine: Box<drum_model::Machine>,
+        /// The loop's settings.
+        config: Box<hier_part::drum_loop::LoopConfig>,
     },
 }
 
-/// The partitioners' buffers, kept from one step to the next.
-#[derive(Debug, Default)]
-pub(crate) struct Workspaces {
-    hsfc: hsfc::Workspace,
-    hier: hier_part::Workspace,
+/// A balancer's state on one rank, kept from one step to the next.
+pub(crate) enum Balancing {
+    Flat {
+        /// The last partition (its cuts).
+        previous: Option<Box<hsfc::Partition>>,
+        ws: hsfc::Workspace,
+    },
+    Drum(Box<hier_part::drum_loop::DrumLoop>),
 }
 
 impl Balancer {
     /// Flat HSFC into equal parts.
     pub fn flat() -> Balancer {
-        Balancer::Flat { previous: None }
+        Balancer::Flat
     }
 
-    /// `hier-part` with `plan`.
-    pub fn machine(plan: hier_part::Plan) -> Balancer {
-        Balancer::Machine {
-            plan: Box::new(plan),
-            previous: None,
+    /// DRUM in the loop on `machine` with `config`.
+    pub fn drum(
+        machine: drum_model::Machine,
+        config: hier_part::drum_loop::LoopConfig,
+    ) -> Balancer {
+        Balancer::Drum {
+            machine: Box::new(machine),
+            config: Box::new(config),
         }
     }
 
     /// The number of ranks this balancer needs, if fixed.
     pub fn ranks(&self) -> Option<usize> {
         match self {
-            Balancer::Flat { .. } => None,
-            Balancer::Machine { plan, .. } => Some(plan.num_ranks()),
+            Balancer::Flat => None,
+            Balancer::Drum { machine, .. } => Some(machine.num_ranks()),
         }
     }
 
@@ -133,15 +139,37 @@ impl Balancer {
         }
     }
 
-    /// Writes each local element's new rank into `parts` (which holds this rank on entry).
+    /// This rank's state (collective for [`Balancer::Drum`]: the agents start and the link
+    /// is measured).
+    pub(crate) fn start<C: Comm>(&self, comm: &Timed<C>) -> Result<Balancing, FemError> {
+        self.check(comm.size())?;
+        Ok(match self {
+            Balancer::Flat => Balancing::Flat {
+                previous: None,
+                ws: hsfc::Workspace::default(),
+            },
+            Balancer::Drum { machine, config } => Balancing::Drum(Box::new(
+                hier_part::drum_loop::DrumLoop::start(
+                    comm,
+                    machine.as_ref().clone(),
+                    config.as_ref().clone(),
+                )
+                .map_err(|e| FemError::Partition(e.to_string()))?,
+            )),
+        })
+    }
+}
+
+impl Balancing {
+    /// Writes each local element's new rank into `parts` (which holds this rank on entry);
+    /// returns the loop's report for [`Balancer::Drum`].
     fn partition<C>(
         &mut self,
-        ws: &mut Workspaces,
         comm: &Timed<C>,
         xy: &[f64],
         weights: &[f64],
         parts: &mut [u32],
-    ) -> Result<(), FemError>
+    ) -> Result<Option<hier_part::drum_loop::LoopReport>, FemError>
     where
         C: Comm,
     {
@@ -150,31 +178,24 @@ impl Balancer {
         let bad = |e: &dyn std::fmt::Display| FemError::Partition(e.to_string());
         let points = hsfc::Points::new(xy, 2, Some(weights));
         match self {
-            Balancer::Flat { .. } if size == 1 => {
+            Balancing::Flat { .. } if size == 1 => {
                 parts.fill(0);
-                Ok(())
+                Ok(None)
             }
-            Balancer::Flat { previous } => {
+            Balancing::Flat { previous, ws } => {
                 let targets = vec![1.0; size];
                 let h = hsfc::Hsfc::default();
                 let p = match previous.as_deref() {
-                    Some(prev) => h.repartition(&mut ws.hsfc, comm, prev, points, &targets, parts),
-                    None => h.partition_with(&mut ws.hsfc, comm, points, &targets, parts),
+                    Some(prev) => h.repartition(ws, comm, prev, points, &targets, parts),
+                    None => h.partition_with(ws, comm, points, &targets, parts),
                 }
                 .map_err(|e| bad(&e))?;
                 *previous = Some(Box::new(p));
-                Ok(())
+                Ok(None)
             }
-            Balancer::Machine { plan, previous } => {
-                let h = hier_part::Hier::default();
-                let p = match previous.as_deref() {
-                    Some(prev) => h.repartition(&mut ws.hier, comm, plan, prev, points, parts),
-                    None => h.partition_with(&mut ws.hier, comm, plan, points, parts),
-                }
-                .map_err(|e| bad(&e))?;
-                *previous = Some(Box::new(p));
-                Ok(())
-            }
+            Balancing::Drum(lp) => Ok(Some(
+                lp.rebalance(comm, points, parts).map_err(|e| bad(&e))?,
+            )),
         }
     }
 }

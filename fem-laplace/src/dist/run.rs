@@ -7,7 +7,7 @@ use super::local::{Local, Moved};
 use super::skeleton::Skeleton;
 use super::timed::Timed;
 use super::wire::{Reader, Writer};
-use super::{Balancer, Workspaces, global_sum};
+use super::{Balancer, Balancing, global_sum};
 use crate::FemError;
 use crate::adapt::{AdaptConfig, StepReport, StepTimes};
 use crate::assemble::System;
@@ -155,6 +155,10 @@ pub struct DistStepReport {
     pub ranks: Vec<RankStep>,
     /// The migration after this step's refinement.
     pub migration: MigrationReport,
+    /// DRUM in the loop ([`Balancer::Drum`]): the window measured, the part sizes, the
+    /// decision and its figures, the sizes achieved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<hier_part::drum_loop::LoopReport>,
 }
 
 /// The adaptive loop on one rank. Every rank of the communicator creates one and calls
@@ -163,8 +167,7 @@ pub struct RankRun<'a, C: Comm> {
     pub(crate) comm: Timed<C>,
     cfg: DistConfig,
     exact: &'a dyn ExactSolution,
-    balancer: Balancer,
-    workspaces: Workspaces,
+    balancing: Balancing,
     pub(crate) l: Local,
     pub(crate) halo: Halo,
     pub(crate) skel: Skeleton,
@@ -192,6 +195,7 @@ struct Figures {
     times: RankTimes,
     moved: Moved,
     migration: MigrationReport,
+    balance: Option<hier_part::drum_loop::LoopReport>,
 }
 
 impl<'a, C: Comm> RankRun<'a, C> {
@@ -206,7 +210,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         cfg.adapt.validate()?;
         let comm = Timed::new(comm);
         let (rank, size) = (comm.rank(), comm.size());
-        balancer.check(size)?;
+        let balancing = balancer.start(&comm)?;
         let mut l = Local::initial(rank, size);
         for v in 0..l.mesh.coords.len() {
             if l.mesh.boundary[v] {
@@ -218,8 +222,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             comm,
             cfg,
             exact,
-            balancer,
-            workspaces: Workspaces::default(),
+            balancing,
             l,
             halo: Halo::default(),
             skel: Skeleton::default(),
@@ -236,6 +239,36 @@ impl<'a, C: Comm> RankRun<'a, C> {
     /// The rank's communicator.
     pub fn comm(&self) -> &C {
         self.comm.inner()
+    }
+
+    /// The number of the step the next [`RankRun::step`] runs.
+    pub fn next_step(&self) -> usize {
+        self.step
+    }
+
+    /// The balancer's machine, for [`Balancer::Drum`].
+    pub fn machine(&self) -> Option<&drum_model::Machine> {
+        match &self.balancing {
+            Balancing::Drum(lp) => Some(lp.machine()),
+            Balancing::Flat { .. } => None,
+        }
+    }
+
+    /// Stops this rank's monitoring agent ([`Balancer::Drum`]) and reports its cost.
+    pub fn stop_monitoring(
+        &mut self,
+    ) -> Result<Option<hier_part::drum_loop::LoopSummary>, FemError> {
+        let b = std::mem::replace(
+            &mut self.balancing,
+            Balancing::Flat {
+                previous: None,
+                ws: hsfc::Workspace::default(),
+            },
+        );
+        match b {
+            Balancing::Drum(lp) => lp.stop().map_err(|e| FemError::Partition(e.to_string())),
+            Balancing::Flat { .. } => Ok(None),
+        }
     }
 
     /// The target of step k under [`Marking::Double`] (as [`crate::Adaptive::step_target`]).
@@ -268,6 +301,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 count_ok: true,
                 checksum_ok: true,
             },
+            balance: None,
         };
         if self.step > 0 {
             if self.nv >= self.cfg.adapt.target_vertices as u64 {
@@ -311,7 +345,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             let t0 = Instant::now();
             self.eta2 = Vec::new();
             let refined = self.l.refine(bits, self.step, self.exact);
-            self.agree(refined)?;
+            self.agreed(refined)?;
             fig.times.refine = t0.elapsed().as_secs_f64();
         }
         self.repartition(&mut fig)?;
@@ -434,7 +468,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 |v| v < n_own,
                 |t| owned_e[t],
             );
-            let part = self.agree(part)?;
+            let part = self.agreed(part)?;
             let mut mx = [part.max_vertex];
             self.comm.allreduce_f64(ReduceOp::Max, &mut mx)?;
             let energy = match part.energy2 {
@@ -500,6 +534,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             nranks: self.comm.size(),
             ranks,
             migration: fig.migration,
+            balance: fig.balance,
         }))
     }
 
@@ -517,8 +552,9 @@ impl<'a, C: Comm> RankRun<'a, C> {
             self.l.mesh.centroids_into(&mut xy);
             let weights = vec![1.0; ne];
             let tc = tp.elapsed().as_secs_f64();
-            self.balancer
-                .partition(&mut self.workspaces, &self.comm, &xy, &weights, &mut parts)?;
+            fig.balance = self
+                .balancing
+                .partition(&self.comm, &xy, &weights, &mut parts)?;
             if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
                 eprintln!(
                     "    partition: census+centroids {:.2} ms, partitioner {:.2} ms",
@@ -534,6 +570,15 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let after = if several { self.census()? } else { (0, 0) };
         let mut moved = [fig.moved.elements as u64, fig.moved.bytes as u64];
         self.comm.allreduce_u64(ReduceOp::Sum, &mut moved)?;
+        if let Balancing::Drum(lp) = &mut self.balancing {
+            // δ and bytes per unit of weight (one per element) for Lan's cost next time, the
+            // same on every rank so every rank decides alike: δ is the slowest rank's
+            // partitioner time (the rebuild of the local part follows every refinement, kept
+            // partition or not; the transfer is Lan's α + βW).
+            let mut secs = [fig.times.partition];
+            self.comm.allreduce_f64(ReduceOp::Max, &mut secs)?;
+            lp.record_migration(secs[0], moved[1] as f64, moved[0] as f64);
+        }
         fig.migration = MigrationReport {
             elements: moved[0],
             bytes: moved[1],
@@ -566,17 +611,17 @@ impl<'a, C: Comm> RankRun<'a, C> {
         Ok((c[0], c[1]))
     }
 
-    /// Agrees on a local result before the next collective: if any rank failed, every rank
-    /// returns an error (the failing rank its own).
-    fn agree<T>(&self, r: Result<T, FemError>) -> Result<T, FemError> {
-        let mut flag = [u64::from(r.is_err())];
-        self.comm.allreduce_u64(ReduceOp::Max, &mut flag)?;
-        match r {
-            Err(e) => Err(e),
-            Ok(_) if flag[0] != 0 => Err(FemError::PeerFailed {
-                rank: self.comm.rank(),
-            }),
+    /// Agrees on a local result before the next collective (`hsfc::dist::agree`, the
+    /// workspace's one protocol): if any rank failed, every rank returns an error, the failing
+    /// rank its own, the others [`FemError::PeerFailed`] naming the lowest failed rank.
+    pub fn agreed<T>(&self, r: Result<T, FemError>) -> Result<T, FemError> {
+        match hsfc::dist::agree(&self.comm, r, &mut [])? {
             Ok(x) => Ok(x),
+            Err(hsfc::dist::Failed::Here(e)) => Err(e),
+            Err(hsfc::dist::Failed::Elsewhere { first, .. }) => Err(FemError::PeerFailed {
+                rank: self.comm.rank(),
+                failed: first,
+            }),
         }
     }
 
@@ -675,7 +720,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             &owned,
             &fields,
         );
-        self.agree(written)?;
+        self.agreed(written)?;
         if self.comm.rank() != 0 {
             return Ok(None);
         }

@@ -157,4 +157,3 @@ fn rank_operators_equal_the_serial_ones() {
         assert_eq!((bad_a, bad_b), (0, 0), "after {steps} steps");
     }
 }
-

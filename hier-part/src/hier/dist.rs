@@ -30,6 +30,8 @@ struct Obj {
     index: u32,
     /// Its rank before a repartition (`u32::MAX` for a fresh partition).
     prev: u32,
+    /// Its rank, once the walk knows it (`u32::MAX` until then; never on the wire).
+    dest: u32,
     w: f64,
     x: [f64; 3],
 }
@@ -58,6 +60,7 @@ impl Obj {
             origin: (r[1] >> 32) as u32,
             index: r[1] as u32,
             prev: r[2] as u32,
+            dest: u32::MAX,
             w: f64::from_bits(r[3]),
             x,
         }
@@ -152,6 +155,7 @@ impl Hier {
                     } else {
                         u32::MAX
                     },
+                    dest: u32::MAX,
                     w: weights.map_or(1.0, |w| w[i]),
                     x,
                 }
@@ -165,47 +169,39 @@ impl Hier {
             weighted,
         };
         let walked = walk.run(ws, comm, objs);
-        let Walked {
-            mut objs,
-            cuts,
-            times,
-        } = agreed(comm, walked)?;
+        let Walked { objs, cuts, times } = agreed(comm, walked)?;
+        let figures = if weighted {
+            weighted_figures(comm, me, ranks, &objs)?
+        } else {
+            unit_figures(comm, ranks, &objs)?
+        };
+        let rank_weights: Vec<f64> = figures.iter().map(|f| f.0).collect();
+        let rank_counts: Vec<u64> = figures.iter().map(|f| f.1).collect();
 
-        // This rank's figures, summed in global order (as the serial walk sums in index order).
-        objs.sort_unstable_by_key(|o| o.gid);
-        let (mut w, mut moved_w, mut moved_n) = (0.0f64, 0.0f64, 0u64);
-        for o in &objs {
-            w += o.w;
-            if o.prev != me as u32 {
-                moved_w += o.w;
-                moved_n += 1;
+        // The parts go back to the ranks that passed the points. When the root's children are
+        // single ranks no object ever left its rank.
+        if plan_is_one_level(plan) {
+            for o in &objs {
+                parts[o.index as usize] = o.dest;
             }
-        }
-        let mine = [w.to_bits(), objs.len() as u64, moved_w.to_bits(), moved_n];
-        let mut all = vec![0u64; 4 * ranks];
-        comm.allgather(&mine, &mut all)?;
-        let rank_weights: Vec<f64> = all.chunks(4).map(|c| f64::from_bits(c[0])).collect();
-        let rank_counts: Vec<u64> = all.chunks(4).map(|c| c[1]).collect();
-
-        // The parts go back to the ranks that passed the points.
-        let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
-        for o in &objs {
-            send[o.origin as usize].push(o.index as u64);
-        }
-        let counts: Vec<usize> = send.iter().map(Vec::len).collect();
-        let flat: Vec<u64> = send.concat();
-        let back = comm.alltoallv(&flat, &counts)?;
-        for r in 0..ranks {
-            for &i in back.get(r) {
-                parts[i as usize] = r as u32;
+        } else {
+            let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+            for o in &objs {
+                send[o.origin as usize].push(u64::from(o.index) << 32 | u64::from(o.dest));
+            }
+            let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+            let flat: Vec<u64> = send.concat();
+            let back = comm.alltoallv(&flat, &counts)?;
+            for &x in back.data() {
+                parts[(x >> 32) as usize] = x as u32;
             }
         }
         let mut result =
             HierPartition::from_ranks(plan, dim, rank_weights, rank_counts, cuts, times);
         if previous.is_some() {
-            let moved = all
-                .chunks(4)
-                .fold((0.0, 0), |(w, n), c| (w + f64::from_bits(c[2]), n + c[3]));
+            let moved = figures
+                .iter()
+                .fold((0.0, 0), |(w, n), f| (w + f.2, n + f.3));
             result.moved = Some(Moved {
                 weight: moved.0,
                 count: moved.1,
@@ -213,6 +209,77 @@ impl Hier {
         }
         Ok(result)
     }
+}
+
+/// True when every child of the root is one rank: the walk is one level and no object moves.
+fn plan_is_one_level(plan: &Plan) -> bool {
+    let root = plan.root();
+    (0..plan.node(root).children.len()).all(|c| plan.child_ranks(root, c).len() == 1)
+}
+
+/// Per rank: (weight, count, moved weight, moved count) of the objects it ends with.
+type Figures = Vec<(f64, u64, f64, u64)>;
+
+/// Unit weights: every sum is a count, exact in any order.
+fn unit_figures<C: Comm>(comm: &C, ranks: usize, objs: &[Obj]) -> Result<Figures, Error> {
+    let mut c = vec![0u64; 2 * ranks];
+    for o in objs {
+        c[2 * o.dest as usize] += 1;
+        c[2 * o.dest as usize + 1] += u64::from(o.prev != o.dest);
+    }
+    comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
+    Ok(c.chunks(2)
+        .map(|x| (x[0] as f64, x[0], x[1] as f64, x[1]))
+        .collect())
+}
+
+/// Weights: each rank's figures are summed over its objects in global order, as the serial
+/// walk sums in index order, so the results are the same to the bit. The objects a rank holds
+/// but does not own send their (index, weight, moved) to their rank first.
+fn weighted_figures<C: Comm>(
+    comm: &C,
+    me: usize,
+    ranks: usize,
+    objs: &[Obj],
+) -> Result<Figures, Error> {
+    let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+    let mut mine: Vec<(u64, f64, bool)> = Vec::new();
+    for o in objs {
+        let moved = o.prev != o.dest;
+        if o.dest as usize == me {
+            mine.push((o.gid, o.w, moved));
+        } else {
+            let s = &mut send[o.dest as usize];
+            s.push(o.gid << 1 | u64::from(moved));
+            s.push(o.w.to_bits());
+        }
+    }
+    let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+    let flat: Vec<u64> = send.concat();
+    drop(send);
+    let got = comm.alltoallv(&flat, &counts)?;
+    mine.extend(
+        got.data()
+            .chunks_exact(2)
+            .map(|p| (p[0] >> 1, f64::from_bits(p[1]), p[0] & 1 == 1)),
+    );
+    // Runs of increasing global index (a stable sort finds them).
+    mine.sort_by_key(|m| m.0);
+    let (mut w, mut moved_w, mut moved_n) = (0.0f64, 0.0f64, 0u64);
+    for &(_, x, moved) in &mine {
+        w += x;
+        if moved {
+            moved_w += x;
+            moved_n += 1;
+        }
+    }
+    let figures = [w.to_bits(), mine.len() as u64, moved_w.to_bits(), moved_n];
+    let mut all = vec![0u64; 4 * ranks];
+    comm.allgather(&figures, &mut all)?;
+    Ok(all
+        .chunks(4)
+        .map(|c| (f64::from_bits(c[0]), c[1], f64::from_bits(c[2]), c[3]))
+        .collect())
 }
 
 /// What every level of one rank's walk shares.
@@ -257,6 +324,15 @@ impl Walk<'_> {
                 if method.keep_cuts {
                     cuts.insert(id, level);
                 }
+                let k = node.children.len();
+                if (0..k).all(|c| plan.child_ranks(id, c).len() == 1) {
+                    // The last split: every child is one rank, so each object's rank is known
+                    // and it need not move (the figures and the parts go to their ranks).
+                    for (o, &c) in objs.iter_mut().zip(&child) {
+                        o.dest = plan.child_ranks(id, c as usize)[0] as u32;
+                    }
+                    return Ok(Walked { objs, cuts, times });
+                }
                 objs = migrate(g, plan, id, me, objs, &child, self.dim)?;
                 group = Group::Split(g.split(mine as u32, me as i32)?);
             }
@@ -264,6 +340,10 @@ impl Walk<'_> {
                 Child::Rank(_) => break,
                 Child::Node(next) => id = next,
             }
+        }
+        // A single-rank subtree: every object here is this rank's.
+        for o in &mut objs {
+            o.dest = me as u32;
         }
         Ok(Walked { objs, cuts, times })
     }

@@ -1,10 +1,7 @@
 //! The `fem-laplace` binary: JSON Lines, table, files, and clear errors.
 
-use std::process::Command;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fem-laplace"))
-}
+mod common;
+use common::{bin, json_lines};
 
 #[test]
 fn json_lines_have_the_issue_fields() {
@@ -109,19 +106,7 @@ fn bad_flags_are_named() {
 /// with the per-rank and migration fields; files get the rank.
 #[test]
 fn ranks_json_equals_serial_and_carries_rank_fields() {
-    let lines = |args: &[&str]| -> Vec<serde_json::Value> {
-        let out = bin().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
+    let lines = json_lines;
     let serial = lines(&["--target-vertices", "3000", "--json"]);
     let dist = lines(&["--target-vertices", "3000", "--json", "--ranks", "3"]);
     assert_eq!(serial.len(), dist.len());
@@ -214,7 +199,7 @@ fn bad_rank_flags_and_a_failing_rank_are_named() {
     assert!(e.contains("--ranks 0"), "{e}");
     let machine = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../machines/local-2core-hetero.xml"
+        "/../../machines/local-2core-hetero.xml"
     );
     let e = run(&[
         "--ranks",
@@ -249,7 +234,7 @@ fn bad_rank_flags_and_a_failing_rank_are_named() {
 fn machine_partition_keeps_the_serial_answer() {
     let machine = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../machines/hier-lbmethods.xml"
+        "/../../machines/hier-lbmethods.xml"
     );
     let out = bin()
         .args(["--target-vertices", "2000", "--json", "--machine", machine])

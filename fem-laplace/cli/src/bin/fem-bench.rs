@@ -77,14 +77,9 @@ fn parse() -> Result<Opts> {
     Ok(o)
 }
 
+/// The median of `v` (one definition for the workspace: `cli_support::median`).
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+    cli_support::median(&mut v)
 }
 
 /// User + system CPU seconds of this process so far (/proc/self/stat, clock ticks of 10 ms).

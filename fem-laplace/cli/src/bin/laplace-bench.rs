@@ -118,14 +118,9 @@ fn parse() -> Result<Opts> {
     Ok(o)
 }
 
+/// The median of `v` (one definition for the workspace: `cli_support::median`).
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+    cli_support::median(&mut v)
 }
 
 /// The CPUs of this host (read once, before the bench pins itself).

@@ -1,8 +1,14 @@
 //! `fem-laplace`: the adaptive loop of PHAML's Laplace experiment (DRUM 2005 §4), in one
 //! process or over ranks (threads, or MPI processes under `mpirun`).
 
+mod drum;
+mod plot;
+
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
+use drum::{DrumArgs, Loads, RankEnd, Summary};
+use drum_model::Machine;
+use drum_model::load::LoadSpec;
 use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, mesh_hash};
 use fem_laplace::output::{VtuFields, write_pvd, write_svg, write_svg_ranks, write_vtu};
 use fem_laplace::{
@@ -36,6 +42,9 @@ struct Args {
     /// piece per rank and a `.pvtu` per step.
     #[arg(long)]
     vtk: Option<PathBuf>,
+    /// With `--vtk`: write only the last step's files.
+    #[arg(long, requires = "vtk")]
+    vtk_last: bool,
     /// Write an SVG picture of the final mesh (over ranks: coloured by rank).
     #[arg(long)]
     svg: Option<PathBuf>,
@@ -47,10 +56,27 @@ struct Args {
     /// mpirun; needs a build with the `mpi` feature).
     #[arg(long, value_enum, default_value_t = Backend::Threads)]
     backend: Backend,
-    /// Partition along this machine description with `hier-part` (its ranks are the run's
-    /// ranks, its static ratings the part sizes); default: flat HSFC into equal parts.
+    /// Run DRUM in the loop on this machine description: its ranks are the run's ranks, each
+    /// pinned to its node's `cpus` and monitored by its agent; after each refinement the
+    /// elements are repartitioned with `hier-part` along the machine's tree when the policy
+    /// says so (see `--balance`). Default: flat HSFC into equal parts, every step.
     #[arg(long)]
     machine: Option<PathBuf>,
+    #[command(flatten)]
+    drum: DrumArgs,
+    /// Also write the steps' JSON lines to this file.
+    #[arg(long)]
+    jsonl: Option<PathBuf>,
+    /// Over ranks: write an SVG plot of the part sizes and per-rank times over the steps.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Over ranks: write the run's summary (per-rank power, work share, utilisation, monitor
+    /// cost; imbalance per step; migrations; RC_ideal) as JSON to this file.
+    #[arg(long)]
+    summary_json: Option<PathBuf>,
+    /// One progress line per step on stderr (a bar when stderr is a terminal).
+    #[arg(long)]
+    progress: bool,
     /// Leave out the per-step mesh hash (it gathers the whole mesh on rank 0).
     #[arg(long)]
     no_hash: bool,
@@ -85,6 +111,10 @@ struct Setup {
     problem: Problem,
     marking: Marking,
     cfg: AdaptConfig,
+    /// `--machine`, read.
+    machine: Option<Machine>,
+    /// The competing loads to run.
+    loads: Vec<LoadSpec>,
 }
 
 fn run() -> Result<()> {
@@ -108,11 +138,29 @@ fn run() -> Result<()> {
     if args.ranks == Some(0) {
         bail!("--ranks 0: a run needs at least one rank");
     }
+    let machine = match &args.machine {
+        Some(path) => Some(
+            Machine::from_file(path).with_context(|| format!("--machine {}", path.display()))?,
+        ),
+        None => {
+            let d = &args.drum;
+            if d.balance.is_some() || !d.load.is_empty() || d.machine_load {
+                bail!("--balance, --load and --machine-load need --machine (the ranks' nodes)");
+            }
+            None
+        }
+    };
+    let loads = match &machine {
+        Some(m) => args.drum.loads(m)?,
+        None => Vec::new(),
+    };
     let setup = Setup {
         args,
         problem,
         marking,
         cfg,
+        machine,
+        loads,
     };
     match (setup.args.backend, setup.args.ranks, &setup.args.machine) {
         (Backend::Mpi, ..) => run_mpi(&setup),
@@ -247,18 +295,15 @@ fn run_serial(s: &Setup) -> Result<()> {
             writeln!(out)?;
         }
         out.flush()?;
-        if let Some(dir) = &s.args.vtk {
-            let name = format!("step_{:02}.vtu", r.step);
-            let fields = VtuFields {
-                solution: run.solution(),
-                indicators: run.indicators(),
-                element_errors: run.element_errors(),
-                rank: 0,
-            };
-            write_vtu(&dir.join(&name), run.mesh(), &fields)?;
-            vtus.push((r.step, name));
+        if let Some(dir) = &s.args.vtk
+            && !s.args.vtk_last
+        {
+            vtus.push(serial_vtu(dir, &run, r.step)?);
         }
         reports.push(r);
+    }
+    if let (Some(dir), true, Some(r)) = (&s.args.vtk, s.args.vtk_last, reports.last()) {
+        vtus.push(serial_vtu(dir, &run, r.step)?);
     }
     if let Some(dir) = &s.args.vtk {
         write_pvd(&dir.join("steps.pvd"), &vtus)?;
@@ -284,30 +329,37 @@ fn run_serial(s: &Setup) -> Result<()> {
     Ok(())
 }
 
+/// Writes the serial run's current mesh as `dir/step_SS.vtu`; returns (step, file name).
+fn serial_vtu(dir: &std::path::Path, run: &Adaptive, step: usize) -> Result<(usize, String)> {
+    let name = format!("step_{step:02}.vtu");
+    let fields = VtuFields {
+        solution: run.solution(),
+        indicators: run.indicators(),
+        element_errors: run.element_errors(),
+        rank: 0,
+    };
+    write_vtu(&dir.join(&name), run.mesh(), &fields)?;
+    Ok((step, name))
+}
+
 /// The balancer of the run and its number of ranks (`--machine` or flat).
 fn balancer(s: &Setup, size: Option<usize>) -> Result<(Balancer, usize)> {
-    let Some(path) = &s.args.machine else {
+    let Some(machine) = &s.machine else {
         let r = size.or(s.args.ranks).unwrap_or(1);
         return Ok((Balancer::flat(), r));
     };
-    let machine = drum_model::Machine::from_file(path)
-        .with_context(|| format!("--machine {}", path.display()))?;
-    let powers = drum_model::static_powers(&machine, &drum_model::PowerConfig::default())
-        .with_context(|| format!("part sizes of {}", path.display()))?;
-    let plan = hier_part::Plan::new(&machine, &powers)
-        .with_context(|| format!("--machine {}", path.display()))?;
-    let n = plan.num_ranks();
+    let n = machine.num_ranks();
     for (what, r) in [("--ranks", s.args.ranks), ("the MPI world", size)] {
         if let Some(r) = r
             && r != n
         {
             bail!(
                 "{what} has {r} ranks but {} describes {n}: they must match",
-                path.display()
+                machine.source()
             );
         }
     }
-    Ok((Balancer::machine(plan), n))
+    Ok((s.args.drum.balancer(machine)?, n))
 }
 
 fn fail_at(s: &Setup) -> Result<Option<(usize, usize)>> {
@@ -326,10 +378,12 @@ fn fail_at(s: &Setup) -> Result<Option<(usize, usize)>> {
 /// What rank 0 passes to the printer.
 enum Event {
     Step(Box<DistStepReport>),
+    /// Every rank's end figures (monitor cost, loads).
+    End(Vec<RankEnd>),
     Done,
 }
 
-/// The loop of one rank: steps, files; rank 0 sends its reports to `tx`.
+/// The loop of one rank: loads, steps, files; rank 0 sends its reports to `tx`.
 fn rank_loop<C: comm::Comm>(
     comm: C,
     s: &Setup,
@@ -338,22 +392,57 @@ fn rank_loop<C: comm::Comm>(
     tx: &dyn Fn(Event),
 ) -> Result<(), FemError> {
     let mut cfg = DistConfig::new(s.cfg);
-    cfg.mesh_hash = !s.args.no_hash && s.args.json;
+    cfg.mesh_hash = !s.args.no_hash && (s.args.json || s.args.jsonl.is_some());
     cfg.fail_at = fail_at(s).map_err(|e| FemError::Partition(e.to_string()))?;
+    let rank = comm.rank();
+    let mut loads = s.machine.as_ref().map(|m| Loads::new(m, rank, &s.loads));
     let mut run = RankRun::new(comm, exact, cfg, balancer)?;
     let mut pvtus = Vec::new();
-    while let Some(r) = run.step()? {
+    let mut last = None;
+    loop {
+        if let Some(l) = &mut loads {
+            let started = l
+                .at_step(run.next_step())
+                .map_err(|e| FemError::Partition(format!("{e:#}")));
+            run.agreed(started)?;
+        }
+        let Some(r) = run.step()? else { break };
+        last = Some(r.base.step);
         if let Some(dir) = &s.args.vtk
+            && !s.args.vtk_last
             && let Some(name) = run.write_vtu(dir, r.base.step)?
         {
             pvtus.push((r.base.step, name));
         }
-        if run.comm().rank() == 0 {
+        if rank == 0 {
             tx(Event::Step(Box::new(r)));
         }
     }
+    if let (Some(dir), true, Some(k)) = (&s.args.vtk, s.args.vtk_last, last)
+        && let Some(name) = run.write_vtu(dir, k)?
+    {
+        pvtus.push((k, name));
+    }
+    let monitor = run.stop_monitoring()?;
+    let (load_procs, load_cpu_s) = match &mut loads {
+        Some(l) => l
+            .stop()
+            .map_err(|e| FemError::Partition(format!("{e:#}")))?,
+        None => (0, 0.0),
+    };
+    let end = RankEnd {
+        monitor,
+        load_procs,
+        load_cpu_s,
+    };
+    if let Some(all) = run.comm().gatherv(0, &end.to_words())? {
+        let ends = (0..run.comm().size())
+            .map(|r| RankEnd::from_words(all.get(r)))
+            .collect();
+        tx(Event::End(ends));
+    }
     if let Some(dir) = &s.args.vtk
-        && run.comm().rank() == 0
+        && rank == 0
     {
         write_pvd(&dir.join("steps.pvd"), &pvtus)?;
     }
@@ -371,22 +460,81 @@ fn rank_loop<C: comm::Comm>(
     Ok(())
 }
 
-/// Prints rank 0's reports as they come.
+/// Where progress goes: nowhere, one line per step, or a bar redrawn in place (a terminal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    Off,
+    Lines,
+    Bar,
+}
+
+impl Progress {
+    fn of(s: &Setup) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        match (s.args.progress, tty && !s.args.json) {
+            (_, true) => Progress::Bar,
+            (true, false) => Progress::Lines,
+            (false, false) => Progress::Off,
+        }
+    }
+}
+
+/// Steps of a run to `target` vertices under PHAML's doubling (None for Dörfler).
+fn planned_steps(s: &Setup) -> Option<usize> {
+    match s.marking {
+        Marking::Double => {
+            let mut k = 0;
+            while (5u128 << k.min(100)) < s.args.target_vertices as u128 {
+                k += 1;
+            }
+            Some(k)
+        }
+        Marking::Doerfler(_) => None,
+    }
+}
+
+/// Prints rank 0's reports as they come, keeps them for the summary.
 struct Printer {
     json: bool,
     total: f64,
-    reports: Vec<StepReport>,
-    progress: bool,
+    reports: Vec<DistStepReport>,
+    ends: Vec<RankEnd>,
+    progress: Progress,
+    last_step: Option<usize>,
+    jsonl: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl Printer {
+    fn new(s: &Setup) -> Result<Printer> {
+        let jsonl = match &s.args.jsonl {
+            Some(p) => Some(std::io::BufWriter::new(
+                std::fs::File::create(p)
+                    .with_context(|| format!("cannot create {}", p.display()))?,
+            )),
+            None => None,
+        };
+        Ok(Printer {
+            json: s.args.json,
+            total: 0.0,
+            reports: Vec::new(),
+            ends: Vec::new(),
+            progress: Progress::of(s),
+            last_step: planned_steps(s),
+            jsonl,
+        })
+    }
+
     fn step(&mut self, out: &mut impl Write, r: &DistStepReport) -> Result<()> {
-        if self.progress {
+        if self.progress == Progress::Bar {
             eprint!("\r\x1b[K");
         }
         self.total += r.wall_s;
+        let line = serde_json::to_string(r)?;
+        if let Some(f) = &mut self.jsonl {
+            writeln!(f, "{line}")?;
+        }
         if self.json {
-            writeln!(out, "{}", serde_json::to_string(r)?)?;
+            writeln!(out, "{line}")?;
         } else {
             row(out, &r.base, self.total)?;
             let owned: Vec<usize> = r.ranks.iter().map(|x| x.owned).collect();
@@ -406,34 +554,107 @@ impl Printer {
             )?;
         }
         out.flush()?;
-        if self.progress {
-            eprint!(
-                "\r  step {} done ({} vertices), next step…\x1b[K",
-                r.base.step, r.base.vertices
-            );
-        }
-        self.reports.push(r.base);
+        self.progress_line(r);
+        self.reports.push(r.clone());
         Ok(())
     }
 
-    fn summary(&self, out: &mut impl Write, ranks: usize) -> Result<()> {
-        if self.progress {
-            eprint!("\r\x1b[K");
+    fn progress_line(&self, r: &DistStepReport) {
+        if self.progress == Progress::Off {
+            return;
+        }
+        let of = self.last_step.map_or(String::new(), |n| format!("/{n}"));
+        let bar = match self.last_step {
+            Some(n) if n > 0 => {
+                // Work doubles each step: the bar fills with the work done, 2^k of 2^(n+1).
+                let frac =
+                    (2f64.powi(r.base.step as i32 + 1) - 1.0) / (2f64.powi(n as i32 + 1) - 1.0);
+                let w = 24;
+                let k = ((frac * w as f64).round() as usize).min(w);
+                format!("[{}{}] ", "#".repeat(k), "-".repeat(w - k))
+            }
+            _ => String::new(),
+        };
+        let sizes = r.balance.as_ref().map_or(String::new(), |b| {
+            format!(
+                "  sizes {}  {}",
+                b.achieved
+                    .iter()
+                    .map(|x| format!("{x:.3}"))
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                if b.decision.rebalance {
+                    format!("rebalanced ({})", b.decision.reason)
+                } else {
+                    format!("kept ({})", b.decision.reason)
+                }
+            )
+        });
+        let text = format!(
+            "step {}{of} {bar}{} vertices  {:.3} s (total {:.3} s){sizes}",
+            r.base.step, r.base.vertices, r.wall_s, self.total
+        );
+        match self.progress {
+            Progress::Bar => eprint!("\r{text}\x1b[K"),
+            _ => eprintln!("{text}"),
+        }
+    }
+
+    fn summary(&mut self, out: &mut impl Write, s: &Setup) -> Result<()> {
+        if self.progress == Progress::Bar {
+            eprintln!();
+        }
+        if let Some(f) = &mut self.jsonl {
+            f.flush()?;
+        }
+        let summary = Summary::new(&self.reports, &self.ends, s.machine.as_ref(), &s.loads);
+        if let Some(p) = &s.args.summary_json {
+            std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
+                .with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        if let Some(p) = &s.args.plot {
+            let title = format!(
+                "fem-laplace over {} ranks, {} balance",
+                summary.ranks, summary.balance
+            );
+            plot::write(p, &self.reports, &title)?;
         }
         if self.json {
             return Ok(());
         }
-        rate_line(out, &self.reports)?;
+        let base: Vec<StepReport> = self.reports.iter().map(|r| r.base).collect();
+        rate_line(out, &base)?;
         writeln!(
             out,
-            "wall time of the steps on rank 0: {:.3} s over {ranks} ranks",
-            self.total
+            "wall time of the steps on rank 0: {:.3} s over {} ranks",
+            self.total, summary.ranks
         )?;
+        if s.machine.is_some() {
+            summary.print(out, &self.reports)?;
+        }
+        for (what, p) in [
+            ("plot", &s.args.plot),
+            ("summary", &s.args.summary_json),
+            ("partition picture", &s.args.svg),
+        ] {
+            if let Some(p) = p {
+                writeln!(out, "{what}: {}", p.display())?;
+            }
+        }
         Ok(())
+    }
+
+    fn event(&mut self, out: &mut impl Write, e: Event) -> Result<bool> {
+        match e {
+            Event::Step(r) => self.step(out, &r)?,
+            Event::End(ends) => self.ends = ends,
+            Event::Done => return Ok(false),
+        }
+        Ok(true)
     }
 }
 
-/// Ranks as threads of this process.
+/// Ranks as threads of this process (each pinned to its node's `cpus` with a machine).
 fn run_threads(s: &Setup) -> Result<()> {
     let (balancer, n) = balancer(s, None)?;
     let exact = s.problem.solution();
@@ -442,16 +663,19 @@ fn run_threads(s: &Setup) -> Result<()> {
     header(&mut out, s, exact.as_ref(), Some(n))?;
     let (tx, rx) = std::sync::mpsc::channel::<Event>();
     let tx = std::sync::Mutex::new(tx);
-    let mut printer = Printer {
-        json: s.args.json,
-        total: 0.0,
-        reports: Vec::new(),
-        progress: !s.args.json && std::io::stderr().is_terminal(),
+    let mut printer = Printer::new(s)?;
+    let options = comm::ThreadOptions {
+        cpus: s
+            .machine
+            .as_ref()
+            .filter(|_| !s.args.drum.no_pin)
+            .and_then(drum::rank_cpus),
+        ..comm::ThreadOptions::default()
     };
     let results = std::thread::scope(|scope| {
         let exact = exact.as_ref();
         let handle = scope.spawn(|| {
-            let r = comm::ThreadComm::run(n, &comm::ThreadOptions::default(), |c| {
+            let r = comm::ThreadComm::run(n, &options, |c| {
                 let send = |e: Event| {
                     let _ = tx.lock().map(|t| t.send(e));
                 };
@@ -463,21 +687,14 @@ fn run_threads(s: &Setup) -> Result<()> {
         });
         let mut printed: Result<()> = Ok(());
         for e in rx.iter() {
-            match e {
-                Event::Step(r) => {
-                    if printed.is_ok() {
-                        printed = printer.step(&mut out, &r);
-                    }
+            if printed.is_ok() {
+                match printer.event(&mut out, e) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(err) => printed = Err(err),
                 }
-                Event::Done => break,
-            }
-        }
-        // Reports left when the ranks ended early.
-        for e in rx.try_iter() {
-            if let Event::Step(r) = e
-                && printed.is_ok()
-            {
-                printed = printer.step(&mut out, &r);
+            } else if matches!(e, Event::Done) {
+                break;
             }
         }
         (handle.join(), printed)
@@ -488,12 +705,7 @@ fn run_threads(s: &Setup) -> Result<()> {
         .context("the run over threads failed")?;
     first_error(per_rank)?;
     printed?;
-    printer.summary(&mut out, n)?;
-    if let Some(svg) = &s.args.svg
-        && !s.args.json
-    {
-        writeln!(out, "partition picture: {}", svg.display())?;
-    }
+    printer.summary(&mut out, s)?;
     Ok(())
 }
 
@@ -511,50 +723,52 @@ fn first_error(results: Vec<Result<(), FemError>>) -> Result<()> {
     }
 }
 
-/// One MPI process per rank, under mpirun.
+/// One MPI process per rank, under mpirun (`cli_support::mpi::main`: an error on any rank
+/// ends the job with that rank's message).
 #[cfg(feature = "mpi")]
 fn run_mpi(s: &Setup) -> Result<()> {
     use comm::Comm;
-    let world = comm::MpiComm::init().context("starting MPI")?;
-    let (rank, size) = (world.rank(), world.size());
-    if let Some(r) = s.args.ranks
-        && r != size
-    {
-        bail!("--ranks {r} but mpirun started {size} processes: they must match");
-    }
-    let (balancer, _) = balancer(s, Some(size))?;
-    let exact = s.problem.solution();
-    let stdout = std::io::stdout();
-    let out = std::cell::RefCell::new(stdout.lock());
-    if rank == 0 {
-        header(&mut *out.borrow_mut(), s, exact.as_ref(), Some(size))?;
-    }
-    let printer = std::cell::RefCell::new(Printer {
-        json: s.args.json,
-        total: 0.0,
-        reports: Vec::new(),
-        progress: false,
-    });
-    let printed = std::cell::RefCell::new(Ok(()));
-    let send = |e: Event| {
-        if let Event::Step(r) = e
-            && printed.borrow().is_ok()
+    cli_support::mpi::main(|world| {
+        let (rank, size) = (world.rank(), world.size());
+        if let Some(r) = s.args.ranks
+            && r != size
         {
-            let res = printer.borrow_mut().step(&mut *out.borrow_mut(), &r);
-            *printed.borrow_mut() = res;
+            bail!("--ranks {r} but mpirun started {size} processes: they must match");
         }
-    };
-    let result = rank_loop(world, s, exact.as_ref(), balancer, &send);
-    if let Err(e) = result {
-        // mpirun ends the job when a rank exits with an error.
-        eprintln!("fem-laplace: rank {rank}: {e}");
-        std::process::exit(1);
-    }
-    printed.into_inner()?;
-    if rank == 0 {
-        printer.borrow().summary(&mut *out.borrow_mut(), size)?;
-    }
-    Ok(())
+        let (balancer, _) = balancer(s, Some(size))?;
+        if let Some(cpus) = s
+            .machine
+            .as_ref()
+            .filter(|_| !s.args.drum.no_pin)
+            .and_then(drum::rank_cpus)
+        {
+            comm::pin_current_thread(rank, &cpus[rank]).with_context(|| {
+                format!("pinning rank {rank} to its node's cpus (--no-pin skips it)")
+            })?;
+        }
+        let exact = s.problem.solution();
+        let stdout = std::io::stdout();
+        let out = std::cell::RefCell::new(stdout.lock());
+        if rank == 0 {
+            header(&mut *out.borrow_mut(), s, exact.as_ref(), Some(size))?;
+        }
+        let printer = std::cell::RefCell::new(Printer::new(s)?);
+        let printed = std::cell::RefCell::new(Ok(()));
+        let send = |e: Event| {
+            if printed.borrow().is_ok() {
+                let res = printer.borrow_mut().event(&mut *out.borrow_mut(), e);
+                *printed.borrow_mut() = res.map(|_| ());
+            }
+        };
+        // The run owns its communicator: a duplicate of the world's.
+        let comm = world.split(0, rank as i32)?;
+        rank_loop(comm, s, exact.as_ref(), balancer, &send)?;
+        printed.into_inner()?;
+        if rank == 0 {
+            printer.borrow_mut().summary(&mut *out.borrow_mut(), s)?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -1,0 +1,230 @@
+//! `fem-laplace --machine`: DRUM in the loop. Every step's report carries the decision, its
+//! reason and figures, the sizes; the mesh stays the serial one; competing loads start at
+//! their step and never outlive the run (normal end, a failing rank, Ctrl-C).
+
+mod common;
+use common::{bin, json_lines, machine};
+use drum_model::load::is_running as alive;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The load processes a run announced on stderr (`load: ... (pid [N, M]) ...`).
+fn load_pids(stderr: &str) -> Vec<u32> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("load: "))
+        .flat_map(|l| {
+            let inside = l.split("(pid [").nth(1).and_then(|t| t.split(']').next());
+            inside
+                .into_iter()
+                .flat_map(|t| t.split(',').map(|p| p.trim().parse::<u32>().unwrap()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn wait_gone(pids: &[u32]) {
+    let t0 = Instant::now();
+    while pids.iter().any(|&p| alive(p)) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for &p in pids {
+        assert!(!alive(p), "load process {p} outlived the run");
+    }
+}
+
+#[test]
+fn every_step_reports_the_decision_and_the_mesh_stays_the_serial_one() {
+    let m = machine("local-2core-hetero.xml");
+    let serial = json_lines(&["--target-vertices", "20000", "--json"]);
+    for balance in ["monitored", "static", "uniform"] {
+        let dist = json_lines(&[
+            "--target-vertices",
+            "20000",
+            "--json",
+            "--machine",
+            &m,
+            "--balance",
+            balance,
+        ]);
+        assert_eq!(dist.len(), serial.len());
+        for (k, (d, s)) in dist.iter().zip(&serial).enumerate() {
+            assert_eq!(d["mesh_hash"], s["mesh_hash"], "{balance}, step {k}");
+            assert_eq!(d["error_energy"], s["error_energy"], "{balance}, step {k}");
+            let b = &d["balance"];
+            assert_eq!(b["sizing"], balance);
+            let reason = b["decision"]["reason"].as_str().unwrap();
+            if k == 0 {
+                assert_eq!(reason, "initial");
+            } else {
+                assert!(
+                    [
+                        "balanced",
+                        "imbalance",
+                        "power drift",
+                        "imbalance and power drift",
+                        "not profitable"
+                    ]
+                    .contains(&reason),
+                    "{reason}"
+                );
+                assert!(b["decision"]["eff"].as_f64().unwrap() > 0.0);
+                // The figures behind the decision are there, and its text says them.
+                let text = b["decision"]["text"].as_str().unwrap();
+                assert!(
+                    text.contains("eff = ") && text.contains("eff_min = 0.9500"),
+                    "{text}"
+                );
+                // Lan's figures, unless the link could not be measured (a warning says so).
+                let unmeasured = dist[0]["balance"]["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|w| w.as_str().unwrap().contains("could not be measured"));
+                if !unmeasured {
+                    assert!(b["decision"]["gain_s"].is_number(), "{b}");
+                    assert!(b["decision"]["cost_s"].is_number(), "{b}");
+                }
+            }
+            for key in ["targets", "achieved", "loads", "monitored_sizes"] {
+                let v: Vec<f64> = b[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                assert_eq!(v.len(), 2, "{key}");
+                assert!((v.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{key}: {v:?}");
+                assert!(v.iter().all(|&x| x >= 0.0), "{key}: {v:?}");
+            }
+            if balance != "monitored" {
+                // Equal ratings: static and uniform are both half and half.
+                assert_eq!(b["targets"][0].as_f64(), Some(0.5));
+            }
+            let measured = b["measured"].as_array().unwrap();
+            assert_eq!(measured.len(), 2);
+            // A rebalance that kept the partition moved nothing.
+            if b["decision"]["rebalance"] == false {
+                assert_eq!(d["migration"]["elements"], 0, "{balance}, step {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn loads_start_at_their_step_and_stop_with_the_run() {
+    let m = machine("local-2core-hetero.xml");
+    let out = bin()
+        .args([
+            "--target-vertices",
+            "20000",
+            "--machine",
+            &m,
+            "--load",
+            "1:2@3",
+            "--summary-json",
+        ])
+        .arg(std::env::temp_dir().join(format!("fem-drum-sum-{}.json", std::process::id())))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let pids = load_pids(&err);
+    assert_eq!(pids.len(), 2, "{err}");
+    assert!(
+        err.contains("on CPU [1] of rank 1 (node 2 (\"core1-loaded\")) from step 3"),
+        "{err}"
+    );
+    wait_gone(&pids);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("summary: monitored balance over 2 ranks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("RC_ideal (DRUM 2005 §4.1) of this machine with its loads: 0.500"),
+        "{text}"
+    );
+
+    // A rank that fails: the run ends with its error, and the load with it.
+    let out = bin()
+        .args([
+            "--target-vertices",
+            "20000",
+            "--machine",
+            &m,
+            "--machine-load",
+        ])
+        .args(["--fail-at", "0:6"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rank 0 fails at step 6"), "{err}");
+    let pids = load_pids(&err);
+    assert_eq!(pids.len(), 1, "{err}");
+    wait_gone(&pids);
+}
+
+#[test]
+fn ctrl_c_leaves_no_load_behind() {
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let mut child = bin()
+            .args([
+                "--machine",
+                &machine("local-2core-hetero.xml"),
+                "--machine-load",
+                "--no-hash",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let mut pids = Vec::new();
+        while pids.is_empty() {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "no load line");
+            pids = load_pids(&line);
+        }
+        assert!(pids.iter().all(|&p| alive(p)));
+        // SAFETY: kill on our child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert!(!status.success());
+        wait_gone(&pids);
+    }
+}
+
+#[test]
+fn bad_drum_flags_are_named() {
+    let run = |args: &[&str]| {
+        let out = bin().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let m = machine("local-2core-hetero.xml");
+    let e = run(&["--balance", "static", "--target-vertices", "100"]);
+    assert!(e.contains("need --machine"), "{e}");
+    let e = run(&["--machine", &m, "--balance", "best"]);
+    assert!(e.contains("expected uniform, static or monitored"), "{e}");
+    let e = run(&["--machine", &m, "--load", "2"]);
+    assert!(
+        e.contains("--load 2:1@0") && e.contains("has ranks 0..2"),
+        "{e}"
+    );
+    let e = run(&["--machine", &m, "--load", "1:0"]);
+    assert!(e.contains("N must be at least 1"), "{e}");
+    let e = run(&["--machine", &machine("bullpen.xml"), "--load", "0"]);
+    assert!(e.contains("has no `cpus`"), "{e}");
+    let e = run(&["--machine", &m, "--w-comm", "2"]);
+    assert!(e.contains("w_comm must be in [0, 1]"), "{e}");
+    let e = run(&["--machine", &m, "--monitor-period-ms", "1"]);
+    assert!(e.contains("at most every 10 ms"), "{e}");
+}

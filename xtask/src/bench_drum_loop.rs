@@ -1,0 +1,253 @@
+//! `cargo xtask bench drum-loop`: DRUM in the loop on `machines/local-2core-hetero.xml` (two
+//! thread ranks pinned to cores 0 and 1, one compute-bound competing process pinned to core
+//! 1), in one invocation, medians of R runs (round-robin over the cases, so drifts of the
+//! machine hit every case alike):
+//! - RC = 1 − t_monitored / t_uniform with the load from the start (target ≥ 0.25, goal
+//!   ≥ 0.9·RC_ideal);
+//! - the load switched on at step 12: monitored ≤ 0.85 × static;
+//! - no load: monitored ≤ 1.05 × uniform (the cost of monitoring and rebalancing);
+//!
+//! and where the monitored run's time goes against the ideal: the ranks' mean busy time,
+//! the imbalance (slowest rank's busy time over the mean), the waiting common to both, and
+//! the partitioner.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MACHINE: &str = "machines/local-2core-hetero.xml";
+
+/// One configuration of the benchmark.
+struct Case {
+    name: &'static str,
+    balance: &'static str,
+    load: &'static [&'static str],
+}
+
+const CASES: [Case; 6] = [
+    Case {
+        name: "load: uniform",
+        balance: "uniform",
+        load: &["--machine-load"],
+    },
+    Case {
+        name: "load: monitored",
+        balance: "monitored",
+        load: &["--machine-load"],
+    },
+    Case {
+        name: "load@12: static",
+        balance: "static",
+        load: &["--load", "1:1@12"],
+    },
+    Case {
+        name: "load@12: monitored",
+        balance: "monitored",
+        load: &["--load", "1:1@12"],
+    },
+    Case {
+        name: "no load: uniform",
+        balance: "uniform",
+        load: &[],
+    },
+    Case {
+        name: "no load: monitored",
+        balance: "monitored",
+        load: &[],
+    },
+];
+
+/// What one run gives.
+#[derive(Debug, Clone)]
+struct Run {
+    wall: f64,
+    rc_ideal: Option<f64>,
+    /// Sums over the steps: mean busy, slowest busy − mean busy, wall − slowest busy, and
+    /// the slowest rank's partitioner time.
+    split: [f64; 4],
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Per-step sums from a run's JSON lines.
+fn split_of(jsonl: &Path) -> Result<[f64; 4]> {
+    let text =
+        std::fs::read_to_string(jsonl).with_context(|| format!("reading {}", jsonl.display()))?;
+    let mut s = [0.0; 4];
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("{}: not JSON: {line}", jsonl.display()))?;
+        let wall = v["wall_s"].as_f64().context("no wall_s")?;
+        let ranks = v["ranks"].as_array().context("no ranks")?;
+        let busy: Vec<f64> = ranks
+            .iter()
+            .map(|r| (wall - r["wait_s"].as_f64().unwrap_or(0.0)).max(0.0))
+            .collect();
+        let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+        let max = busy.iter().copied().fold(0.0, f64::max);
+        let part = ranks
+            .iter()
+            .map(|r| r["times"]["partition"].as_f64().unwrap_or(0.0))
+            .fold(0.0, f64::max);
+        s[0] += mean;
+        s[1] += max - mean;
+        s[2] += wall - max;
+        s[3] += part;
+    }
+    Ok(s)
+}
+
+fn run_case(bin: &Path, dir: &Path, case: &Case, rep: usize, extra: &[String]) -> Result<Run> {
+    let tag = format!("{}-{rep}", case.name.replace([':', ' ', '@'], "_"));
+    let summary = dir.join(format!("{tag}.summary.json"));
+    let jsonl = dir.join(format!("{tag}.jsonl"));
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(crate::project_root())
+        .args(["--machine", MACHINE, "--balance", case.balance, "--no-hash"])
+        .args(case.load)
+        .args(extra)
+        .arg("--summary-json")
+        .arg(&summary)
+        .arg("--jsonl")
+        .arg(&jsonl);
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&summary)
+            .with_context(|| format!("reading {}", summary.display()))?,
+    )?;
+    Ok(Run {
+        wall: v["wall_s"].as_f64().context("summary without wall_s")?,
+        rc_ideal: v["rc_ideal"].as_f64(),
+        split: split_of(&jsonl)?,
+    })
+}
+
+/// Runs the benchmark (`--repeats R`, `--target-vertices N`).
+pub fn bench_drum_loop(args: &[String]) -> Result<()> {
+    let mut repeats = 3usize;
+    let mut extra = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--repeats" => {
+                repeats = it
+                    .next()
+                    .context("--repeats needs a value")?
+                    .parse()
+                    .context("--repeats")?;
+                if repeats == 0 {
+                    bail!("--repeats must be at least 1");
+                }
+            }
+            "--target-vertices" => {
+                extra.push(a.clone());
+                extra.push(
+                    it.next()
+                        .context("--target-vertices needs a value")?
+                        .clone(),
+                );
+            }
+            other => bail!(
+                "bench drum-loop: unknown flag `{other}` (known: --repeats R, --target-vertices N)"
+            ),
+        }
+    }
+    let bin = crate::run_laplace::build(crate::run_laplace::Backend::Threads)?.fem;
+    let dir: PathBuf = crate::project_root().join("target/bench-drum-loop");
+    std::fs::create_dir_all(&dir)?;
+    if let Ok(out) = Command::new("uptime").output() {
+        eprintln!(
+            "xtask: {} (the load average counts the benchmark's own competing process)",
+            String::from_utf8_lossy(&out.stdout).trim()
+        );
+    }
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); CASES.len()];
+    for rep in 0..repeats {
+        for (k, case) in CASES.iter().enumerate() {
+            let r = run_case(&bin, &dir, case, rep, &extra)?;
+            eprintln!(
+                "  run {}/{repeats} {:<20} {:.3} s",
+                rep + 1,
+                case.name,
+                r.wall
+            );
+            runs[k].push(r);
+        }
+    }
+    let med: Vec<f64> = runs
+        .iter()
+        .map(|r| median(r.iter().map(|x| x.wall).collect()))
+        .collect();
+    println!("\nDRUM in the loop, {MACHINE}, 2 thread ranks (cores 0 and 1), medians of {repeats}");
+    println!(
+        "{:<20} {:>9} {:>9} {:>9}",
+        "case", "median s", "min s", "max s"
+    );
+    for (k, case) in CASES.iter().enumerate() {
+        let w: Vec<f64> = runs[k].iter().map(|x| x.wall).collect();
+        println!(
+            "{:<20} {:>9.3} {:>9.3} {:>9.3}",
+            case.name,
+            med[k],
+            w.iter().copied().fold(f64::INFINITY, f64::min),
+            w.iter().copied().fold(0.0, f64::max)
+        );
+    }
+    let rc = 1.0 - med[1] / med[0];
+    let rc_ideal = runs[1].first().and_then(|r| r.rc_ideal).unwrap_or(f64::NAN);
+    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!(
+        "RC = 1 - monitored/uniform (load from the start) = {rc:.3}   target >= 0.25: {}; \
+         RC_ideal = {rc_ideal:.3}, RC/RC_ideal = {:.2} (goal >= 0.90: {})",
+        verdict(rc >= 0.25),
+        rc / rc_ideal,
+        verdict(rc >= 0.9 * rc_ideal)
+    );
+    let r12 = med[3] / med[2];
+    println!(
+        "load from step 12: monitored/static = {r12:.3}   target <= 0.85: {}",
+        verdict(r12 <= 0.85)
+    );
+    let r0 = med[5] / med[4];
+    println!(
+        "no load: monitored/uniform = {r0:.3}   target <= 1.05: {}",
+        verdict(r0 <= 1.05)
+    );
+    // Where the time goes, for the median run of each loaded case.
+    println!(
+        "\nwhere the time goes (sums over the steps of the median run; busy = wall - time in collectives):"
+    );
+    println!(
+        "{:<20} {:>8} {:>10} {:>10} {:>10} {:>11}",
+        "case", "wall", "mean busy", "imbalance", "both wait", "partitioner"
+    );
+    for k in [0, 1, 2, 3, 4, 5] {
+        let mut sorted = runs[k].clone();
+        sorted.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+        let r = &sorted[sorted.len() / 2];
+        println!(
+            "{:<20} {:>8.3} {:>10.3} {:>10.3} {:>10.3} {:>11.3}",
+            CASES[k].name, r.wall, r.split[0], r.split[1], r.split[2], r.split[3]
+        );
+    }
+    let ideal = med[0] * (1.0 - rc_ideal);
+    println!(
+        "ideal monitored time (t_uniform x (1 - RC_ideal)) = {ideal:.3} s; the monitored run is {:.3} s above it",
+        med[1] - ideal
+    );
+    println!("(data in {})", dir.display());
+    Ok(())
+}
