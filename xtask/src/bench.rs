@@ -13,11 +13,16 @@ pub(crate) struct Run {
     pub(crate) dev: f64,
 }
 
-/// The median of `v` (the upper one of an even count); NaN when `v` is empty.
+/// The median of `v` (the mean of the middle two of an even count); NaN when `v` is empty.
 pub(crate) fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
 }
 
 /// The smallest and the largest of `v`.
@@ -127,7 +132,7 @@ mod tests {
     #[test]
     fn median_and_extremes() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
         assert_eq!(min_max(&[2.0, -1.0, 5.0]), (-1.0, 5.0));
     }
