@@ -92,6 +92,18 @@ pub(crate) fn validate(
     par: Par,
 ) -> Result<Input, Error> {
     let n = check_points(coords, dim, weights, parts_len, par)?;
+    input_of(n, weights, targets, par)
+}
+
+/// The input of `n` points whose coordinates and weights are known to be good (the
+/// hierarchical walk checks every point once, at the root): the target fractions and the
+/// integer weight scale.
+pub(crate) fn input_of(
+    n: usize,
+    weights: Option<&[f64]>,
+    targets: &[f64],
+    par: Par,
+) -> Result<Input, Error> {
     let fractions = fractions(targets)?;
     let mut input = Input {
         n,

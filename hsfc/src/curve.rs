@@ -244,26 +244,159 @@ pub(crate) fn key3(t: &Tables, x: u32, y: u32, z: u32) -> u64 {
     key
 }
 
-/// Keys of four 3-D cells at once: the four table walks are independent, so interleaving
-/// them lets the processor overlap their load latencies.
-#[inline(always)]
-pub(crate) fn key3x4(t: &Tables, x: [u32; 4], y: [u32; 4], z: [u32; 4]) -> [u64; 4] {
-    let multi: &[u16; 32 << 9] = t.multi[..].try_into().expect("3-D table size");
-    let mut s = [0usize; 4];
-    let mut key = [0u64; 4];
-    let mut shift = 18i32;
-    while shift >= 0 {
-        for j in 0..4 {
-            let idx = ((((x[j] >> shift) & 7) << 6)
-                | (((y[j] >> shift) & 7) << 3)
-                | ((z[j] >> shift) & 7)) as usize;
-            let e = multi[((s[j] << 9) | idx) & ((32 << 9) - 1)];
-            key[j] = (key[j] << 9) | u64::from(e >> 6);
-            s[j] = (e & 63) as usize;
+/// The 3-D table of the bulk key pass: entry `(s << 9) | raw` (`raw` as in [`Tables::multi`]:
+/// 3 levels of each axis, axis 0 most significant) is `digits | (next << 9)`, so that the next
+/// lookup's base is the entry masked by [`STATE3`], and a vector gather reads one `u32` per
+/// lane (64 KiB, padded to 32 states like `multi`).
+fn step3() -> &'static [u32; 32 << 9] {
+    static T: OnceLock<Box<[u32; 32 << 9]>> = OnceLock::new();
+    T.get_or_init(|| {
+        let t = tables(3);
+        let v: Vec<u32> = t
+            .multi
+            .iter()
+            .map(|&e| u32::from(e >> 6) | (u32::from(e & 63) << 9))
+            .collect();
+        v.into_boxed_slice().try_into().expect("3-D table size")
+    })
+}
+
+/// The state bits of a [`step3`] entry, in place (the next lookup's base).
+const STATE3: u32 = 31 << 9;
+
+/// Keys of the 3-D cells `(x[j], y[j], z[j])` (21 bits each) into `out[j]`; all four slices
+/// have the same length. Table driven like [`key3`], with the processor's vector gathers
+/// when it has AVX-512 (the same lookups, so the same keys), else eight walks interleaved.
+#[inline]
+pub(crate) fn keys3(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
+    assert!(
+        x.len() == out.len() && y.len() == out.len() && z.len() == out.len(),
+        "keys3: lengths differ"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor supports AVX-512F (checked just above).
+            unsafe { keys3_avx512(x, y, z, out) };
+            return;
         }
-        shift -= 3;
     }
-    key
+    keys3_portable(x, y, z, out);
+}
+
+/// [`keys3`] without vector gathers: eight table walks interleaved, so that their load
+/// latencies overlap. Kept out of line so that it is not auto-vectorised into something slower.
+#[inline(never)]
+pub(crate) fn keys3_portable(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
+    const L: usize = 8;
+    let t = step3();
+    // Up to L walks side by side (L exactly, except for the last few).
+    #[inline(always)]
+    fn walk(t: &[u32; 32 << 9], x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
+        let mut e = [0u32; L];
+        let mut key = [0u64; L];
+        let mut shift = 18i32;
+        while shift >= 0 {
+            for l in 0..out.len() {
+                let raw = (((x[l] >> shift) & 7) << 6)
+                    | (((y[l] >> shift) & 7) << 3)
+                    | ((z[l] >> shift) & 7);
+                e[l] = t[((e[l] & STATE3) | raw) as usize & ((32 << 9) - 1)];
+                key[l] = (key[l] << 9) | u64::from(e[l] & 511);
+            }
+            shift -= 3;
+        }
+        out.copy_from_slice(&key[..out.len()]);
+    }
+    let full = out.len() / L * L;
+    for start in (0..full).step_by(L) {
+        let end = start + L;
+        walk(
+            t,
+            &x[start..end],
+            &y[start..end],
+            &z[start..end],
+            &mut out[start..end],
+        );
+    }
+    walk(t, &x[full..], &y[full..], &z[full..], &mut out[full..]);
+}
+
+/// [`keys3`] with AVX-512: 32 cells at a time (two vectors of 16 lanes, so that two chains of
+/// gathers overlap); the rest through [`keys3_portable`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::needless_range_loop)] // the two halves of each register pair side by side
+fn keys3_avx512(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
+    use std::arch::x86_64::*;
+    const W: usize = 32;
+    let t = step3();
+    let n = out.len() / W * W;
+    let seven = _mm512_set1_epi32(7);
+    let low9 = _mm512_set1_epi32(511);
+    let state = _mm512_set1_epi32(STATE3 as i32);
+    for i in (0..n).step_by(W) {
+        // SAFETY: i + 32 <= n <= the length of every slice (asserted by `keys3`), and every
+        // gather index is below 32 << 9, the table's length (a state below 32 shifted by 9,
+        // or'ed with 9 bits).
+        unsafe {
+            let load = |v: &[u32], h: usize| _mm512_loadu_si512(v.as_ptr().add(i + 16 * h).cast());
+            let vx = [load(x, 0), load(x, 1)];
+            let vy = [load(y, 0), load(y, 1)];
+            let vz = [load(z, 0), load(z, 1)];
+            let mut e = [_mm512_setzero_si512(); 2];
+            // Digits of levels 0-2 (27 bits), 3-5 (27 bits) and 6 (9 bits).
+            let mut acc = [[_mm512_setzero_si512(); 2]; 3];
+            for (g, shift) in [18u32, 15, 12, 9, 6, 3, 0].into_iter().enumerate() {
+                let a = if g < 3 {
+                    0
+                } else if g < 6 {
+                    1
+                } else {
+                    2
+                };
+                for h in 0..2 {
+                    let sh = _mm_cvtsi32_si128(shift as i32);
+                    let ix = _mm512_slli_epi32::<6>(_mm512_and_si512(
+                        _mm512_srl_epi32(vx[h], sh),
+                        seven,
+                    ));
+                    let iy = _mm512_slli_epi32::<3>(_mm512_and_si512(
+                        _mm512_srl_epi32(vy[h], sh),
+                        seven,
+                    ));
+                    let iz = _mm512_and_si512(_mm512_srl_epi32(vz[h], sh), seven);
+                    let base = _mm512_and_si512(e[h], state);
+                    let idx = _mm512_or_si512(_mm512_or_si512(ix, iy), _mm512_or_si512(iz, base));
+                    e[h] = _mm512_i32gather_epi32::<4>(idx, t.as_ptr().cast());
+                    acc[a][h] = _mm512_or_si512(
+                        _mm512_slli_epi32::<9>(acc[a][h]),
+                        _mm512_and_si512(e[h], low9),
+                    );
+                }
+            }
+            for h in 0..2 {
+                let wide = |v: __m512i, upper: bool| {
+                    _mm512_cvtepu32_epi64(if upper {
+                        _mm512_extracti64x4_epi64::<1>(v)
+                    } else {
+                        _mm512_castsi512_si256(v)
+                    })
+                };
+                for (q, upper) in [false, true].into_iter().enumerate() {
+                    let key = _mm512_or_si512(
+                        _mm512_or_si512(
+                            _mm512_slli_epi64::<36>(wide(acc[0][h], upper)),
+                            _mm512_slli_epi64::<9>(wide(acc[1][h], upper)),
+                        ),
+                        wide(acc[2][h], upper),
+                    );
+                    _mm512_storeu_si512(out.as_mut_ptr().add(i + 16 * h + 8 * q).cast(), key);
+                }
+            }
+        }
+    }
+    keys3_portable(&x[n..], &y[n..], &z[n..], &mut out[n..]);
 }
 
 /// Spreads the low 16 bits of `v` to the even bit positions of a u32.
@@ -368,9 +501,30 @@ fn walk(t: &Tables, mut state: usize, c: &[u32], bits: u32) -> (u64, usize) {
 /// coordinate `cell·2^SUB_BITS + sub` (split into two words), and fine keys order points along
 /// the same curve as cell keys, only more finely: `fine >> 64` is [`key_of_cell`].
 pub(crate) fn fine_key_of_cell(cell: &[u32], sub: &[u32]) -> u128 {
-    let n = cell.len();
+    let (key, state) = walk(tables(cell.len()), 0, cell, bits_per_axis(cell.len()));
+    (u128::from(key) << 64) | u128::from(sub_key(state, sub))
+}
+
+/// The curve's state inside the cell whose key is `key` (`dim` 2 or 3): the state the walk of
+/// the cell's coordinates ends in, found from the key's digits (the inverse table), so that
+/// the points of one cell need it once ([`sub_key`]).
+pub(crate) fn state_of_key(key: u64, dim: usize) -> usize {
+    let t = tables(dim);
+    let mask = (1u64 << dim) - 1;
+    let mut state = 0usize;
+    for level in (0..bits_per_axis(dim)).rev() {
+        let digit = ((key >> (level * dim as u32)) & mask) as usize;
+        state = (t.inv[(state << dim) | digit] & 255) as usize;
+    }
+    state
+}
+
+/// The sub-key (the low word of the fine key, see [`fine_key_of_cell`]) of the position `sub`
+/// ([`SUB_BITS`] bits per axis) inside a cell where the curve is in `state`
+/// ([`state_of_key`]).
+pub(crate) fn sub_key(state: usize, sub: &[u32]) -> u64 {
+    let n = sub.len();
     let t = tables(n);
-    let (key, state) = walk(t, 0, cell, bits_per_axis(n));
     // Pad the sub-coordinates to whole lookups (in 2-D, 21 levels to 24) and drop the padding
     // levels' digits: the digits of a level depend only on the levels above it.
     let lv = t.levels;
@@ -380,7 +534,7 @@ pub(crate) fn fine_key_of_cell(cell: &[u32], sub: &[u32]) -> u128 {
         *p = s << pad;
     }
     let (sk, _) = walk(t, state, &padded[..n], SUB_BITS + pad);
-    (u128::from(key) << 64) | u128::from(sk >> (n as u32 * pad))
+    sk >> (n as u32 * pad)
 }
 
 /// Converts a contiguous Hilbert index over the fine grid (`key_bits + sub_key_bits` bits)
@@ -591,14 +745,44 @@ mod tests {
     }
 
     #[test]
-    fn four_at_once_matches_one_at_a_time() {
+    fn sub_keys_start_from_the_state_of_the_cell_key() {
+        let mut next = xorshift(0x0ddb_a11c_afe5_eed5);
+        for dim in [2usize, 3] {
+            let cm = ((1u64 << bits_per_axis(dim)) - 1) as u32;
+            let sm = (1u32 << SUB_BITS) - 1;
+            for _ in 0..2000 {
+                let cell: Vec<u32> = (0..dim).map(|_| next() as u32 & cm).collect();
+                let sub: Vec<u32> = (0..dim).map(|_| next() as u32 & sm).collect();
+                let key = key_of_cell(&cell);
+                let fine =
+                    (u128::from(key) << 64) | u128::from(sub_key(state_of_key(key, dim), &sub));
+                assert_eq!(fine, fine_key_of_cell(&cell, &sub), "{cell:?} {sub:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bulk_3d_keys_match_one_at_a_time() {
+        // Lengths around the vector width (32) and the interleaving (8), extreme cells.
         let m = (1u32 << 21) - 1;
-        let xs = [0u32, 7, u32::MAX - 3, 1 << 31];
-        let ys = [5u32, u32::MAX, 12345, 99];
-        let zs = [3u32, 0, m, 1 << 20];
-        let k3 = key3x4(tables(3), xs.map(|v| v & m), ys.map(|v| v & m), zs);
-        for j in 0..4 {
-            assert_eq!(k3[j], key_of_cell(&[xs[j] & m, ys[j] & m, zs[j]]));
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        for n in [0usize, 1, 7, 8, 9, 31, 32, 33, 64, 100, 517] {
+            let mut cell = || match next() % 5 {
+                0 => 0,
+                1 => m,
+                _ => next() as u32 & m,
+            };
+            let (mut x, mut y, mut z) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+            for j in 0..n {
+                (x[j], y[j], z[j]) = (cell(), cell(), cell());
+            }
+            let want: Vec<u64> = (0..n).map(|j| key_of_cell(&[x[j], y[j], z[j]])).collect();
+            let mut got = vec![0u64; n];
+            keys3(&x, &y, &z, &mut got);
+            assert_eq!(got, want, "n = {n}");
+            got.fill(0);
+            keys3_portable(&x, &y, &z, &mut got);
+            assert_eq!(got, want, "n = {n}, portable");
         }
     }
 

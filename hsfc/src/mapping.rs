@@ -123,6 +123,7 @@ impl Mapping {
 
     /// Cell and position inside it ([`Axis::cell_sub`]) of a point of the box; for a point
     /// outside, those of its projection.
+    #[inline]
     pub(crate) fn clamped_cell_sub(&self, x: &[f64]) -> ([u32; 3], [u32; 3]) {
         let mut c = [0u32; 3];
         let mut s = [0u32; 3];
@@ -131,6 +132,13 @@ impl Mapping {
             (c[a], s[a]) = self.axes[a].cell_sub(v);
         }
         (c, s)
+    }
+
+    /// Position inside its cell ([`Axis::cell_sub`]) of a point of the box; for a point
+    /// outside, that of its projection.
+    #[inline]
+    pub(crate) fn clamped_sub(&self, x: &[f64]) -> [u32; 3] {
+        self.clamped_cell_sub(x).1
     }
 
     /// Fine key (see [`crate::curve::fine_key_of_cell`]) of a point of the box; for a point

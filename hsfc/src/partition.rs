@@ -561,39 +561,60 @@ fn exponent_above(x: f64) -> i32 {
     e
 }
 
-/// Keys of a block of at most [`BLOCK`] 2-D points: cells first, then the keys; both loops
-/// are straight-line integer code that the compiler vectorises (with AVX2 when the processor
-/// has it: the same operations, so the same keys).
-fn keys_block_2d(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+/// Keys of a block of at most [`BLOCK`] points: cells first, then the keys. In 2-D both
+/// loops are straight-line integer code that the compiler vectorises (the prefix-scan
+/// encoder); in 3-D the cells are, and the table walks use vector gathers with AVX-512
+/// ([`curve::keys3`]). Each instruction set runs the same operations, so gives the same keys.
+fn keys_block<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
     {
+        if D == 3 && std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor supports AVX-512F (checked just above).
+            unsafe { keys_block_avx512::<D>(axes, pb, kb) };
+            return;
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor supports AVX2 (checked just above).
-            unsafe { keys_block_2d_avx2(axes, pb, kb) };
+            unsafe { keys_block_avx2::<D>(axes, pb, kb) };
             return;
         }
     }
-    keys_block_2d_portable(axes, pb, kb);
+    keys_block_portable::<D>(axes, pb, kb);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn keys_block_avx512<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    keys_block_portable::<D>(axes, pb, kb);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn keys_block_2d_avx2(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    keys_block_2d_portable(axes, pb, kb);
+fn keys_block_avx2<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+    keys_block_portable::<D>(axes, pb, kb);
 }
 
 #[inline(always)]
-fn keys_block_2d_portable(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    let mut cx = [0u32; BLOCK];
-    let mut cy = [0u32; BLOCK];
-    for (j, p) in pb.chunks_exact(2).enumerate().take(BLOCK) {
-        cx[j] = axes[0].cell(p[0]);
-        cy[j] = axes[1].cell(p[1]);
+fn keys_block_portable<const D: usize>(
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
+    let mut c = [[0u32; BLOCK]; D];
+    for (j, p) in pb.chunks_exact(D).enumerate().take(BLOCK) {
+        for a in 0..D {
+            c[a][j] = axes[a].cell(p[a]);
+        }
+    }
+    if D == 3 {
+        let n = kb.len();
+        curve::keys3(&c[0][..n], &c[1][..n], &c[2][..n], kb);
+        return;
     }
     let mut hi = [0u32; BLOCK];
     let mut lo = [0u32; BLOCK];
     for j in 0..BLOCK {
-        (hi[j], lo[j]) = curve::key2_scan_halves(cx[j], cy[j]);
+        (hi[j], lo[j]) = curve::key2_scan_halves(c[0][j], c[1][j]);
     }
     for (j, k) in kb.iter_mut().enumerate().take(BLOCK) {
         *k = (u64::from(hi[j]) << 32) | u64::from(lo[j]);
@@ -611,7 +632,6 @@ fn keys_pass<const D: usize>(
     keys: &mut [std::mem::MaybeUninit<u64>],
     bins: Option<&mut [u32]>,
 ) -> Vec<u64> {
-    let t = tables(D);
     let kb = key_bits(D);
     let shift0 = kb - B0;
     let axes = map.axes;
@@ -631,29 +651,7 @@ fn keys_pass<const D: usize>(
         let mut kbuf = [0u64; BLOCK];
         for (bi, (pb, dst)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
             let kb = &mut kbuf[..dst.len()];
-            if D == 2 {
-                keys_block_2d(&axes, pb, kb);
-            } else {
-                let mut quads = pb.chunks_exact(12);
-                let mut kq = kb.chunks_exact_mut(4);
-                for (p, k) in (&mut quads).zip(&mut kq) {
-                    let c = |j: usize, a: usize| axes[a].cell(p[j * 3 + a]);
-                    k.copy_from_slice(&curve::key3x4(
-                        t,
-                        [c(0, 0), c(1, 0), c(2, 0), c(3, 0)],
-                        [c(0, 1), c(1, 1), c(2, 1), c(3, 1)],
-                        [c(0, 2), c(1, 2), c(2, 2), c(3, 2)],
-                    ));
-                }
-                for (p, k) in quads.remainder().chunks_exact(3).zip(kq.into_remainder()) {
-                    *k = curve::key3(
-                        t,
-                        axes[0].cell(p[0]),
-                        axes[1].cell(p[1]),
-                        axes[2].cell(p[2]),
-                    );
-                }
-            }
+            keys_block::<D>(&axes, pb, kb);
             // Every element of the output is written here (the caller relies on it).
             for (d, &k) in dst.iter_mut().zip(kb.iter()) {
                 d.write(k);
@@ -717,7 +715,9 @@ pub(crate) fn run<R: Reduce>(
     let ext = extent(&exec, comm, input, parts)?;
     let (map, kept) = curve(dim, ext.bbox, ext.n_total, prev);
     let (quant, quantum) = quantize(weights, ext.wmax, ext.n_total);
-    let fresh = prev.is_none();
+    // A fresh partition writes the parts while it locates the cuts (unless it has so many
+    // that a part and a flag would not fit a `u32`: then pass 3 does).
+    let fresh = prev.is_none() && targets.len() < refine::ASSIGN_MAX;
     let keys = &mut ws.keys;
     let mut hist0 = key_pass(
         &exec,
@@ -733,7 +733,7 @@ pub(crate) fn run<R: Reduce>(
 
     // The sub-key of a local point, for the few whose cell a target reaches with several
     // points in it (the low word of its fine key).
-    let sub_key = |i: usize| map.fine_key(&points[i * dim..(i + 1) * dim]) as u64;
+    let sub_key = PointSubKeys { map: &map, points };
     let positive_u32: Vec<u32> = plan.positive.iter().map(|&p| p as u32).collect();
     let located = refine::Targets {
         keys,
@@ -759,7 +759,7 @@ pub(crate) fn run<R: Reduce>(
     let fine_cuts = plan.cuts(&found, prev.filter(|_| kept));
     let cells: Vec<u64> = fine_cuts.iter().map(|&c| (c >> 64) as u64).collect();
 
-    // Pass 3 (repartition only; a fresh partition assigned the points while locating).
+    // Pass 3 (a repartition; a fresh partition assigned the points while locating).
     let k = targets.len();
     let mut sums = vec![0u64; 2 * k + 2];
     let mut global_w: Option<Vec<u64>> = None;
@@ -792,6 +792,39 @@ pub(crate) fn run<R: Reduce>(
         &sums,
         prev.map(|_| kept),
     ))
+}
+
+/// The sub-keys of the local points (see [`refine::SubKeys`]).
+struct PointSubKeys<'a> {
+    map: &'a Mapping,
+    points: &'a [f64],
+}
+
+impl refine::SubKeys for PointSubKeys<'_> {
+    fn cell_state(&self, cell: u64) -> usize {
+        curve::state_of_key(cell, self.map.dim)
+    }
+
+    fn position(&self, i: usize) -> [u32; 3] {
+        let d = self.map.dim;
+        self.map.clamped_sub(&self.points[i * d..(i + 1) * d])
+    }
+
+    fn sub_key(&self, pos: [u32; 3], state: usize) -> u64 {
+        curve::sub_key(state, &pos[..self.map.dim])
+    }
+
+    #[inline]
+    fn prefetch(&self, i: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(x) = self.points.get(i * self.map.dim) {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            // SAFETY: a prefetch only hints the cache; the address is that of a point.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(x).cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
 }
 
 /// What pass 1 found over all ranks: the number of points, their bounding box and the largest
@@ -1073,7 +1106,7 @@ struct Cuts<'a> {
 /// Pass 3 (a repartition): every local point's part from the cuts (`points`: the keys, the
 /// sub-key of a point, the fixed-point weights), counting into `sums` the points and weight
 /// per part and the moved weight and count (`[counts.. k, weights.. k, moved_w, moved_n]`).
-fn assign_parts<S: Fn(usize) -> u64 + Sync>(
+fn assign_parts<S: refine::SubKeys>(
     exec: &Exec,
     c: &Cuts<'_>,
     points: (&[u64], &S, Quant<'_>),
@@ -1098,6 +1131,8 @@ fn assign_parts<S: Fn(usize) -> u64 + Sync>(
         first[nb] = cuts.len() as u32;
     }
     let tallies = exec.map_chunks_mut(parts, |r, out| {
+        // The state of the last split cell met (its points are usually together).
+        let mut last: Option<(u64, usize)> = None;
         let mut t = Tally {
             counts: vec![0; k],
             weights: vec![0; k],
@@ -1111,7 +1146,13 @@ fn assign_parts<S: Fn(usize) -> u64 + Sync>(
             // The cuts in this cell (the last ones counted) are sorted by sub-key: when the
             // last has none, the cell is not split. Else the point's sub-key decides.
             if part > 0 && cuts[part - 1] == key && fine_cuts[part - 1] as u64 != 0 {
-                let fine = (u128::from(key) << 64) | sub_key(r.start + j) as u128;
+                let state = match last {
+                    Some((k, s)) if k == key => s,
+                    _ => sub_key.cell_state(key),
+                };
+                last = Some((key, state));
+                let pos = sub_key.position(r.start + j);
+                let fine = (u128::from(key) << 64) | u128::from(sub_key.sub_key(pos, state));
                 part = fine_cuts.partition_point(|&c| c <= fine);
             }
             let q = quant.q(r.start + j);

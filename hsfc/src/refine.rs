@@ -39,10 +39,21 @@ impl Scratch {
     /// At most this many buffers of each kind are kept.
     const KEEP: usize = 64;
 
+    /// The kept buffer that best fits `want` elements: the smallest with room for them, else
+    /// the largest (so that buffers of different sizes are not grown in turn, which would
+    /// fault fresh pages in on every call).
+    fn take<T>(pool: &Mutex<Vec<Vec<T>>>, want: usize) -> Option<Vec<T>> {
+        let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = (0..pool.len())
+            .filter(|&i| pool[i].capacity() >= want)
+            .min_by_key(|&i| pool[i].capacity());
+        let i = fits.or_else(|| (0..pool.len()).max_by_key(|&i| pool[i].capacity()))?;
+        Some(pool.swap_remove(i))
+    }
+
     /// A zeroed buffer of `len` words.
     pub(crate) fn zeroed(&self, len: usize) -> Vec<u64> {
-        let got = self.u64s.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        match got {
+        match Self::take(&self.u64s, len) {
             Some(mut v) => {
                 v.clear();
                 v.resize(len, 0);
@@ -61,8 +72,7 @@ impl Scratch {
 
     /// An empty candidate list with room for `cap`.
     fn cands(&self, cap: usize) -> Vec<Cand> {
-        let got = self.cands.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut v = got.unwrap_or_default();
+        let mut v = Self::take(&self.cands, cap).unwrap_or_default();
         v.clear();
         v.reserve(cap);
         v
@@ -185,6 +195,14 @@ pub(crate) struct Assign<'a> {
 
 /// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
 const CELL_FLAG: u32 = 1 << 31;
+
+/// A fresh partition writes the parts while locating ([`Assign`]) when it has fewer parts
+/// than this, so that a part fits beside the flags above in a `u32`.
+pub(crate) const ASSIGN_MAX: usize = 1 << 30;
+
+/// Marks a sub-bin's fate (one word: a slot of the next round, or this flag and a part) as
+/// done. Parts are below 2^31 where fates are used (see `CELL_FLAG`).
+const DONE: u32 = 1 << 31;
 
 /// Where an active cell's sub-bins start in a round's histogram, and how to find a key's;
 /// where its key bit counts start (`usize::MAX` when it does not count them) and how many.
@@ -315,6 +333,56 @@ fn gather(
             (cs, None)
         }),
     }
+}
+
+/// Pass B of a fresh partition: the points that pass A parked in their parts entries (their
+/// first-round sub-bin, flagged) get their part, or become candidates of the next round,
+/// from their sub-bin's `fate`. Branch-free, as a point's fate is unpredictable: every point
+/// writes its entry (unchanged when pass A assigned it; a candidate's is scratch until its
+/// part is known) and a count (the others into a spare last counter), and is written as a
+/// candidate, which only the candidates keep.
+fn pass_b(
+    exec: &Exec,
+    (keys, quant): (&[u64], Quant<'_>),
+    a: &mut Assign<'_>,
+    fate: &[u32],
+) -> Vec<(Vec<Cand>, Option<Tally>)> {
+    let k = a.k;
+    exec.map_chunks_mut(a.parts, |r, out| {
+        let mut cs = exec.scratch.cands(r.len());
+        let mut counts = vec![0u64; k + 1];
+        let mut n = 0;
+        let spare = &mut cs.spare_capacity_mut()[..r.len()];
+        for (j, p) in out.iter_mut().enumerate() {
+            let e = *p;
+            let parked = e & CELL_FLAG != 0;
+            let v = if parked {
+                fate[(e & !CELL_FLAG) as usize]
+            } else {
+                DONE | e
+            };
+            let cand = v & DONE == 0;
+            *p = v & !DONE;
+            counts[if parked && !cand {
+                (v & !DONE) as usize
+            } else {
+                k
+            }] += 1;
+            let i = r.start + j;
+            spare[n].write(Cand {
+                key: keys[i],
+                w: quant.q(i),
+                idx: i as u32,
+                slot: v,
+            });
+            n += usize::from(cand);
+        }
+        // SAFETY: every element below `n` was written in the loop (at each `n` before it was
+        // advanced), and `n <= r.len() <= capacity`.
+        unsafe { cs.set_len(n) };
+        counts.truncate(k);
+        (cs, Some(Tally { counts }))
+    })
 }
 
 /// The active cells of level 0 (the top [`B0`] key bits, the key pass's histogram): the bins
@@ -624,12 +692,12 @@ impl Geometry {
         }
     }
 
-    /// For a fresh partition, the part of every sub-bin that is done (else `u32::MAX`): one
-    /// with no target follows the cuts before it (`cuts`: how many cuts lie below each query,
-    /// and the part after each number of cuts); a resolved atom also follows the cuts placed
-    /// just before it. `placed`: where each pending query went (its sub-bin, and whether it was
-    /// resolved); `remap`: each sub-bin's slot in the next round (`u32::MAX`: none).
-    fn sub_parts(
+    /// For a fresh partition, the fate of every sub-bin in one word: its slot in the next
+    /// round (`remap`), or [`DONE`] with its part: one with no target follows the cuts before
+    /// it (`cuts`: how many cuts lie below each query, and the part after each number of
+    /// cuts); a resolved atom also follows the cuts placed just before it. `placed`: where
+    /// each pending query went (its sub-bin, and whether it was resolved).
+    fn fates(
         &self,
         active: &[Active],
         queries: &[u64],
@@ -638,7 +706,7 @@ impl Geometry {
         (cuts_below, positive): (&[u32], &[u32]),
         remap: &[u32],
     ) -> Vec<u32> {
-        let mut sp = vec![u32::MAX; self.cells];
+        let mut fate = vec![0u32; self.cells];
         let mut pi = 0;
         for (s, act) in active.iter().enumerate() {
             let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
@@ -659,15 +727,17 @@ impl Geometry {
                     }
                     pi += 1;
                 }
-                if here == 0 && remap[cell] == u32::MAX {
-                    sp[cell] = positive[below as usize];
+                fate[cell] = if remap[cell] != u32::MAX {
+                    remap[cell]
                 } else if resolved {
-                    sp[cell] = positive[(below + at_key) as usize];
-                }
+                    DONE | positive[(below + at_key) as usize]
+                } else {
+                    DONE | positive[below as usize]
+                };
                 below += here;
             }
         }
-        sp
+        fate
     }
 
     /// For cell `s` that counted its key bits and has all its `all` objects in one sub-bin: the
@@ -695,14 +765,22 @@ impl Geometry {
 /// the global weights per part.
 pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
 
-/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
-///
-/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
-/// `sub_key(i)` is the `sub_key_bits`-bit sub-key of local point `i` (needed only for the
-/// points of cells that a target reaches while they still hold several points).
-/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
-/// local point's part and returns the local counts per part and the global weights per
-/// part (summed from the reduced histograms, so not to be reduced again).
+/// Sub-keys of the local points (the low words of their fine keys), asked for only for the
+/// points of cells that a target reaches while they hold several points.
+pub(crate) trait SubKeys: Sync {
+    /// The curve's state inside the cell whose key is `cell` (the same for all its points).
+    fn cell_state(&self, cell: u64) -> usize;
+    /// The position of local point `i` inside its cell (the coordinates the sub-key is the
+    /// key of). Reads the point: a cache miss, as candidates are few and far apart, so callers
+    /// take the positions of many points first and their sub-keys after, and the misses
+    /// overlap.
+    fn position(&self, i: usize) -> [u32; 3];
+    /// Asks the processor to fetch what [`SubKeys::position`] of point `i` will read.
+    fn prefetch(&self, i: usize);
+    /// The sub-key of position `pos` inside a cell whose state is `state`.
+    fn sub_key(&self, pos: [u32; 3], state: usize) -> u64;
+}
+
 /// What [`locate`] works on: the local points (their keys, the sub-key of point `i`, their
 /// fixed-point weights; `bits`: the widths of keys and sub-keys), the global level-0
 /// histogram, the global number of points, and the queries.
@@ -716,7 +794,15 @@ pub(crate) struct Targets<'a, S> {
     pub queries: &'a [u64],
 }
 
-pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
+/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
+///
+/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
+/// `sub_key` gives the `sub_key_bits`-bit sub-keys of local points (needed only for the
+/// points of cells that a target reaches while they still hold several points).
+/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
+/// local point's part and returns the local counts per part and the global weights per
+/// part (summed from the reduced histograms, so not to be reduced again).
+pub(crate) fn locate<R: Reduce, S: SubKeys>(
     comm: &R,
     exec: &Exec,
     input: Targets<'_, S>,
@@ -920,10 +1006,9 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             (&mut slot_of_query, &mut found),
             (n_total, total_w),
         );
-        // Parts of the sub-bins that are done: those with no target follow the cuts before
-        // them; a resolved atom also follows the cuts placed just before it.
-        let sub_part: Vec<u32> = match &assign {
-            Some(asg) => round.sub_parts(
+        // Each sub-bin's fate in one word: its next slot, or done with its part.
+        let fate: Vec<u32> = match &assign {
+            Some(asg) => round.fates(
                 &active,
                 queries,
                 (&pending, &placed),
@@ -934,9 +1019,9 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             None => Vec::new(),
         };
         if let Some(gw) = global_w.as_mut() {
-            for (cell, &p) in sub_part.iter().enumerate() {
-                if p != u32::MAX {
-                    gw[p as usize] += hist[cell * stride];
+            for (cell, &f) in fate.iter().enumerate() {
+                if f & DONE != 0 {
+                    gw[(f & !DONE) as usize] += hist[cell * stride];
                 }
             }
         }
@@ -951,30 +1036,23 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             let survivors: u64 = next_active.iter().map(|a| a.count).sum();
             let sfrac = survivors as f64 / n_total.max(1) as f64;
             let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
-            let per = gather(
-                exec,
-                (keys, quant),
-                assign.as_mut(),
-                reserve,
-                |entry| {
-                    if entry & CELL_FLAG == 0 {
-                        return Route::Keep; // assigned in pass A
-                    }
-                    let cell = (entry & !CELL_FLAG) as usize;
-                    match remap[cell] {
-                        // Weighed from the round's histogram (see `global_w`).
-                        u32::MAX => Route::Done(sub_part[cell]),
-                        next => Route::Cand(next),
-                    }
-                },
-                |key| {
-                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                    if s == u32::MAX {
-                        return None;
-                    }
-                    Some(remap[geom_cell(geom, s, key)]).filter(|&next| next != u32::MAX)
-                },
-            );
+            let per = match assign.as_mut() {
+                Some(a) => pass_b(exec, (keys, quant), a, &fate),
+                None => gather(
+                    exec,
+                    (keys, quant),
+                    None,
+                    reserve,
+                    |_| Route::Keep,
+                    |key| {
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s == u32::MAX {
+                            return None;
+                        }
+                        Some(remap[geom_cell(geom, s, key)]).filter(|&next| next != u32::MAX)
+                    },
+                ),
+            };
             for c in cands.drain(..) {
                 exec.scratch.give_cands(c);
             }
@@ -1012,20 +1090,23 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
                         work.push((chunks[c].take().expect("each chunk once"), start, mine));
                     }
                     let k = asg.k;
+                    // Branch-free (a candidate's fate is unpredictable): every candidate writes
+                    // its entry (a kept one's is scratch until its part is known) and a count
+                    // (the kept ones into the spare last counter), and is copied down.
                     let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
-                        let mut counts = vec![0u64; k];
-                        cs.retain_mut(|c| {
-                            let cell = cell_of(c);
-                            c.slot = remap[cell];
-                            if c.slot == u32::MAX {
-                                let p = sub_part[cell];
-                                parts[c.idx as usize - off] = p;
-                                counts[p as usize] += 1;
-                                false
-                            } else {
-                                true
-                            }
-                        });
+                        let mut counts = vec![0u64; k + 1];
+                        let mut kept = 0;
+                        for j in 0..cs.len() {
+                            let c = cs[j];
+                            let v = fate[cell_of(&c)];
+                            let keep = v & DONE == 0;
+                            parts[c.idx as usize - off] = v & !DONE;
+                            counts[if keep { k } else { (v & !DONE) as usize }] += 1;
+                            cs[kept] = Cand { slot: v, ..c };
+                            kept += usize::from(keep);
+                        }
+                        cs.truncate(kept);
+                        counts.truncate(k);
                         counts
                     };
                     let per = if par {
@@ -1060,9 +1141,33 @@ pub(crate) fn locate<R: Reduce, S: Fn(usize) -> u64 + Sync>(
             // The candidates of cells entered this round swap their key for the sub-key (in a
             // pass of its own, rare, so that the loops above stay lean).
             if enters.contains(&true) {
+                // The curve's state inside each entered cell, once per cell.
+                let states: Vec<usize> = next_active
+                    .iter()
+                    .zip(&enters)
+                    .map(|(a, &e)| match a.inner {
+                        Some(c) if e => sub_key.cell_state(c.key),
+                        _ => 0,
+                    })
+                    .collect();
                 let swap = |cs: &mut Vec<Cand>| {
-                    for c in cs.iter_mut().filter(|c| enters[c.slot as usize]) {
-                        c.key = sub_key(c.idx as usize);
+                    let entering = |c: &&mut Cand| enters[c.slot as usize];
+                    let idx: Vec<u32> = cs.iter_mut().filter(entering).map(|c| c.idx).collect();
+                    // The points are far apart: ask for each one well before it is read.
+                    const AHEAD: usize = 16;
+                    for &i in idx.iter().take(AHEAD) {
+                        sub_key.prefetch(i as usize);
+                    }
+                    let pos: Vec<[u32; 3]> = (0..idx.len())
+                        .map(|j| {
+                            if let Some(&i) = idx.get(j + AHEAD) {
+                                sub_key.prefetch(i as usize);
+                            }
+                            sub_key.position(idx[j] as usize)
+                        })
+                        .collect();
+                    for (c, p) in cs.iter_mut().filter(entering).zip(pos) {
+                        c.key = sub_key.sub_key(p, states[c.slot as usize]);
                     }
                 };
                 if exec.parallel_for(count_of(&cands)) {

@@ -11,6 +11,7 @@
 //! the imbalance (slowest rank's busy time over the mean), the waiting common to both, and
 //! the partitioner.
 
+use crate::bench::{median, uptime};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -65,16 +66,6 @@ struct Run {
     /// Sums over the steps: mean busy, slowest busy − mean busy, wall − slowest busy, and
     /// the slowest rank's partitioner time.
     split: [f64; 4],
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 /// Per-step sums from a run's JSON lines.
@@ -168,12 +159,10 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
     let bin = crate::run_laplace::build(crate::run_laplace::Backend::Threads)?.fem;
     let dir: PathBuf = crate::project_root().join("target/bench-drum-loop");
     std::fs::create_dir_all(&dir)?;
-    if let Ok(out) = Command::new("uptime").output() {
-        eprintln!(
-            "xtask: {} (the load average counts the benchmark's own competing process)",
-            String::from_utf8_lossy(&out.stdout).trim()
-        );
-    }
+    eprintln!(
+        "xtask: load average {} (it counts the benchmark's own competing process)",
+        uptime()
+    );
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); CASES.len()];
     for rep in 0..repeats {
         for (k, case) in CASES.iter().enumerate() {
@@ -189,7 +178,7 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
     }
     let med: Vec<f64> = runs
         .iter()
-        .map(|r| median(r.iter().map(|x| x.wall).collect()))
+        .map(|r| median(&r.iter().map(|x| x.wall).collect::<Vec<_>>()))
         .collect();
     println!("\nDRUM in the loop, {MACHINE}, 2 thread ranks (cores 0 and 1), medians of {repeats}");
     println!(

@@ -1,42 +1,56 @@
 //! `cargo xtask bench hier [--quick] [--machine FILE]`: hierarchical partitioning of 10^6
-//! points over the Fig. 3 machine (default `machines/fig3-cluster-of-clusters.xml`) against a
-//! flat HSFC into the same part sizes, and Zoltan's HIER and HSFC (the peer driver) side by
-//! side, on the same point files.
+//! points over the Fig. 3 machine (`machines/fig3-cluster-of-clusters.xml`) and the per-level
+//! methods example (`machines/hier-lbmethods.xml`; `--machine` for one file) against a flat
+//! HSFC into the same part sizes, and Zoltan's HIER and HSFC (the peer driver) side by side,
+//! on the same point files: 2-D and 3-D, uniform and corner-graded, unit and random weights.
 //!
 //! - serial: ours `hier-part partition` (1 and 2 threads) vs ours `hsfc partition` into the
-//!   machine's `drum powers` part sizes (1 and 2 threads) vs Zoltan HSFC on 1 rank;
+//!   machine's `drum powers` part sizes (1 and 2 threads) vs Zoltan HSFC on 1 rank, all
+//!   measured in this one run; and each level's time (medians) against the whole call;
 //! - distributed, one rank per machine rank (oversubscribed on this host): ours with thread
 //!   ranks (`--backend threads`) vs Zoltan HIER under `mpirun` with a regular two-level
 //!   approximation of the tree (Zoltan's HIER needs fan-outs whose product is the rank count).
 //!
 //! Data and the Zoltan driver live in `target/bench-hier/` and `target/bench-hsfc/`.
 
-use crate::bench_hsfc::{Run, build_zoltan, output, run_ours, uptime, zoltan_result};
+use crate::bench::{
+    Run, build_zoltan, json, json_run, min_max, num, output, uptime, zoltan_result,
+};
+use crate::bench_hsfc::run_ours;
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn json(line: &str) -> Result<serde_json::Value> {
-    serde_json::from_str(line.trim()).with_context(|| format!("parsing `{line}`"))
+/// One point set of the bench: dimension, distribution, weights.
+struct Set {
+    dim: u8,
+    dist: &'static str,
+    weights: &'static str,
 }
 
-fn num(v: &serde_json::Value, k: &str) -> Result<f64> {
-    v[k].as_f64()
-        .with_context(|| format!("no number `{k}` in {v}"))
+/// A row of the bench: a hierarchical run on 1 and 2 threads against the flat HSFC.
+struct Row {
+    h1: HierRun,
+    h2: HierRun,
+    f1: Run,
+    f2: Run,
 }
 
 pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
     let root = project_root();
     let mut quick = false;
-    let mut machine = root.join("machines/fig3-cluster-of-clusters.xml");
+    let mut machines = vec![
+        root.join("machines/fig3-cluster-of-clusters.xml"),
+        root.join("machines/hier-lbmethods.xml"),
+    ];
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--machine" => {
-                machine = PathBuf::from(it.next().context("--machine needs a file")?);
+                machines = vec![PathBuf::from(it.next().context("--machine needs a file")?)];
             }
             other => bail!(
                 "bench hier: unknown argument `{other}` (usage: bench hier [--quick] [--machine FILE])"
@@ -60,10 +74,85 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
     run(build)?;
     let bin = |name: &str| root.join("target/release").join(name);
     let (hsfc, hier, drum) = (bin("hsfc"), bin("hier-part"), bin("drum"));
+    let zdriver = match build_zoltan(&root, &root.join("target/bench-hsfc")) {
+        Ok(z) => Some(z),
+        Err(e) => {
+            eprintln!("xtask: Zoltan columns left empty: {e:#}");
+            None
+        }
+    };
+    let mut sets = Vec::new();
+    for dim in [2, 3] {
+        for dist in ["uniform", "graded"] {
+            for weights in ["unit", "random"] {
+                if !quick || (dist, weights) == ("uniform", "unit") || dim == 3 && dist == "graded"
+                {
+                    sets.push(Set { dim, dist, weights });
+                }
+            }
+        }
+    }
+    let reps = if quick { 3 } else { 9 };
+    let load = uptime();
+    let mut out = String::new();
+    let mut ratios = Vec::new();
+    for machine in &machines {
+        let (table, levels, r) = bench_machine(
+            &work,
+            (&hsfc, &hier, &drum),
+            machine,
+            &sets,
+            (zdriver.as_deref(), quick, reps),
+        )?;
+        let _ = writeln!(out, "{table}");
+        let _ = writeln!(out, "{levels}");
+        ratios.extend(r);
+    }
+    eprintln!();
+    println!(
+        "hier bench: 10^6 points; time = median of the partition call alone ({reps} repeats, Zoltan 3 or 1), all in this one run;"
+    );
+    println!(
+        "dev = max_r |W_r/T_r - 1| against the drum powers part sizes; flat = hsfc partition --sizes (same sizes);"
+    );
+    println!(
+        "hier 1t/2t = hier on 1 thread / on 2 threads; distributed columns run one thread rank (ours, --backend threads) or MPI rank"
+    );
+    println!(
+        "(Zoltan HIER -H a,b -M HSFC,RCB, a regular two-level approximation of the tree) per machine rank, oversubscribed on this host."
+    );
+    println!("load before: {load}; after: {}", uptime());
+    println!();
+    print!("{out}");
+    let range = |f: fn(&Row) -> f64| min_max(&ratios.iter().map(f).collect::<Vec<_>>());
+    let worst = |f: fn(&Row) -> f64| range(f).1;
+    let least = |f: fn(&Row) -> f64| range(f).0;
+    println!(
+        "hier / flat HSFC, 1 thread: worst {:.2}   (target <= 2.5, goal <= 1.5)",
+        worst(|r| r.h1.run.time / r.f1.time)
+    );
+    println!(
+        "hier / flat HSFC, 2 threads: worst {:.2}",
+        worst(|r| r.h2.run.time / r.f2.time)
+    );
+    println!(
+        "hier 1 thread / 2 threads: least {:.2}   (target >= 1.7)",
+        least(|r| r.h1.run.time / r.h2.run.time)
+    );
+    Ok(())
+}
 
+/// The rows of one machine: the main table, the per-level table, and the runs.
+fn bench_machine(
+    work: &Path,
+    (hsfc, hier, drum): (&Path, &Path, &Path),
+    machine: &Path,
+    sets: &[Set],
+    (zdriver, quick, reps): (Option<&Path>, bool, usize),
+) -> Result<(String, String, Vec<Row>)> {
     // The machine's part sizes, as the flat partitioners' targets.
-    let mut p = Command::new(&drum);
-    p.arg("powers").arg(&machine).arg("--json");
+    let mut p = Command::new(drum);
+    p.arg("powers").arg(machine).arg("--json");
     let powers = json(&output(p)?)?;
     let sizes: Vec<f64> = powers["parts"]
         .as_array()
@@ -72,119 +161,137 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
         .map(|p| p["size"].as_f64().context("part size"))
         .collect::<Result<_>>()?;
     let ranks = sizes.len();
-    let sizes_file = work.join("sizes.txt");
+    let stem = machine
+        .file_stem()
+        .map_or("machine".into(), |s| s.to_string_lossy().into_owned());
+    let sizes_file = work.join(format!("sizes-{stem}.txt"));
     let text: String = sizes.iter().map(|v| format!("{v}\n")).collect();
     std::fs::write(&sizes_file, text).context("writing the sizes")?;
-
-    let zdriver = match build_zoltan(&root, &root.join("target/bench-hsfc")) {
-        Ok(z) => Some(z),
-        Err(e) => {
-            eprintln!("xtask: Zoltan columns left empty: {e:#}");
-            None
-        }
-    };
     let fan = two_level_fanout(ranks);
 
-    let reps = if quick { 3 } else { 9 };
-    let load = uptime();
     let mut table = String::new();
     let _ = writeln!(
         table,
-        "| dist | weights | hier 1t ms | flat HSFC 1t ms | hier/flat 1t | hier 2t ms | flat 2t ms | hier/flat 2t | Zoltan HSFC 1 rank ms | hier dev | flat dev | Zoltan HSFC dev | ours dist {ranks} thread ranks ms | Zoltan HIER {ranks} MPI ranks ms | Zoltan HIER dev |"
+        "{} ({ranks} ranks)\n\n| dim | dist | weights | hier 1t ms | flat 1t ms | hier/flat 1t | hier 2t ms | flat 2t ms | hier/flat 2t | hier 1t/2t | Zoltan HSFC 1 rank ms | hier dev | flat dev | ours dist {ranks} thread ranks ms | Zoltan HIER {ranks} MPI ranks ms | Zoltan HIER dev |",
+        machine.display()
     );
     let _ = writeln!(
         table,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
-    let mut ratios = Vec::new();
-    for dist in ["uniform", "graded"] {
-        for weights in ["unit", "random"] {
-            let file = work.join(format!("{}_1e6_{weights}.zpt", &dist[..1]));
-            if !file.exists() {
-                let mut g = Command::new(&hsfc);
-                g.args([
-                    "gen",
-                    "--n",
-                    "1e6",
-                    "--dist",
-                    dist,
-                    "--weights",
-                    weights,
-                    "--seed",
-                    "12345",
-                    "-o",
-                ])
-                .arg(&file);
-                run(g)?;
-            }
-            let h1 = run_hier(&hier, &machine, &file, 1, "serial", reps)?;
-            let (f1, _) = run_ours(&hsfc, &file, &sizes_file, 1, reps)?;
-            let h2 = run_hier(&hier, &machine, &file, 2, "serial", reps)?;
-            let (f2, _) = run_ours(&hsfc, &file, &sizes_file, 2, reps)?;
-            let hd = if quick {
-                None
-            } else {
-                Some(run_hier(&hier, &machine, &file, 1, "threads", 3)?)
-            };
-            let (zf, zh) = match &zdriver {
-                Some(z) => (
-                    Some(run_zoltan(z, &file, &sizes_file, "HSFC", None, 3)?),
-                    if quick {
-                        None
-                    } else {
-                        Some(run_zoltan(z, &file, &sizes_file, "HIER", Some(&fan), 1)?)
-                    },
-                ),
-                None => (None, None),
-            };
-            let ms = |r: Option<Run>| r.map_or("-".into(), |r| format!("{:.1}", r.time * 1e3));
-            let dev = |r: Option<Run>| r.map_or("-".into(), |r| format!("{:.1e}", r.dev));
-            ratios.push((h1.time / f1.time, h2.time / f2.time));
-            let _ = writeln!(
-                table,
-                "| {dist} | {weights} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {} | {:.1e} | {:.1e} | {} | {} | {} | {} |",
-                h1.time * 1e3,
-                f1.time * 1e3,
-                h1.time / f1.time,
-                h2.time * 1e3,
-                f2.time * 1e3,
-                h2.time / f2.time,
-                ms(zf),
-                h1.dev,
-                f1.dev,
-                dev(zf),
-                ms(hd),
-                ms(zh),
-                dev(zh),
-            );
-            eprint!(".");
+    let mut levels = String::new();
+    let mut rows = Vec::new();
+    for set in sets {
+        let file = work.join(format!(
+            "{}d_{}_1e6_{}.zpt",
+            set.dim,
+            &set.dist[..1],
+            set.weights
+        ));
+        if !file.exists() {
+            let mut g = Command::new(hsfc);
+            g.args([
+                "gen",
+                "--n",
+                "1e6",
+                "--dim",
+                &set.dim.to_string(),
+                "--dist",
+                set.dist,
+                "--weights",
+                set.weights,
+                "--seed",
+                "12345",
+                "-o",
+            ])
+            .arg(&file);
+            run(g)?;
         }
+        let h1 = run_hier(hier, machine, &file, 1, "serial", reps)?;
+        let (f1, _) = run_ours(hsfc, &file, &sizes_file, 1, reps)?;
+        let h2 = run_hier(hier, machine, &file, 2, "serial", reps)?;
+        let (f2, _) = run_ours(hsfc, &file, &sizes_file, 2, reps)?;
+        let hd = if quick {
+            None
+        } else {
+            Some(run_hier(hier, machine, &file, 1, "threads", 3)?.run)
+        };
+        let (zf, zh) = match zdriver {
+            Some(z) => (
+                Some(run_zoltan(z, &file, &sizes_file, "HSFC", None, 3)?),
+                if quick {
+                    None
+                } else {
+                    Some(run_zoltan(z, &file, &sizes_file, "HIER", Some(&fan), 1)?)
+                },
+            ),
+            None => (None, None),
+        };
+        let ms = |r: Option<Run>| r.map_or("-".into(), |r| format!("{:.1}", r.time * 1e3));
+        let dev = |r: Option<Run>| r.map_or("-".into(), |r| format!("{:.1e}", r.dev));
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {:.1e} | {:.1e} | {} | {} | {} |",
+            set.dim,
+            set.dist,
+            set.weights,
+            h1.run.time * 1e3,
+            f1.time * 1e3,
+            h1.run.time / f1.time,
+            h2.run.time * 1e3,
+            f2.time * 1e3,
+            h2.run.time / f2.time,
+            h1.run.time / h2.run.time,
+            ms(zf),
+            h1.run.dev,
+            f1.dev,
+            ms(hd),
+            ms(zh),
+            dev(zh),
+        );
+        if levels.is_empty() {
+            let names: Vec<String> = h1.levels.iter().map(|(name, _)| name.clone()).collect();
+            let _ = writeln!(
+                levels,
+                "per level, {}: median ms of each level's partitioner call (node, method); sum = of the levels;\n\
+                 walk = total - sum on 1 thread (grouping objects by child, writing parts, checks);\n\
+                 on 2 threads sibling subtrees run side by side, so their levels overlap and sum can exceed total:\n",
+                machine.display()
+            );
+            let _ = writeln!(
+                levels,
+                "| dim | dist | weights | threads | {} | sum | walk | total |",
+                names.join(" | ")
+            );
+            let _ = writeln!(levels, "|{}", "---|".repeat(names.len() + 7));
+        }
+        for (t, h) in [(1, &h1), (2, &h2)] {
+            let sum: f64 = h.levels.iter().map(|(_, s)| s).sum();
+            let cells: Vec<String> = h
+                .levels
+                .iter()
+                .map(|(_, s)| format!("{:.1}", s * 1e3))
+                .collect();
+            let walk = if t == 1 {
+                format!("{:.1}", (h.run.time - sum) * 1e3)
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                levels,
+                "| {} | {} | {} | {t} | {} | {:.1} | {walk} | {:.1} |",
+                set.dim,
+                set.dist,
+                set.weights,
+                cells.join(" | "),
+                sum * 1e3,
+                h.run.time * 1e3
+            );
+        }
+        rows.push(Row { h1, h2, f1, f2 });
+        eprint!(".");
     }
-    eprintln!();
-    println!(
-        "hier bench: {} ({ranks} ranks), 10^6 points; time = median of the partition call alone ({reps} repeats, Zoltan 3 or 1);",
-        machine.display()
-    );
-    println!(
-        "dev = max_r |W_r/T_r - 1| against the drum powers part sizes; flat = hsfc partition --sizes (same sizes);"
-    );
-    println!(
-        "distributed columns run {ranks} ranks on this host's cores (oversubscribed): ours = hier-part --backend threads,"
-    );
-    println!(
-        "Zoltan HIER = mpirun -np {ranks} zdriver -m HIER -H {} -M HSFC,RCB (its tree must be regular, so it is an approximation of the machine's).",
-        fan.0
-    );
-    println!("load before: {load}; after: {}", uptime());
-    println!();
-    print!("{table}");
-    println!();
-    let worst1 = ratios.iter().map(|r| r.0).fold(0.0f64, f64::max);
-    let worst2 = ratios.iter().map(|r| r.1).fold(0.0f64, f64::max);
-    println!(
-        "hier / flat HSFC: worst {worst1:.2} on 1 thread, {worst2:.2} on 2 threads   (target <= 1.2)"
-    );
-    Ok(())
+    Ok((table, levels, rows))
 }
 
 /// A two-level fan-out `a × b = ranks` for Zoltan's HIER (the most balanced factor pair; a
@@ -197,6 +304,12 @@ fn two_level_fanout(ranks: usize) -> (String, usize) {
     (format!("{a},{}", ranks / a.max(1)), a.max(1))
 }
 
+/// A hierarchical run: time and deviation, and each level's median time by node.
+struct HierRun {
+    run: Run,
+    levels: Vec<(String, f64)>,
+}
+
 fn run_hier(
     bin: &Path,
     machine: &Path,
@@ -204,7 +317,7 @@ fn run_hier(
     threads: usize,
     backend: &str,
     reps: usize,
-) -> Result<Run> {
+) -> Result<HierRun> {
     let mut cmd = Command::new(bin);
     cmd.args(["partition", "--machine"])
         .arg(machine)
@@ -219,9 +332,26 @@ fn run_hier(
             "--json",
         ]);
     let v = json(&output(cmd)?)?;
-    Ok(Run {
-        time: num(&v, "time_s")?,
-        dev: num(&v, "max_rel_dev")?,
+    // Each level named by its node number and method (from the report's levels).
+    let method = |node: &serde_json::Value| {
+        v["levels"].as_array().and_then(|ls| {
+            ls.iter()
+                .find(|l| l["node"] == *node)
+                .and_then(|l| l["method"].as_str())
+        })
+    };
+    let levels = v["level_times_s"]
+        .as_array()
+        .context("hier-part --json lacks level_times_s")?
+        .iter()
+        .map(|l| {
+            let name = format!("{} {}", l["node"], method(&l["node"]).unwrap_or("?"));
+            Ok((name, num(l, "time_s")?))
+        })
+        .collect::<Result<_>>()?;
+    Ok(HierRun {
+        run: json_run(&v)?,
+        levels,
     })
 }
 

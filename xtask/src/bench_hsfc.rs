@@ -1,50 +1,54 @@
 //! `cargo xtask bench hsfc [--quick]`: our `hsfc` CLI against the real Zoltan HSFC (the peer
 //! driver in `../shared/peers/zoltan`, built here with make) and coupe 0.1.0's Hilbert curve,
-//! on the same generated point files. Prints one table: time medians, the ratios
-//! Zoltan/ours (1 thread) and ours 1 thread / 2 threads, and every run's max_rel_dev.
+//! on the same generated point files: 2-D uniform and corner-graded sets, and 3-D
+//! corner-graded ones (8 to 1,024 parts). Prints one table: time medians, the ratios
+//! Zoltan/ours and ours/Zoltan (1 thread) and ours 1 thread / 2 threads, and every run's
+//! max_rel_dev, all measured in one run.
 //!
 //! Everything it makes lives in `target/bench-hsfc/` (data files are reused when present).
 
+use crate::bench::{
+    Run, build_zoltan, json, json_run, median, min_max, num, output, uptime, zoltan_result,
+};
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// One input set: distribution, size, weights.
+/// One input set: dimension, distribution, size, weights.
 struct Input {
+    dim: u8,
     dist: &'static str,
     n: &'static str,
     weights: &'static str,
 }
 
-/// Part sizes, as in the peer's `make_inputs.sh`.
-const SIZES: [(&str, &str); 5] = [
+/// Part sizes, as in the peer's `make_inputs.sh`, and for the 3-D rows 64 graded sizes
+/// (1, 1.5, 2, …, 32.5) and 1,024 equal parts.
+const SIZES: [(&str, &str); 7] = [
     ("u8", "8 equal"),
     ("u64", "64 equal"),
     ("fs8", "8, fast:slow 1.5:1 interleaved"),
     ("fs64", "64, fast:slow 1.5:1 interleaved"),
     ("q4", "16/19/31/34 %"),
+    ("g64", "64 graded, 1 + i/2"),
+    ("u1024", "1024 equal"),
 ];
 
 fn sizes_of(name: &str) -> Vec<f64> {
     match name {
         "u8" => vec![1.0; 8],
         "u64" => vec![1.0; 64],
+        "u1024" => vec![1.0; 1024],
         "fs8" => (0..8).map(|i| if i % 2 == 0 { 1.5 } else { 1.0 }).collect(),
         "fs64" => (0..64)
             .map(|i| if i % 2 == 0 { 1.5 } else { 1.0 })
             .collect(),
         "q4" => vec![16.0, 19.0, 31.0, 34.0],
+        "g64" => (0..64).map(|i| 1.0 + 0.5 * f64::from(i)).collect(),
         _ => unreachable!("sizes name from SIZES"),
     }
-}
-
-/// A measured run: median time (s) and max |W_k/T_k − 1|.
-#[derive(Clone, Copy)]
-pub(crate) struct Run {
-    pub(crate) time: f64,
-    pub(crate) dev: f64,
 }
 
 pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
@@ -77,10 +81,16 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     let zdriver = build_zoltan(&root, &work)?;
 
     let ns: &[&str] = if quick { &["1e6"] } else { &["1e6", "4e6"] };
-    let sizes: Vec<&str> = if quick {
+    // 2-D: the peer's sizes; 3-D graded: 8 to 1,024 parts.
+    let sizes_2d: Vec<&str> = if quick {
         vec!["u64", "q4"]
     } else {
-        SIZES.iter().map(|s| s.0).collect()
+        vec!["u8", "u64", "fs8", "fs64", "q4"]
+    };
+    let sizes_3d: Vec<&str> = if quick {
+        vec!["u8", "g64", "u1024"]
+    } else {
+        vec!["u8", "u64", "g64", "fs64", "q4", "u1024"]
     };
     let reps = if quick { 3 } else { 9 };
     for (name, _) in SIZES {
@@ -93,27 +103,47 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     for &n in ns {
         for dist in ["uniform", "graded"] {
             for weights in ["unit", "random"] {
-                inputs.push(Input { dist, n, weights });
+                inputs.push(Input {
+                    dim: 2,
+                    dist,
+                    n,
+                    weights,
+                });
             }
         }
+    }
+    for weights in ["unit", "random"] {
+        inputs.push(Input {
+            dim: 3,
+            dist: "graded",
+            n: "1e6",
+            weights,
+        });
     }
     let load = uptime();
     eprintln!("xtask: machine load before: {load}");
     let mut table = String::new();
     let _ = writeln!(
         table,
-        "| n | dist | weights | sizes | ours 1t ms | ours 2t ms | Zoltan ms | coupe ms | Zoltan/ours | 1t/2t | dev ours | dev Zoltan | dev coupe |"
+        "| dim | n | dist | weights | sizes | ours 1t ms | ours 2t ms | Zoltan ms | coupe ms | Zoltan/ours | ours/Zoltan | 1t/2t | dev ours | dev Zoltan | dev coupe |"
     );
     let _ = writeln!(
         table,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     let mut ratios = Vec::new();
+    let mut ratios_3d = Vec::new();
     let mut speedups = Vec::new();
     let mut at_limit = true;
     for inp in &inputs {
+        // 2-D files keep their old names (`u_1e6_unit.zpt`), so that existing data is reused.
+        let dim = if inp.dim == 2 {
+            String::new()
+        } else {
+            format!("{}d_", inp.dim)
+        };
         let file = work.join(format!(
-            "data/{}_{}_{}.zpt",
+            "data/{dim}{}_{}_{}.zpt",
             &inp.dist[..1],
             inp.n,
             inp.weights
@@ -124,6 +154,8 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
                 "gen",
                 "--n",
                 inp.n,
+                "--dim",
+                &inp.dim.to_string(),
                 "--dist",
                 inp.dist,
                 "--weights",
@@ -135,23 +167,30 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
             .arg(&file);
             run(g)?;
         }
-        for &s in &sizes {
+        let sizes = if inp.dim == 2 { &sizes_2d } else { &sizes_3d };
+        for &s in sizes {
             let sizes_file = work.join(format!("data/sizes_{s}.txt"));
             let (o1, lim1) = run_ours(&ours, &file, &sizes_file, 1, reps)?;
             let (o2, lim2) = run_ours(&ours, &file, &sizes_file, 2, reps)?;
             at_limit &= lim1 && lim2;
             let z = run_zoltan(&zdriver, &file, &sizes_file, 3)?;
+            // coupe's Hilbert curve is 2-D, equal parts only.
             let c = match s.strip_prefix('u') {
-                Some(k) => Some(run_coupe(&coupe, &file, k, reps)?),
-                None => None,
+                Some(k) if inp.dim == 2 => Some(run_coupe(&coupe, &file, k, reps)?),
+                _ => None,
             };
             let ratio = z.time / o1.time;
             let speedup = o1.time / o2.time;
-            ratios.push(ratio);
+            if inp.dim == 2 {
+                ratios.push(ratio);
+            } else {
+                ratios_3d.push(o1.time / z.time);
+            }
             speedups.push(speedup);
             let _ = writeln!(
                 table,
-                "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.2} | {:.1e} | {:.1e} | {} |",
+                "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.3} | {:.2} | {:.1e} | {:.1e} | {} |",
+                inp.dim,
                 inp.n,
                 inp.dist,
                 inp.weights,
@@ -161,6 +200,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
                 z.time * 1e3,
                 c.map_or("-".to_string(), |c| format!("{:.1}", c.time * 1e3)),
                 ratio,
+                o1.time / z.time,
                 speedup,
                 o1.dev,
                 z.dev,
@@ -181,84 +221,26 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     println!();
     print!("{table}");
     println!();
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (rmin, rmed) = (
-        ratios.iter().copied().fold(f64::INFINITY, f64::min),
-        med(&mut ratios.clone()),
+    let (rmin, _) = min_max(&ratios);
+    let (smin, _) = min_max(&speedups);
+    let (_, w3) = min_max(&ratios_3d);
+    println!(
+        "2-D, Zoltan/ours (1 thread): min {rmin:.1}, median {:.1}   (target >= 10)",
+        median(&ratios)
     );
-    let (smin, smed) = (
-        speedups.iter().copied().fold(f64::INFINITY, f64::min),
-        med(&mut speedups.clone()),
+    println!(
+        "3-D graded, ours/Zoltan (1 thread): worst {w3:.3}, median {:.3}   (target <= 0.10, goal <= 0.05)",
+        median(&ratios_3d)
     );
-    println!("Zoltan/ours (1 thread): min {rmin:.1}, median {rmed:.1}   (target >= 10)");
-    println!("ours 1t/2t:             min {smin:.2}, median {smed:.2}   (target >= 1.7)");
+    println!(
+        "ours 1t/2t: min {smin:.2}, median {:.2}   (target >= 1.7)",
+        median(&speedups)
+    );
     println!(
         "balance at the limit (|W_k - T_k| <= largest weight, every part, every run): {}",
         if at_limit { "yes" } else { "NO" }
     );
     Ok(())
-}
-
-pub(crate) fn uptime() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
-/// Copies the peer driver into target/ and builds it; a clear error when Zoltan is missing.
-pub(crate) fn build_zoltan(root: &Path, work: &Path) -> Result<PathBuf> {
-    let peer = root.join("../shared/peers/zoltan");
-    if !peer.join("zdriver.c").exists() {
-        bail!(
-            "the Zoltan peer driver is missing: expected {}",
-            peer.join("zdriver.c").display()
-        );
-    }
-    let have_zoltan = Path::new("/usr/include/trilinos/zoltan.h").exists();
-    let have_mpicc = Command::new("mpicc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_zoltan || !have_mpicc {
-        bail!(
-            "Zoltan or MPI is not installed (need /usr/include/trilinos/zoltan.h and mpicc).\n\
-             Install them with: apt-get install libtrilinos-zoltan-dev openmpi-bin libopenmpi-dev make"
-        );
-    }
-    let dir = work.join("zoltan");
-    std::fs::create_dir_all(&dir)?;
-    for f in ["zdriver.c", "Makefile"] {
-        std::fs::copy(peer.join(f), dir.join(f)).with_context(|| format!("copying {f}"))?;
-    }
-    let mut make = Command::new("make");
-    make.current_dir(&dir).arg("zdriver");
-    run(make)?;
-    Ok(dir.join("zdriver"))
-}
-
-fn json_field(line: &str, key: &str) -> Result<f64> {
-    let v: serde_json::Value =
-        serde_json::from_str(line).with_context(|| format!("parsing `{line}`"))?;
-    v[key]
-        .as_f64()
-        .with_context(|| format!("no number `{key}` in `{line}`"))
-}
-
-pub(crate) fn output(mut cmd: Command) -> Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("could not start {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Runs our CLI; also checks the balance limit on every part.
@@ -278,12 +260,7 @@ pub(crate) fn run_ours(
         &reps.to_string(),
         "--json",
     ]);
-    let line = output(cmd)?;
-    let v: serde_json::Value = serde_json::from_str(line.trim()).context("parsing hsfc --json")?;
-    let num = |k: &str| {
-        v[k].as_f64()
-            .with_context(|| format!("hsfc --json lacks {k}"))
-    };
+    let v = json(&output(cmd)?)?;
     let arr = |k: &str| -> Result<Vec<f64>> {
         v[k].as_array()
             .with_context(|| format!("hsfc --json lacks {k}"))?
@@ -291,16 +268,10 @@ pub(crate) fn run_ours(
             .map(|x| x.as_f64().context("number"))
             .collect()
     };
-    let (w, t, wmax) = (arr("weights")?, arr("targets")?, num("max_weight")?);
+    let (w, t, wmax) = (arr("weights")?, arr("targets")?, num(&v, "max_weight")?);
     let slack = 1e-9 * w.iter().sum::<f64>();
     let at_limit = w.iter().zip(&t).all(|(a, b)| (a - b).abs() <= wmax + slack);
-    Ok((
-        Run {
-            time: num("time_s")?,
-            dev: num("max_rel_dev")?,
-        },
-        at_limit,
-    ))
+    Ok((json_run(&v)?, at_limit))
 }
 
 fn run_zoltan(bin: &Path, file: &Path, sizes: &Path, reps: usize) -> Result<Run> {
@@ -313,34 +284,10 @@ fn run_zoltan(bin: &Path, file: &Path, sizes: &Path, reps: usize) -> Result<Run>
     zoltan_result(cmd)
 }
 
-/// Runs a `zdriver` command and reads `t_med` and `max_rel_dev` from its RESULT line.
-pub(crate) fn zoltan_result(cmd: Command) -> Result<Run> {
-    let out = output(cmd)?;
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("RESULT"))
-        .with_context(|| format!("no RESULT line from zdriver:\n{out}"))?;
-    let field = |k: &str| -> Result<f64> {
-        line.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-            .with_context(|| format!("zdriver RESULT lacks {k}: {line}"))?
-            .parse()
-            .with_context(|| format!("zdriver {k} is not a number: {line}"))
-    };
-    Ok(Run {
-        time: field("t_med")?,
-        dev: field("max_rel_dev")?,
-    })
-}
-
 fn run_coupe(bin: &Path, file: &Path, k: &str, reps: usize) -> Result<Run> {
     let mut cmd = Command::new(bin);
     cmd.arg(file)
         .args([k, &reps.to_string(), "31"])
         .env("RAYON_NUM_THREADS", "1");
-    let line = output(cmd)?;
-    Ok(Run {
-        time: json_field(line.trim(), "time_s")?,
-        dev: json_field(line.trim(), "max_rel_dev")?,
-    })
+    json_run(&json(&output(cmd)?)?)
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: repository automation. xtask only drives: it runs cargo and the
 //! workspace's binaries, and uses no workspace crate as a library.
 
+mod bench;
 mod bench_hier;
 mod bench_hsfc;
 mod mpi;
@@ -48,10 +49,12 @@ commands:
           medians, ratios to serial, per-phase times, waiting, migration, peak heap per rank
   bench hsfc [--quick]
           hsfc vs Zoltan HSFC (peer driver, built with make) and coupe 0.1.0 on 10^6 and
-          4*10^6 points: time medians, ratios, balance (data in target/bench-hsfc/)
+          4*10^6 2-D points and 10^6 corner-graded 3-D points (8 to 1,024 parts): time
+          medians, ratios, balance (data in target/bench-hsfc/)
   bench hier [--quick] [--machine FILE]
-          hierarchical partitioning of 10^6 points over the Fig. 3 machine vs a flat HSFC
-          into the same part sizes, Zoltan HSFC and Zoltan HIER (data in target/bench-hier/)
+          hierarchical partitioning of 10^6 2-D and 3-D points over the Fig. 3 machine and
+          machines/hier-lbmethods.xml vs a flat HSFC into the same part sizes (1 and 2
+          threads), Zoltan HSFC and Zoltan HIER; each level's time (data in target/bench-hier/)
 ";
 
 /// The subcommands, parsed once from the command line.

@@ -88,7 +88,8 @@ where
     let hier = Hier { par: a.run.par() };
     let mut mine = vec![0u32; coords.len() / dim];
     let mut times = Vec::with_capacity(a.run.repeat);
-    let mut result = None;
+    let mut level_times: Vec<Vec<f64>> = Vec::new();
+    let mut result: Option<HierPartition> = None;
     // Reused by every repeat, as a simulation reuses it every step.
     let mut ws = Workspace::default();
     for _ in 0..a.run.repeat {
@@ -99,9 +100,18 @@ where
         let mut t = [c.wtime() - t0];
         c.allreduce_f64(comm::ReduceOp::Max, &mut t)?;
         times.push(t[0]);
+        level_times.resize(r.level_times.len(), Vec::new());
+        for (all, (_, t)) in level_times.iter_mut().zip(&r.level_times) {
+            all.push(*t);
+        }
         result = Some(r);
     }
-    Ok((result.context("--repeat must be at least 1")?, mine, times))
+    let mut result = result.context("--repeat must be at least 1")?;
+    // Each level's time: the median over the repeats, as the total's.
+    for ((_, t), all) in result.level_times.iter_mut().zip(&mut level_times) {
+        *t = median(all);
+    }
+    Ok((result, mine, times))
 }
 
 /// Runs the partition `repeat` times in this process (serial or thread ranks); returns the

@@ -159,10 +159,25 @@ impl Bisector {
         if group.size() == 1 {
             return self
                 .par
-                .install(|| serial::bisect(self, points, targets, parts))?;
+                .install(|| serial::bisect(self, points, targets, parts, false))?;
         }
         let gids = rank_order_ids(group, points.len())?;
         dist::bisect_dist(group, self, points, &gids, targets, parts)
+    }
+}
+
+impl Bisector {
+    /// The serial bisection of points the caller has checked already (the hierarchical walk
+    /// checks every point once, at the root, and hands each level a subset): the same as
+    /// [`Bisector::run`] on one rank without the second look at every coordinate.
+    pub(crate) fn run_checked(
+        &self,
+        points: Points<'_>,
+        targets: &[f64],
+        parts: &mut [u32],
+    ) -> Result<Bisection, Error> {
+        self.par
+            .install(|| serial::bisect(self, points, targets, parts, true))?
     }
 }
 
@@ -458,15 +473,36 @@ pub(crate) fn moment_sums<const D: usize>(
 ) -> MomentSums<D> {
     let (_, f1, f2) = moment_scale(st);
     let lo = st.lo;
+    // Round half up (the value is ≥ 0 and < 2^20): no libm call.
+    let coord = |d: &Dot<D>, j: usize| ((d.x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
     let fold = |c: &[Dot<D>]| -> MomentSums<D> {
         let mut a: MomentSums<D> = (0, [0; D], [[0; D]; D]);
-        for d in c {
-            let w = if unit { 1 } else { d.w as u64 };
-            let mut y = [0u64; D];
-            for j in 0..D {
-                // Round half up (the value is ≥ 0 and < 2^20): no libm call.
-                y[j] = ((d.x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
+        if unit {
+            // A chunk's sums fit u64 (at most 2^13 objects, y·y < 2^40): the same integers,
+            // without 128-bit arithmetic per object.
+            debug_assert!(c.len() <= CHUNK);
+            let (mut s1, mut s2) = ([0u64; D], [[0u64; D]; D]);
+            for d in c {
+                let y: [u64; D] = std::array::from_fn(|j| coord(d, j));
+                for i in 0..D {
+                    s1[i] += y[i];
+                    for j in i..D {
+                        s2[i][j] += y[i] * y[j];
+                    }
+                }
             }
+            a.0 = c.len() as u64;
+            for i in 0..D {
+                a.1[i] = u128::from(s1[i]);
+                for j in i..D {
+                    a.2[i][j] = u128::from(s2[i][j]);
+                }
+            }
+            return a;
+        }
+        for d in c {
+            let w = d.w as u64;
+            let y: [u64; D] = std::array::from_fn(|j| coord(d, j));
             a.0 += w;
             for i in 0..D {
                 // w < 2^32 and y < 2^20: w·y fits a u64, and u64 × u64 is one widening multiply.

@@ -6,17 +6,19 @@ use super::{
     AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, Method, Plane, Stats, between,
     inertial_from, low_goal, moment_sums, reduce, stats,
 };
-use crate::input::{CHUNK, Input, validate};
+use crate::input::{CHUNK, Input, input_of, validate};
 use crate::{Error, Par};
 use hsfc::Points;
 use rayon::prelude::*;
 
-/// The serial bisection of `points` (on the calling thread's pool, see [`Par::install`]).
+/// The serial bisection of `points` (on the calling thread's pool, see [`Par::install`]);
+/// `checked`: the points are known to be good (only the targets are checked).
 pub(super) fn bisect(
     b: &Bisector,
     points: Points<'_>,
     targets: &[f64],
     parts: &mut [u32],
+    checked: bool,
 ) -> Result<Bisection, Error> {
     let Bisector {
         method,
@@ -24,7 +26,15 @@ pub(super) fn bisect(
         par,
     } = *b;
     let (coords, dim, weights) = points.into_parts();
-    let input = validate(coords, dim, weights, targets, parts.len(), par)?;
+    let input = if checked {
+        assert!(
+            coords.len() == parts.len() * dim && weights.is_none_or(|w| w.len() == parts.len()),
+            "bisect: checked points of the wrong length"
+        );
+        input_of(parts.len(), weights, targets, par)?
+    } else {
+        validate(coords, dim, weights, targets, parts.len(), par)?
+    };
     let job = Job {
         method,
         keep_ties,

@@ -33,7 +33,7 @@ impl Level<'_> {
     /// Runs the level on `group`'s objects `points`, writing each object's child into `out`.
     /// `gids`: the objects' global ids when they are spread over the group in an order other
     /// than rank order (the distributed walk); `None` for objects in index order on a
-    /// one-rank group (the serial walk).
+    /// one-rank group (the serial walk, which has checked every point at the root).
     pub(super) fn run<C: comm::Comm + Reduce>(
         &self,
         ws: &mut hsfc::Workspace,
@@ -63,7 +63,8 @@ impl Level<'_> {
         };
         Ok(LevelCuts::Bisection(match gids {
             Some(gids) => bisect_dist(group, &b, points, gids, self.targets, out)?,
-            None => b.run(group, points, self.targets, out)?,
+            // The serial walk checked every point at the root.
+            None => b.run_checked(points, self.targets, out)?,
         }))
     }
 }

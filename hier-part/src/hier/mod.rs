@@ -13,12 +13,12 @@ mod serial;
 
 /// The hierarchical partitioner's buffers, owned by the caller and reused from call to call
 /// (fresh pages cost a fault each, as much as a pass over them): the serial walk's two
-/// permuted copies of the objects, and `hsfc`'s workspace for the HSFC levels. Drop it to free
-/// the memory.
+/// permuted copies of the objects, and `hsfc`'s workspaces for the HSFC levels (one per
+/// subtree that runs at a time). Drop it to free the memory.
 #[derive(Debug, Default)]
 pub struct Workspace {
     walk: serial::Bufs,
-    hsfc: hsfc::Workspace,
+    hsfc: Vec<hsfc::Workspace>,
 }
 
 pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
@@ -129,7 +129,10 @@ impl Hier {
         if Comm::size(group) == 1 {
             serial::partition(self.par, ws, plan, points, parts, previous)
         } else {
-            self.run_dist(&mut ws.hsfc, group, plan, previous, points, parts)
+            if ws.hsfc.is_empty() {
+                ws.hsfc.push(hsfc::Workspace::default());
+            }
+            self.run_dist(&mut ws.hsfc[0], group, plan, previous, points, parts)
         }
     }
 }
