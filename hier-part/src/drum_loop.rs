@@ -177,7 +177,8 @@ pub struct LoopConfig {
     /// The agents' sampling period (their samples make the recording; the windows have
     /// exact ends whatever the period).
     pub period: Duration,
-    /// A window shorter than this is not cut (it stays open into the next step), and
+    /// A window shorter than this (default 30 ms) is not cut (it stays open into the next
+    /// step), and
     /// measurements shorter than this do not change powers: /proc/stat counts CPU time in
     /// 10 ms ticks.
     pub min_window: Duration,
@@ -198,7 +199,7 @@ impl Default for LoopConfig {
             rebalance: RebalanceMode::default(),
             sensing: Sensing::default(),
             period: Duration::from_millis(50),
-            min_window: Duration::from_millis(60),
+            min_window: Duration::from_millis(30),
             procfs: ProcFs::default(),
             probe: Some(LinkProbe::default()),
             hier: Hier::default(),

@@ -3,6 +3,9 @@
 //! and simulated at cluster size (`machines/bullpen.xml`'s nodes) by a model calibrated on
 //! the measured runs, written as `report.md`, SVG plots and `results.json`.
 //! `cargo xtask reproduce` builds and runs it.
+//!
+//! `DRUM_REPRO_DEBUG=TEXT` simulates only the cases whose `study config variant` contains
+//! TEXT and prints each simulated step (elements, repartition, migration, compute, waiting).
 
 mod calib;
 mod measured;
@@ -236,7 +239,7 @@ fn run() -> Result<()> {
             beta: 1.0 / 6e9,
         }
     });
-    let calib = calib::calibrate(
+    let mut calib = calib::calibrate(
         &calib_run.steps,
         &seq,
         |k| cuts[k],
@@ -246,11 +249,30 @@ fn run() -> Result<()> {
         link,
     )
     .context("calibrating the simulator")?;
+    // κ: from the measured monitored run with one competitor on core 1 (half its CPU).
+    let stall_i = cases.iter().position(|c| {
+        c.host_run().is_some_and(|h| h.ranks == 2)
+            && c.loads.len() == 1
+            && c.loads[0].from == 0
+            && c.loads[0].until.is_none()
+            && c.loads[0].procs == 1
+            && c.sizing == hier_part::drum_loop::Sizing::Monitored
+            && c.w_comm == 0.0
+    });
+    if let Some(i) = stall_i {
+        let m = measured_runs[i].as_ref().expect("measured");
+        calib.kappa = calib::stall(&m.steps, &seq, &calib, 0.5).context("calibrating the stall")?;
+    }
 
     // Every case simulated (the measured ones on the host's model: the validation).
     let mut records = Vec::new();
     let mut validation = Vec::new();
     for (i, c) in cases.iter().enumerate() {
+        if let Ok(only) = std::env::var("DRUM_REPRO_DEBUG")
+            && !format!("{} {} {}", c.study, c.config, c.variant).contains(&only)
+        {
+            continue;
+        }
         let cfg = c.sim(host_mflops);
         let s = sim::simulate(&seq, &calib, &cfg)
             .with_context(|| format!("simulating {} {} {}", c.study, c.config, c.variant))?;
@@ -265,7 +287,7 @@ fn run() -> Result<()> {
                     measured_s: m.time_s,
                     simulated_s: s.time_s,
                     rel_err: (s.time_s - m.time_s) / m.time_s,
-                    calibration: i == calib_i,
+                    calibration: i == calib_i || Some(i) == stall_i,
                 });
                 records.push(Record {
                     time_s: m.time_s,

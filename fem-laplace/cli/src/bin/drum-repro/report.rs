@@ -211,7 +211,9 @@ pub fn write(
          Written by `cargo xtask reproduce{}` in {:.0} s on a host of {} cores. The adaptive run is \
          `fem-laplace`'s: PHAML's corner-singularity Laplace problem, {} steps to {} vertices \
          (target {}), distributed over ranks and rebalanced by DRUM in the loop (`hier-part`'s \
-         KEEP_CUTS HSFC repartition, the rebalance policy eff_min 0.95, γ 2, drift 10 %).\n\n\
+         KEEP_CUTS HSFC repartition after every refinement, as PHAML does in the papers' runs; \
+         the gain/cost study compares that with the rebalance policy, eff_min 0.95, γ 2, drift \
+         10 %).\n\n\
          Every run is labelled:\n\n\
          - **measured**: real thread ranks pinned to cores 0, 1, … of this host, real competing \
          compute-bound processes pinned to a rank's core (`--load`), DRUM's real monitors; the \
@@ -237,9 +239,14 @@ pub fn write(
          {} reductions per iteration and {} collectives per step of ⌈log2 R⌉ latencies each, at \
          α = {} µs (an assumption) and 100 Mbit/s shared by a node's processes; migration: the \
          elements the repartition moves at {:.0} bytes each (measured);\n\
+         - a rank that gets only part of its CPU is off it during its competitors' time slices, \
+         and every exchange that needs it waits: κ = {:.3e} s of common waiting per CG iteration \
+         and unit of CPU share lacking, unless that rank is the slowest anyway (calibrated on the \
+         measured monitored run with one competing process on core 1, marked below);\n\
          - a step ends at its slowest rank. Host link (measured): α = {:.2e} s, β = {:.2e} s/B.\n\n\
          Not modelled: the overlap of communication and computation (PHAML overlaps them), memory \
-         effects, operating-system noise, and the wake-up delays of a rank that shares its core.\n",
+         effects, operating-system noise, and the monitors' errors (the simulated monitors see \
+         each node's CPU share exactly, one step late).\n",
         if setup.scale == "full" {
             String::new()
         } else {
@@ -262,6 +269,7 @@ pub fn write(
         crate::sim::COLLECTIVES_PER_STEP,
         crate::studies::BULLPEN_ALPHA * 1e6,
         c.bytes_per_element,
+        c.kappa,
         c.link.alpha,
         c.link.beta,
     );
@@ -304,6 +312,7 @@ fn validation_section(doc: &mut Doc, validation: &[Validation]) -> Result<()> {
         "\n## Validation: the simulator against every measured configuration\n\n\
          | configuration | measured s | simulated s | error |\n|---|---:|---:|---:|"
     );
+    // (calibration runs are marked; their error says how well the model reproduces them)
     for v in validation {
         let _ = writeln!(
             doc.md,
@@ -342,12 +351,12 @@ fn validation_section(doc: &mut Doc, validation: &[Validation]) -> Result<()> {
         let under = loaded.iter().filter(|v| v.rel_err < 0.0).count();
         let _ = writeln!(
             doc.md,
-            "Where it misses, it {} ({under} of {} under-predict): the model gives a rank that \
-             shares its core exactly its fair share and no more waiting than the dedicated run's, \
-             while a rank that shares a core also waits for the CPU after each collective (it \
-             sleeps while the other rank catches up, then queues behind the competing process), \
-             and the measured partitions follow the monitors' noisy powers rather than the \
-             ideal ones.",
+            "Where it misses, it {} ({under} of {} under-predict). The model's monitors are \
+             exact and one step late, while the measured partitions follow the monitors' noisy \
+             windows (short early windows, a rank that sleeps in collectives looks faster); the \
+             stall of a shared core is one calibrated constant per CG iteration, while the real \
+             one depends on how often the shared rank is the one the others wait for; and this \
+             host's timings vary by 5–10 % from run to run.",
             if under * 2 >= loaded.len() {
                 "mostly under-predicts"
             } else {
@@ -560,7 +569,8 @@ fn exp3(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
         doc.md,
         "\n## Experiment 3 (DRUM 2005 §4.3, Fig. 12): RC against the degree of heterogeneity\n\n\
          H_cpu (Xiao et al.) of the processes' speeds relative to the fastest: simulated, four \
-         fast nodes with 0 to 6 slow ones; measured, core 1 shared with 0 to 3 competing \
+         fast Bullpen nodes and four nodes h times slower (h = 1 to 4; Bullpen's slow nodes are \
+         h = 1.35 and 1.5); measured, core 1 shared with 0 to 3 competing \
          processes (speeds 1 and 1/(k+1)).\n"
     );
     let drum: Vec<&&Record> = recs.iter().filter(|r| r.balance != "uniform").collect();
@@ -683,7 +693,7 @@ fn sensing(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
     let _ = writeln!(
         doc.md,
         "\n## Sinha & Parashar: the sensing period\n\n\
-         Competing processes appear on one node for the middle half of the run. Monitored DRUM \
+         Competing processes come to one node five steps before the end (the last steps take most of the run's time) and move to another node for the last three. Monitored DRUM \
          renews its powers at every rebalance point, every 2, 4 or 8 points, or once (the first \
          window). Times relative to uniform parts.\n"
     );
@@ -730,7 +740,7 @@ fn gain_cost(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
     let _ = writeln!(
         doc.md,
         "\n## Lan, Taylor & Bryan: redistribute only when Gain > γ·Cost\n\n\
-         Monitored DRUM with a load that appears a quarter into the run; the policy (eff_min, \
+         Monitored DRUM with a load that appears five steps before the end (the steps that take most of the time); the policy (eff_min, \
          drift, Gain > 2·Cost) against rebalancing at every step and never after the first \
          partition.\n\n\
          | configuration | mode | variant | time s | rebalances | migrated elements | migrated MB |\n\

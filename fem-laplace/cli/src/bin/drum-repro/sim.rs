@@ -421,11 +421,33 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
                 slowest = (compute + comm, compute, comm);
             }
         }
-        let wait = match cfg.net {
-            Net::Host => calib.l[k],
-            Net::Switched { .. } => 0.0,
+        // A rank that shares its CPU is off it for the competitors' time slices: every
+        // exchange that needs it then waits (calibrated on a measured loaded run).
+        // Not when a shared rank is the slowest: the others wait for it anyway, and its
+        // slices off the CPU are in its compute time already.
+        let least = share.iter().copied().fold(1.0, f64::min);
+        let slowest_rank = (0..ranks)
+            .max_by(|&a, &b| computes[a].total_cmp(&computes[b]))
+            .unwrap_or(0);
+        let stall = if share[rn[slowest_rank]] > least {
+            calib.kappa * iters * (1.0 - least)
+        } else {
+            0.0
         };
+        let wait = stall
+            + match cfg.net {
+                Net::Host => calib.l[k],
+                Net::Switched { .. } => 0.0,
+            };
         let step = slowest.0 + wait;
+        if std::env::var_os("DRUM_REPRO_DEBUG").is_some() {
+            eprintln!(
+                "step {k}: {n} elements, repartition {rebalance}, {moved} moved, slowest rank \
+                 compute {:.3} s + communication {:.3} s, common wait {wait:.3} s; sizes {:.3?}, \
+                 elements per rank {work:?}",
+                slowest.1, slowest.2, sizes
+            );
+        }
         let mean = computes.iter().sum::<f64>() / ranks as f64;
         let max = computes.iter().copied().fold(0.0, f64::max);
         out.imbalance += if mean > 0.0 { max / mean } else { 1.0 };
@@ -522,6 +544,7 @@ mod tests {
             bytes_per_cut_iteration: 16.0,
             bytes_per_element: 100.0,
             monitor_overhead: 0.0,
+            kappa: 0.0,
             link: LinkModel {
                 alpha: 1e-6,
                 beta: 1e-10,

@@ -185,8 +185,15 @@ fn bullpen(fast: &[usize], slow: usize) -> Vec<NodeSpec> {
 /// `#total [#fast(#procs) + #slow(1)]`, DRUM 2005 §4.2's notation.
 fn label(fast: &[usize], slow: usize) -> String {
     let total: usize = fast.iter().sum::<usize>() + slow;
-    let p = fast.first().copied().unwrap_or(1);
-    let mut s = format!("{total} [{}({p})", fast.len());
+    let mut groups: Vec<(usize, usize)> = Vec::new(); // (processes, nodes)
+    for &p in fast {
+        match groups.iter_mut().find(|g| g.0 == p) {
+            Some(g) => g.1 += 1,
+            None => groups.push((p, 1)),
+        }
+    }
+    let fast: Vec<String> = groups.iter().map(|(p, n)| format!("{n}({p})")).collect();
+    let mut s = format!("{total} [{}", fast.join(" + "));
     if slow > 0 {
         s += &format!(" + {slow}(1)");
     }
@@ -208,7 +215,9 @@ fn case(
         sizing,
         w_comm,
         loads: Vec::new(),
-        rebalance: RebalanceMode::Policy,
+        // PHAML repartitions after every refinement in the DRUM experiments; the policy is
+        // the gain/cost study's subject.
+        rebalance: RebalanceMode::Always,
         sensing: Sensing::Every(1),
         how: how.clone(),
     }
@@ -324,14 +333,21 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
         ));
     }
 
-    // Exp. 3: RC against H_cpu: a growing share of slow processors; here 0 to 3 competing
-    // processes on core 1.
-    let slows: &[usize] = if tiny { &[2] } else { &[0, 1, 2, 3, 4, 5, 6] };
-    for &s in slows {
+    // Exp. 3: RC against H_cpu: four fast Bullpen nodes and four nodes h times slower (Bullpen's
+    // own slow nodes are h = 1.35 and 1.5; the others are larger spreads of the same tree);
+    // here 0 to 3 competing processes on core 1.
+    let spreads: &[f64] = if tiny {
+        &[1.5]
+    } else {
+        &[1.0, 1.25, 1.5, 2.0, 3.0, 4.0]
+    };
+    for &h in spreads {
+        let mut nodes = bullpen(&[1, 1, 1, 1], 0);
+        nodes.extend((0..4).map(|i| NodeSpec::new(&format!("slow{i}"), FAST_MFLOPS / h, 1, 1)));
         v.extend(sweep(
             "exp3",
-            &format!("4F+{s}S"),
-            &sim(&[1, 1, 1, 1], s),
+            &format!("4F+4S, slow = fast/{h}"),
+            &How::Simulated { nodes },
             &[],
             &[0.0],
         ));
@@ -375,8 +391,8 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
         &[("1F+1S", &[1], 1)]
     } else {
         &[
-            ("4 [1(4)] (homogeneous)", &[4], 0),
             ("8 [2(4)] (homogeneous)", &[4, 4], 0),
+            ("16 [4(4)] (homogeneous)", &[4, 4, 4, 4], 0),
             ("2F+2S", &[1, 1], 2),
             ("10 [2(4) + 2(1)]", &[4, 4], 2),
         ]
@@ -393,7 +409,9 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
     }
 
     // Sinha–Parashar: the sensing period under a load that comes and goes.
-    let (on, off) = (steps / 4, (3 * steps) / 4);
+    // The last steps take most of the time: the load comes five steps before the end on one
+    // node and moves to another for the last three.
+    let on = steps.saturating_sub(5).max(1);
     let periods: &[Sensing] = if tiny {
         &[Sensing::Every(1), Sensing::Once]
     } else {
@@ -424,20 +442,24 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
         }
         c
     };
+    let switch = steps.saturating_sub(3).max(on + 1);
     v.extend(sensing(
-        &format!("2 cores, 2 processes on core 1 in steps {on}-{}", off - 1),
+        &format!(
+            "2 cores, 2 processes on core 1 in steps {on}-{}, then on core 0",
+            switch - 1
+        ),
         &host2,
-        &[load(1, 2, on, Some(off))],
+        &[load(1, 2, on, Some(switch)), load(0, 2, switch, None)],
     ));
     let nodes = bullpen(&[4, 4], 2);
     let last = nodes.iter().map(|n| n.procs).sum::<usize>() - 1;
     v.extend(sensing(
         &format!(
-            "10 [2(4) + 2(1)], 2 processes on the last node in steps {on}-{}",
-            off - 1
+            "10 [2(4) + 2(1)], 2 processes on the last node in steps {on}-{}, then on rank 0's",
+            switch - 1
         ),
         &How::Simulated { nodes },
-        &[load(last, 2, on, Some(off))],
+        &[load(last, 2, on, Some(switch)), load(0, 2, switch, None)],
     ));
 
     // Lan–Taylor–Bryan: the gain > γ·cost decision against always and never.
