@@ -380,7 +380,7 @@ fn validation_section(doc: &mut Doc, validation: &[Validation]) -> Result<()> {
                 ("y = x".into(), vec![(0.0, 0.0), (hi, hi)]),
                 ("configurations".into(), pts),
             ],
-            false,
+            &[false, true],
         ),
         "validation",
     )
@@ -483,7 +483,7 @@ fn exp2(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
             "w_comm",
             "RC",
             &series,
-            false,
+            &vec![false; series.len()],
         ),
         "exp2: RC against w_comm",
     )?;
@@ -613,7 +613,7 @@ fn exp3(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
             "H_cpu",
             "RC",
             &series,
-            true,
+            &[],
         ),
         "exp3: RC against H_cpu",
     )?;

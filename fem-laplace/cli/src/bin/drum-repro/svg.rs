@@ -5,7 +5,7 @@ const H: f64 = 400.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 40.0;
-const BOTTOM: f64 = 110.0;
+const BOTTOM: f64 = 120.0;
 const COLOURS: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
 ];
@@ -130,10 +130,11 @@ pub fn bars(
             }
         }
         s += &format!(
-            "<text transform=\"translate({:.1},{}) rotate(35)\" font-size=\"11\">{}</text>\n",
+            "<text transform=\"translate({:.1},{}) rotate(30)\" font-size=\"10\"><title>{}</title>{}</text>\n",
             gx + gw * 0.3,
             H - BOTTOM + 14.0,
-            esc(name)
+            esc(name),
+            esc(&short(name))
         );
     }
     s += &legend(
@@ -143,13 +144,14 @@ pub fn bars(
     s + "</svg>\n"
 }
 
-/// Lines (or points only, `dots`) of (x, y) pairs.
+/// Series of (x, y) pairs, each drawn as points joined by a line, or points only where
+/// `dots[k]` (missing: points only).
 pub fn lines(
     title: &str,
     xlabel: &str,
     ylabel: &str,
     series: &[(String, Vec<(f64, f64)>)],
-    dots: bool,
+    dots: &[bool],
 ) -> String {
     let pts = series.iter().flat_map(|s| s.1.iter().copied());
     let (xl, xh) = pts
@@ -190,7 +192,7 @@ pub fn lines(
     );
     for (k, (name, p)) in series.iter().enumerate() {
         let c = COLOURS[k % COLOURS.len()];
-        if !dots && p.len() > 1 {
+        if !dots.get(k).copied().unwrap_or(true) && p.len() > 1 {
             let path: Vec<String> = p
                 .iter()
                 .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
@@ -214,4 +216,19 @@ pub fn lines(
         true,
     );
     s + "</svg>\n"
+}
+
+/// A group label short enough to fit under its bars, its "(…)" ending kept (the whole name
+/// is its tooltip).
+fn short(name: &str) -> String {
+    const MAX: usize = 34;
+    if name.chars().count() <= MAX {
+        return name.into();
+    }
+    let (head, tail) = match name.rfind(" (") {
+        Some(i) if name.ends_with(')') => name.split_at(i),
+        _ => (name, ""),
+    };
+    let keep = MAX.saturating_sub(tail.chars().count() + 1).max(8);
+    head.chars().take(keep).collect::<String>() + "…" + tail
 }
