@@ -29,8 +29,8 @@ pub struct Calib {
     /// The monitoring agents' CPU over wall (mean over the ranks of a monitored run).
     pub monitor_overhead: f64,
     /// Seconds of extra common waiting per CG iteration when a rank gets only part of its
-    /// CPU, per unit of the share it lacks (`stall`, from a measured run with a competing
-    /// process; 0 until calibrated).
+    /// CPU, per unit of the share it lacks (set so that the simulated time of a measured run
+    /// with a competing process equals its measured time; 0 until calibrated).
     pub kappa: f64,
     /// α, β between two thread ranks of this host.
     #[serde(serialize_with = "link_json")]
@@ -142,33 +142,4 @@ pub fn calibrate(
         kappa: 0.0,
         link,
     })
-}
-
-/// κ from the step lines of a measured run whose slowest-shared rank got `share` of its CPU
-/// all along: the common waiting beyond the dedicated run's, per CG iteration, over the
-/// share it lacked.
-pub fn stall(
-    steps: &[serde_json::Value],
-    seq: &[StepMesh],
-    calib: &Calib,
-    share: f64,
-) -> Result<f64> {
-    if steps.len() != seq.len() {
-        bail!(
-            "the loaded calibration run has {} steps, the serial run {}",
-            steps.len(),
-            seq.len()
-        );
-    }
-    let (mut extra, mut iters) = (0.0, 0.0);
-    for (k, s) in steps.iter().enumerate() {
-        let wall = num(&s["wall_s"], "wall_s")?;
-        let mut busy_max = 0.0f64;
-        for r in s["ranks"].as_array().context("no `ranks`")? {
-            busy_max = busy_max.max(wall - num(&r["wait_s"], "wait_s")?);
-        }
-        extra += (wall - busy_max - calib.l[k]).max(0.0);
-        iters += seq[k].cg_iterations as f64;
-    }
-    Ok(extra / (iters * (1.0 - share)).max(1e-12))
 }

@@ -260,10 +260,19 @@ fn run() -> Result<()> {
             && c.w_comm == 0.0
     });
     if let Some(i) = stall_i {
+        // The simulated time is linear in κ: the κ that gives this run's measured time.
         let m = measured_runs[i].as_ref().expect("measured");
-        calib.kappa = calib::stall(&m.steps, &seq, &calib, 0.5).context("calibrating the stall")?;
+        let cfg = cases[i].sim(host_mflops);
+        let probe = 1e-3;
+        let t0 = sim::simulate(&seq, &calib, &cfg)?.time_s;
+        calib.kappa = probe;
+        let t1 = sim::simulate(&seq, &calib, &cfg)?.time_s;
+        calib.kappa = if t1 > t0 {
+            (probe * (m.time_s - t0) / (t1 - t0)).max(0.0)
+        } else {
+            0.0
+        };
     }
-
     // Every case simulated (the measured ones on the host's model: the validation).
     let mut records = Vec::new();
     let mut validation = Vec::new();

@@ -241,8 +241,10 @@ pub fn write(
          elements the repartition moves at {:.0} bytes each (measured);\n\
          - a rank that gets only part of its CPU is off it during its competitors' time slices, \
          and every exchange that needs it waits: κ = {:.3e} s of common waiting per CG iteration \
-         and unit of CPU share lacking, unless that rank is the slowest anyway (calibrated on the \
-         measured monitored run with one competing process on core 1, marked below);\n\
+         and unit of CPU share lacking, unless that rank is clearly the slowest anyway (fitted so \
+         that the simulated time of the measured monitored run with one competing process on \
+         core 1, marked below, equals its measured time: it also absorbs what the model lacks \
+         there, such as the monitors' noise);\n\
          - a step ends at its slowest rank. Host link (measured): α = {:.2e} s, β = {:.2e} s/B.\n\n\
          Not modelled: the overlap of communication and computation (PHAML overlaps them), memory \
          effects, operating-system noise, and the monitors' errors (the simulated monitors see \

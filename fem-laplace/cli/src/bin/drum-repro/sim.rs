@@ -423,13 +423,18 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
         }
         // A rank that shares its CPU is off it for the competitors' time slices: every
         // exchange that needs it then waits (calibrated on a measured loaded run).
-        // Not when a shared rank is the slowest: the others wait for it anyway, and its
-        // slices off the CPU are in its compute time already.
+        // Not when a shared rank is clearly the slowest (10 % above every other): the others
+        // wait for it anyway, and its slices off the CPU are in its compute time already.
         let least = share.iter().copied().fold(1.0, f64::min);
-        let slowest_rank = (0..ranks)
-            .max_by(|&a, &b| computes[a].total_cmp(&computes[b]))
-            .unwrap_or(0);
-        let stall = if share[rn[slowest_rank]] > least {
+        let shared_max = (0..ranks)
+            .filter(|&r| share[rn[r]] <= least)
+            .map(|r| computes[r])
+            .fold(0.0, f64::max);
+        let others_max = (0..ranks)
+            .filter(|&r| share[rn[r]] > least)
+            .map(|r| computes[r])
+            .fold(0.0, f64::max);
+        let stall = if least < 1.0 && shared_max <= 1.1 * others_max {
             calib.kappa * iters * (1.0 - least)
         } else {
             0.0
