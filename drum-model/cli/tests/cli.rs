@@ -243,10 +243,16 @@ fn replay_through_the_cli() {
     // p = 8000 · 0.2 = 1600 against 8000 · 1.0 = 8000.
     let s0 = v["parts"][0]["size"].as_f64().unwrap();
     assert!((s0 - 1600.0 / 9600.0).abs() < 1e-12, "{s0}");
-    // Communication power needs a capacity: the error names the node.
+    // Communication power needs a capacity: the error names the node (the file without its
+    // `bandwidth`).
+    let unrated = tmp("unrated.xml");
+    let xml = std::fs::read_to_string(root().join("machines/local-2core-hetero.xml")).unwrap();
+    let xml = xml.replacen("parent=\"-1\" bandwidth=\"48000\"", "parent=\"-1\"", 1);
+    assert!(!xml.contains("parent=\"-1\" bandwidth"));
+    std::fs::write(&unrated, &xml).unwrap();
     let o = drum(&[
         "powers",
-        "machines/local-2core-hetero.xml",
+        unrated.to_str().unwrap(),
         "--replay",
         samples.to_str().unwrap(),
         "--w-comm",
@@ -260,7 +266,6 @@ fn replay_through_the_cli() {
     );
     // ... which the machine file can give: samples without a capacity use its `bandwidth`.
     let rated = tmp("rated.xml");
-    let xml = std::fs::read_to_string(root().join("machines/local-2core-hetero.xml")).unwrap();
     let xml = xml.replacen(
         "name=\"localhost\"",
         "name=\"localhost\" bandwidth=\"1\"",
