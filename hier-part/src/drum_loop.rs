@@ -585,7 +585,6 @@ pub struct DrumLoop {
     last_total: Option<f64>,
     bytes_per_weight: f64,
     delta: f64,
-    ws: Workspace,
 }
 
 impl fmt::Debug for DrumLoop {
@@ -680,7 +679,6 @@ impl DrumLoop {
             last_total: None,
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
             delta: 0.0,
-            ws: Workspace::default(),
             machine,
             cfg,
         })
@@ -803,11 +801,12 @@ impl DrumLoop {
         let (achieved, partition_s, moved_weight) = if decision.rebalance && total > 0.0 {
             let t0 = Instant::now();
             let hier = self.cfg.hier;
+            // A workspace per repartition: kept between steps, its buffers would sit on top
+            // of the application's peak.
+            let mut ws = Workspace::default();
             let result = match &self.previous {
-                Some(prev) => {
-                    hier.repartition(&mut self.ws, comm, &self.plan, prev, points, parts)?
-                }
-                None => hier.partition_with(&mut self.ws, comm, &self.plan, points, parts)?,
+                Some(prev) => hier.repartition(&mut ws, comm, &self.plan, prev, points, parts)?,
+                None => hier.partition_with(&mut ws, comm, &self.plan, points, parts)?,
             };
             let secs = t0.elapsed().as_secs_f64();
             let achieved = result

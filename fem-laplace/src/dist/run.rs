@@ -258,13 +258,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
     pub fn stop_monitoring(
         &mut self,
     ) -> Result<Option<hier_part::drum_loop::LoopSummary>, FemError> {
-        let b = std::mem::replace(
-            &mut self.balancing,
-            Balancing::Flat {
-                previous: None,
-                ws: hsfc::Workspace::default(),
-            },
-        );
+        let b = std::mem::replace(&mut self.balancing, Balancing::Flat { previous: None });
         match b {
             Balancing::Drum(lp) => lp.stop().map_err(|e| FemError::Partition(e.to_string())),
             Balancing::Flat { .. } => Ok(None),
