@@ -108,6 +108,17 @@ pub enum RebalanceMode {
     Never,
 }
 
+impl RebalanceMode {
+    /// The decision this mode imposes on the policy's (`None`: the policy's stands).
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            RebalanceMode::Policy => None,
+            RebalanceMode::Always => Some(true),
+            RebalanceMode::Never => Some(false),
+        }
+    }
+}
+
 impl std::str::FromStr for RebalanceMode {
     type Err = String;
     fn from_str(s: &str) -> Result<RebalanceMode, String> {
@@ -130,6 +141,17 @@ pub enum Sensing {
     Every(usize),
     /// Once, from the first window long enough; never again.
     Once,
+}
+
+impl Sensing {
+    /// Whether the powers are renewed at this point, `since` points after they last were
+    /// (`sensed`: whether they ever were).
+    pub fn due(self, sensed: bool, since: usize) -> bool {
+        match self {
+            Sensing::Every(n) => !sensed || since >= n,
+            Sensing::Once => !sensed,
+        }
+    }
 }
 
 impl Default for Sensing {
@@ -574,9 +596,9 @@ pub struct DrumLoop {
     partition_sizes: Option<Vec<f64>>,
     link: Option<LinkModel>,
     pending: Accum,
-    /// Rebalance points since the powers were last renewed, and how often they were.
+    /// Rebalance points since the powers were last renewed, and whether they ever were.
     since_sensed: usize,
-    sensed: usize,
+    sensed: bool,
     /// When the last rebalance point was, and when the agent's window was last cut.
     last_point: Instant,
     last_cut: Instant,
@@ -672,7 +694,7 @@ impl DrumLoop {
             link,
             pending: Accum::default(),
             since_sensed: 0,
-            sensed: 0,
+            sensed: false,
             last_point: Instant::now(),
             last_cut: Instant::now(),
             nodes,
@@ -731,27 +753,24 @@ impl DrumLoop {
         let accs: Vec<Accum> = (0..ranks).map(|r| Accum::decode(all.get(r))).collect();
         let longest = accs.iter().map(|a| a.seconds).fold(0.0, f64::max);
         self.since_sensed += 1;
-        let due = match self.cfg.sensing {
-            Sensing::Every(n) => self.sensed == 0 || self.since_sensed >= n,
-            Sensing::Once => self.sensed == 0,
-        };
+        let due = self.cfg.sensing.due(self.sensed, self.since_sensed);
         let measured_s = if longest >= self.cfg.min_window.as_secs_f64() && due {
             self.observe(&accs, &mut warnings);
             self.pending = Accum::default();
             self.since_sensed = 0;
-            self.sensed += 1;
+            self.sensed = true;
+            if self.cfg.sizing == Sizing::Monitored {
+                self.powers = self.monitored.clone();
+                self.plan = Plan::new(&self.machine, &self.powers)?;
+            }
             longest
         } else {
-            if self.cfg.sensing == Sensing::Once && self.sensed > 0 {
+            if self.cfg.sensing == Sensing::Once && self.sensed {
                 self.pending = Accum::default(); // measured once: windows are not kept
             }
             0.0
         };
         let measured = accs.iter().enumerate().map(|(r, a)| a.measure(r)).collect();
-        if self.cfg.sizing == Sizing::Monitored {
-            self.powers = self.monitored.clone();
-            self.plan = Plan::new(&self.machine, &self.powers)?;
-        }
 
         // The loads the ranks hold now.
         let (_, _, weights) = points.into_parts();
@@ -780,18 +799,15 @@ impl DrumLoop {
                     }),
                 };
                 let mut d = DecisionReport::of(&self.cfg.policy.decide(&obs)?);
-                match self.cfg.rebalance {
-                    RebalanceMode::Policy => {}
-                    RebalanceMode::Always => {
-                        d.rebalance = true;
-                        d.reason = "always".into();
-                        d.text = format!("rebalance (always; the policy: {})", d.text);
-                    }
-                    RebalanceMode::Never => {
-                        d.rebalance = false;
-                        d.reason = "never".into();
-                        d.text = format!("keep (never; the policy: {})", d.text);
-                    }
+                if let Some(forced) = self.cfg.rebalance.forced() {
+                    let (what, mode) = if forced {
+                        ("rebalance", "always")
+                    } else {
+                        ("keep", "never")
+                    };
+                    d.rebalance = forced;
+                    d.reason = mode.into();
+                    d.text = format!("{what} ({mode}; the policy: {})", d.text);
                 }
                 d
             }

@@ -410,4 +410,10 @@ fn rebalance_modes_and_sensing_periods_parse_and_name_bad_values() {
     assert_eq!("once".parse::<Sensing>(), Ok(Sensing::Once));
     assert!("0".parse::<Sensing>().unwrap_err().contains(">= 1"));
     assert!("x".parse::<Sensing>().is_err());
+    assert_eq!(RebalanceMode::Policy.forced(), None);
+    assert_eq!(RebalanceMode::Always.forced(), Some(true));
+    assert_eq!(RebalanceMode::Never.forced(), Some(false));
+    let every3 = Sensing::Every(3);
+    assert!(every3.due(false, 1) && !every3.due(true, 2) && every3.due(true, 3));
+    assert!(Sensing::Once.due(false, 5) && !Sensing::Once.due(true, 100));
 }

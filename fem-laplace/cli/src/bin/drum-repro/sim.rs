@@ -262,7 +262,16 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
     let mut owner: Vec<u32> = Vec::new();
     let mut previous: Option<HierPartition> = None;
     let mut used_sizes: Option<Vec<f64>> = None;
-    let (mut sensed, mut since) = (0usize, 0usize);
+    let (mut sensed, mut since) = (false, 0usize);
+    // The powers and the partitioner's plan for the CPU shares last sensed.
+    let mut current: Option<(Vec<f64>, drum_model::Powers, Plan)> = None;
+    let link0 = match cfg.net {
+        Net::Host => calib.link,
+        Net::Switched { alpha, bytes_per_s } => LinkModel {
+            alpha,
+            beta: 1.0 / bytes_per_s,
+        },
+    };
     let mut seen_share = vec![1.0; nodes.len()];
     let (mut acc, mut acc_t) = (vec![0.0; nodes.len()], 0.0);
     let mut last_step_s = 0.0;
@@ -286,35 +295,30 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
         // The rebalance point: the window since the last sensing, if due.
         if k > 0 && cfg.sizing == Sizing::Monitored {
             since += 1;
-            let due = match cfg.sensing {
-                Sensing::Every(m) => sensed == 0 || since >= m,
-                Sensing::Once => sensed == 0,
-            };
-            if due && acc_t > 0.0 {
+            if cfg.sensing.due(sensed, since) && acc_t > 0.0 {
                 seen_share = acc.iter().map(|a| a / acc_t).collect();
                 acc.iter_mut().for_each(|a| *a = 0.0);
                 acc_t = 0.0;
-                sensed += 1;
+                sensed = true;
                 since = 0;
             }
         }
-        let (plan_machine, powers) = powers(nodes, cfg.sizing, cfg.w_comm, &seen_share)?;
+        if current.as_ref().is_none_or(|c| c.0 != seen_share) {
+            let (m, p) = powers(nodes, cfg.sizing, cfg.w_comm, &seen_share)?;
+            let plan = Plan::new(&m, &p)?;
+            current = Some((seen_share.clone(), p, plan));
+        }
+        let (_, powers, plan) = current.as_ref().expect("just set");
         let sizes = powers.parts.clone();
         let mut counts = vec![0.0; ranks];
         for &p in &inherited {
             counts[p as usize] += 1.0;
         }
-        let link0 = match cfg.net {
-            Net::Host => calib.link,
-            Net::Switched { alpha, bytes_per_s } => LinkModel {
-                alpha,
-                beta: 1.0 / bytes_per_s,
-            },
-        };
         let delta = calib.p * n as f64 / ranks as f64;
-        let rebalance = match &used_sizes {
-            None => true,
-            Some(used) => {
+        let rebalance = match (&used_sizes, cfg.rebalance.forced()) {
+            (None, _) => true,
+            (Some(_), Some(forced)) => forced,
+            (Some(used), None) => {
                 let fractions: Vec<f64> = counts.iter().map(|c| c / n as f64).collect();
                 let capacities: Vec<f64> = sizes.iter().map(|s| s.max(1e-12)).collect();
                 let growth = n as f64 / seq[k - 1].elements() as f64;
@@ -329,24 +333,16 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
                         delta,
                     }),
                 };
-                let policy = cfg.policy.decide(&obs)?.rebalance;
-                match cfg.rebalance {
-                    RebalanceMode::Policy => policy,
-                    RebalanceMode::Always => true,
-                    RebalanceMode::Never => false,
-                }
+                cfg.policy.decide(&obs)?.rebalance
             }
         };
         let mut parts = inherited.clone();
         let mut partition_s = 0.0;
         if rebalance {
-            let plan = Plan::new(&plan_machine, &powers)?;
             let points = Points::new(&mesh.xy, 2, None);
             let result = match &previous {
-                Some(prev) => {
-                    hier.repartition(&mut ws, &Serial, &plan, prev, points, &mut parts)?
-                }
-                None => hier.partition_with(&mut ws, &Serial, &plan, points, &mut parts)?,
+                Some(prev) => hier.repartition(&mut ws, &Serial, plan, prev, points, &mut parts)?,
+                None => hier.partition_with(&mut ws, &Serial, plan, points, &mut parts)?,
             };
             previous = Some(result);
             used_sizes = Some(sizes.clone());
