@@ -20,22 +20,16 @@ pub fn bench_fem(args: &[String]) -> Result<()> {
             bail!("bench fem: unknown flag `{a}` (known: --repeats R, --target-vertices N)");
         }
     }
-    let mut build = crate::cargo();
-    build.args([
-        "build",
-        "--release",
+    let release = crate::release(&[
         "-p",
         "fem-laplace-cli",
         "--features",
         "faer",
         "--bin",
         "fem-bench",
-    ]);
-    crate::run(build)?;
-    if let Ok(out) = Command::new("uptime").output() {
-        eprintln!("xtask: {}", String::from_utf8_lossy(&out.stdout).trim());
-    }
-    let exe = crate::project_root().join("target/release/fem-bench");
+    ])?;
+    eprintln!("xtask: load average {}", crate::bench::uptime());
+    let exe = release.join("fem-bench");
     let mut bench = Command::new(exe);
     // One core, as the target says: pin to CPU 0 when taskset is available.
     if Command::new("taskset").arg("--version").output().is_ok() {

@@ -17,7 +17,7 @@ use crate::bench::{
     Run, build_zoltan, json, json_run, min_max, num, output, uptime, zoltan_result,
 };
 use crate::bench_hsfc::run_ours;
-use crate::{cargo, project_root, run};
+use crate::{project_root, run};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -59,10 +59,7 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
     }
     let work = root.join("target/bench-hier");
     std::fs::create_dir_all(&work).context("creating target/bench-hier")?;
-    let mut build = cargo();
-    build.args([
-        "build",
-        "--release",
+    let release = crate::release(&[
         "-p",
         "hsfc-cli",
         "-p",
@@ -70,9 +67,8 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
         "-p",
         "drum-cli",
         "--bins",
-    ]);
-    run(build)?;
-    let bin = |name: &str| root.join("target/release").join(name);
+    ])?;
+    let bin = |name: &str| release.join(name);
     let (hsfc, hier, drum) = (bin("hsfc"), bin("hier-part"), bin("drum"));
     let zdriver = match build_zoltan(&root, &root.join("target/bench-hsfc")) {
         Ok(z) => Some(z),

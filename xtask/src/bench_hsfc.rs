@@ -10,7 +10,7 @@
 use crate::bench::{
     Run, build_zoltan, json, json_run, median, min_max, num, output, uptime, zoltan_result,
 };
-use crate::{cargo, project_root, run};
+use crate::{project_root, run};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -64,19 +64,9 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     std::fs::create_dir_all(work.join("data")).context("creating target/bench-hsfc")?;
 
     // Our binaries (and the coupe peer), release.
-    let mut build = cargo();
-    build.args([
-        "build",
-        "--release",
-        "-p",
-        "hsfc-cli",
-        "--features",
-        "coupe",
-        "--bins",
-    ]);
-    run(build)?;
-    let ours = root.join("target/release/hsfc");
-    let coupe = root.join("target/release/hsfc-coupe");
+    let release = crate::release(&["-p", "hsfc-cli", "--features", "coupe", "--bins"])?;
+    let ours = release.join("hsfc");
+    let coupe = release.join("hsfc-coupe");
 
     let zdriver = build_zoltan(&root, &work)?;
 

@@ -21,20 +21,9 @@ pub fn bench_laplace(args: &[String]) -> Result<()> {
             );
         }
     }
-    let mut build = crate::cargo();
-    build.args([
-        "build",
-        "--release",
-        "-p",
-        "fem-laplace-cli",
-        "--bin",
-        "laplace-bench",
-    ]);
-    crate::run(build)?;
-    if let Ok(out) = Command::new("uptime").output() {
-        eprintln!("xtask: {}", String::from_utf8_lossy(&out.stdout).trim());
-    }
-    let mut bench = Command::new(crate::project_root().join("target/release/laplace-bench"));
+    let release = crate::release(&["-p", "fem-laplace-cli", "--bin", "laplace-bench"])?;
+    eprintln!("xtask: load average {}", crate::bench::uptime());
+    let mut bench = Command::new(release.join("laplace-bench"));
     bench.args(args);
     crate::run(bench)
 }

@@ -128,6 +128,15 @@ fn cargo() -> Command {
     cmd
 }
 
+/// `cargo build --release` with `args` (packages, features, binaries); returns the
+/// directory the release binaries are in.
+fn release(args: &[&str]) -> Result<PathBuf> {
+    let mut build = cargo();
+    build.args(["build", "--release"]).args(args);
+    run(build)?;
+    Ok(project_root().join("target/release"))
+}
+
 /// Runs `cmd`, echoing it first; fails with its exit status.
 fn run(mut cmd: Command) -> Result<()> {
     eprintln!("xtask: running {cmd:?}");
@@ -143,10 +152,7 @@ fn run(mut cmd: Command) -> Result<()> {
 /// `cargo xtask reproduce`: builds `fem-laplace` and `drum-repro` (release) and runs the
 /// latter from the workspace root, passing the flags on.
 fn reproduce(args: &[String]) -> Result<()> {
-    let mut build = cargo();
-    build.args([
-        "build",
-        "--release",
+    let bins = release(&[
         "--quiet",
         "-p",
         "fem-laplace-cli",
@@ -154,9 +160,8 @@ fn reproduce(args: &[String]) -> Result<()> {
         "fem-laplace",
         "--bin",
         "drum-repro",
-    ]);
-    run(build)?;
-    let mut cmd = Command::new(project_root().join("target/release/drum-repro"));
+    ])?;
+    let mut cmd = Command::new(bins.join("drum-repro"));
     cmd.current_dir(project_root()).args(args);
     run(cmd)
 }

@@ -205,21 +205,17 @@ pub(crate) struct Bins {
 /// Builds the release binaries (`fem-laplace` with MPI for `--backend mpi`, copied aside so
 /// that the plain build stays in place).
 pub(crate) fn build(backend: Backend) -> Result<Bins> {
-    let root = crate::project_root();
     let release = |package: &str, bin: &str, features: &[&str]| -> Result<PathBuf> {
-        let mut build = crate::cargo();
-        build
-            .args(["build", "--release", "--quiet", "-p", package, "--bin", bin])
-            .args(features);
-        crate::run(build)?;
-        Ok(root.join("target/release").join(bin))
+        let mut args = vec!["--quiet", "-p", package, "--bin", bin];
+        args.extend(features);
+        Ok(crate::release(&args)?.join(bin))
     };
     let drum = release("drum-cli", "drum", &[])?;
     let fem = match backend {
         Backend::Threads => release("fem-laplace-cli", "fem-laplace", &[])?,
         Backend::Mpi => {
             let built = release("fem-laplace-cli", "fem-laplace", &["--features", "mpi"])?;
-            let to = root.join("target/release/fem-laplace-mpi");
+            let to = built.with_file_name("fem-laplace-mpi");
             std::fs::copy(&built, &to)
                 .with_context(|| format!("copying {} to {}", built.display(), to.display()))?;
             to
