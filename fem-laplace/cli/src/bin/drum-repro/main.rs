@@ -186,7 +186,9 @@ fn run() -> Result<()> {
     // The host machines, written once.
     let mut host_files = std::collections::BTreeMap::new();
     for c in &cases {
-        if let How::Measured { ranks } = c.how {
+        if let How::Measured { ranks } = c.how
+            && !host_files.contains_key(&ranks)
+        {
             let p = runs_dir.join(format!("host-{ranks}.xml"));
             std::fs::write(&p, measured::host_xml(ranks, host_mflops))
                 .with_context(|| format!("writing {}", p.display()))?;

@@ -25,7 +25,7 @@ pub struct DrumArgs {
     /// With `--machine`: where the part sizes come from: `monitored` (DRUM in the loop: the
     /// powers of the window since the last rebalance), `static` (the machine file's ratings)
     /// or `uniform` (equal parts). Default: monitored.
-    #[arg(long, value_parser = parse_sizing)]
+    #[arg(long, value_parser = str::parse::<Sizing>)]
     pub balance: Option<Sizing>,
     /// Communication weight w_comm in [0, 1] of the powers (DRUM 2005 §3.3).
     #[arg(long, default_value_t = 0.0)]
@@ -46,11 +46,11 @@ pub struct DrumArgs {
     pub drift: f64,
     /// Who decides at a rebalance point: `policy` (eff_min, drift, Lan's gain > γ·cost),
     /// `always` (every point repartitions) or `never` (only the initial partition).
-    #[arg(long, default_value = "policy", value_parser = parse_mode)]
+    #[arg(long, default_value = "policy", value_parser = str::parse::<RebalanceMode>)]
     pub rebalance: RebalanceMode,
     /// How often the monitored powers are renewed: every N rebalance points (the window then
     /// covers the N steps since) or `once` (the first window only).
-    #[arg(long, default_value = "1", value_parser = parse_sensing)]
+    #[arg(long, default_value = "1", value_parser = str::parse::<Sensing>)]
     pub sensing: Sensing,
     /// What a rank's CPU use is a fraction of in the powers.
     #[arg(long, value_enum, default_value_t = BasisArg::Runnable)]
@@ -70,18 +70,6 @@ pub struct DrumArgs {
     /// Do not pin each rank to its node's `cpus`.
     #[arg(long)]
     pub no_pin: bool,
-}
-
-fn parse_sizing(s: &str) -> Result<Sizing, String> {
-    s.parse()
-}
-
-fn parse_mode(s: &str) -> Result<RebalanceMode, String> {
-    s.parse()
-}
-
-fn parse_sensing(s: &str) -> Result<Sensing, String> {
-    s.parse()
 }
 
 impl DrumArgs {
