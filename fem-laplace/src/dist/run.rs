@@ -422,25 +422,15 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         let mut grad = Vec::new();
         let mut eta2 = Vec::new();
-        let local = if alone {
-            estimate_part(
-                &self.l.mesh,
-                &self.l.u,
-                self.exact,
-                &mut grad,
-                &mut eta2,
-                |_| true,
-            )
-        } else {
-            estimate_part(
-                &self.l.mesh,
-                &self.l.u,
-                self.exact,
-                &mut grad,
-                &mut eta2,
-                |t| owned_e[t],
-            )
-        };
+        // (Alone, a rank owns every element.)
+        let local = estimate_part(
+            &self.l.mesh,
+            &self.l.u,
+            self.exact,
+            &mut grad,
+            &mut eta2,
+            |t| owned_e[t],
+        );
         self.estimate = global_sum(&self.comm, &local)?.value().sqrt();
         self.eta2 = eta2;
         fig.times.estimate = t0.elapsed().as_secs_f64();
