@@ -128,7 +128,8 @@ impl Doc<'_> {
     }
 }
 
-fn rc_of<'a>(rs: &[&'a Record], variant: &str) -> Option<&'a Record> {
+/// The run of `variant` among one configuration's runs.
+fn variant_of<'a>(rs: &[&'a Record], variant: &str) -> Option<&'a Record> {
     rs.iter().copied().find(|r| r.variant == variant)
 }
 
@@ -149,7 +150,7 @@ fn section_rc(doc: &mut Doc, recs: &[&Record], key: &str, fig: &str) -> Result<(
             (
                 v.clone(),
                 cfgs.iter()
-                    .map(|(_, rs)| rc_of(rs, v).map(|r| r.time_s / rs[0].time_s))
+                    .map(|(_, rs)| variant_of(rs, v).map(|r| r.time_s / rs[0].time_s))
                     .collect(),
             )
         })
@@ -171,7 +172,7 @@ fn section_rc(doc: &mut Doc, recs: &[&Record], key: &str, fig: &str) -> Result<(
             (
                 format!("RC, {v}"),
                 cfgs.iter()
-                    .map(|(_, rs)| rc_of(rs, v).and_then(|r| r.rc))
+                    .map(|(_, rs)| variant_of(rs, v).and_then(|r| r.rc))
                     .collect(),
             )
         })
@@ -647,7 +648,7 @@ fn exp4(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
     let gains: Vec<(String, f64, bool)> = cfgs
         .iter()
         .filter_map(|(k, rs)| {
-            let m = rc_of(rs, "DRUM monitored")?.rc?;
+            let m = variant_of(rs, "DRUM monitored")?.rc?;
             Some((k.clone(), m, k.contains("homogeneous")))
         })
         .collect();
@@ -665,8 +666,8 @@ fn exp4(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
     let stat: Vec<String> = cfgs
         .iter()
         .filter_map(|(k, rs)| {
-            let s = rc_of(rs, "static (ratings)")?.rc?;
-            let m = rc_of(rs, "DRUM monitored")?.rc?;
+            let s = variant_of(rs, "static (ratings)")?.rc?;
+            let m = variant_of(rs, "DRUM monitored")?.rc?;
             Some(format!(
                 "{k}: static {} vs monitored {}",
                 pct(Some(s)),
@@ -679,8 +680,8 @@ fn exp4(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
         "the ratings alone cannot see the load (static < monitored)",
         Some(cfgs.iter().all(|(_, rs)| {
             match (
-                rc_of(rs, "static (ratings)").and_then(|r| r.rc),
-                rc_of(rs, "DRUM monitored").and_then(|r| r.rc),
+                variant_of(rs, "static (ratings)").and_then(|r| r.rc),
+                variant_of(rs, "DRUM monitored").and_then(|r| r.rc),
             ) {
                 (Some(s), Some(m)) => s < m,
                 _ => true,
@@ -703,7 +704,7 @@ fn sensing(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
     section_rc(doc, recs, "sensing", "Sensing period")?;
     let _ = writeln!(doc.md, "\nThe paper's trends, and ours:\n");
     for (k, rs) in by_config(recs) {
-        let t = |v: &str| rc_of(&rs, v).map(|r| r.time_s);
+        let t = |v: &str| variant_of(&rs, v).map(|r| r.time_s);
         if let (Some(dynamic), Some(once)) = (t("sensing every 1"), t("sensing once")) {
             verdict(
                 &mut doc.md,
@@ -771,8 +772,8 @@ fn gain_cost(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
                     v.clone(),
                     cfgs.iter()
                         .map(|(_, rs)| {
-                            let p = rc_of(rs, "policy (gain > 2 cost)")?;
-                            Some(f(rc_of(rs, v)?) / f(p).max(1e-12))
+                            let p = variant_of(rs, "policy (gain > 2 cost)")?;
+                            Some(f(variant_of(rs, v)?) / f(p).max(1e-12))
                         })
                         .collect(),
                 )
@@ -801,7 +802,7 @@ fn gain_cost(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
                     (
                         v.clone(),
                         cfgs.iter()
-                            .map(|(_, rs)| rc_of(rs, v).map(|r| r.migrated_elements as f64))
+                            .map(|(_, rs)| variant_of(rs, v).map(|r| r.migrated_elements as f64))
                             .collect(),
                     )
                 })
@@ -811,9 +812,9 @@ fn gain_cost(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
     )?;
     let _ = writeln!(doc.md, "\nThe paper's claims, and ours:\n");
     for (k, rs) in &cfgs {
-        let p = rc_of(rs, "policy (gain > 2 cost)");
-        let a = rc_of(rs, "always rebalance");
-        let n = rc_of(rs, "never rebalance");
+        let p = variant_of(rs, "policy (gain > 2 cost)");
+        let a = variant_of(rs, "always rebalance");
+        let n = variant_of(rs, "never rebalance");
         if let (Some(p), Some(a), Some(n)) = (p, a, n) {
             verdict(
                 &mut doc.md,
