@@ -63,7 +63,13 @@ impl Entries {
         let ne = l.ekey.len();
         let label_bin = |e: usize| -> u16 {
             let b = bin(eta2[e / 2]);
-            (NBINS - 1 - if e.is_multiple_of(2) { b } else { b.saturating_sub(8) }) as u16
+            (NBINS
+                - 1
+                - if e.is_multiple_of(2) {
+                    b
+                } else {
+                    b.saturating_sub(8)
+                }) as u16
         };
         let step = if double { 1 } else { 2 };
         let live = |e: usize| l.owns_element(e / 2) && (double || e.is_multiple_of(2));
