@@ -6,7 +6,8 @@
 //! called the same collective with consistent arguments, computes the shared outcome (a
 //! reduction folded in rank order, or the table of contributions for the gathers and
 //! exchanges, which each rank then copies from in parallel), publishes it and wakes the
-//! others. Waiting ranks sleep on the condition variable; nothing spins.
+//! others. Waiting ranks spin for [`DEFAULT_SPIN`] (or [`ThreadOptions::spin`]), then sleep on the
+//! condition variable.
 //!
 //! Failure: the run-wide [`World`] records the first rank that panicked and which ranks have
 //! returned. Both events wake every communicator of the run; a waiting rank then returns
@@ -32,6 +33,10 @@ pub struct ThreadOptions {
     /// Stack size of each rank's thread in bytes (default: Rust's default for spawned
     /// threads).
     pub stack_size: Option<usize>,
+    /// How long a waiting rank spins before it sleeps on the condition variable (default
+    /// [`DEFAULT_SPIN`]; zero: it sleeps at once, leaving its core to whatever else runs
+    /// there).
+    pub spin: Option<std::time::Duration>,
 }
 
 /// A communicator whose ranks are threads of this process (see [`ThreadComm::run`]).
@@ -53,6 +58,8 @@ struct World {
     hosts: Option<Vec<String>>,
     /// Every communicator created in this run, to wake them all on a failure.
     groups: Mutex<Vec<Weak<Group>>>,
+    /// How long a waiting rank spins before it sleeps.
+    spin: std::time::Duration,
 }
 
 /// One communicator: its members and its round table.
@@ -68,11 +75,12 @@ struct Group {
     completed: AtomicU64,
 }
 
-/// How long a rank spins on [`Group::completed`] before it sleeps on the condition variable.
+/// How long a rank spins on the round counter before it sleeps on the condition variable,
+/// unless [`ThreadOptions::spin`] says otherwise.
 /// Waking a sleeping thread costs tens of microseconds on a virtual machine, more than most
 /// rounds of an iterative solver take; a short spin keeps those rounds at memory speed, and a
 /// longer wait (a rank ahead of the others, an oversubscribed host) still sleeps.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+pub const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 #[derive(Debug)]
 struct State {
@@ -375,6 +383,7 @@ impl ThreadComm {
             exited: (0..n).map(|_| AtomicBool::new(false)).collect(),
             hosts: opts.hosts.clone(),
             groups: Mutex::new(Vec::new()),
+            spin: opts.spin.unwrap_or(DEFAULT_SPIN),
         });
         let top = Group::new(Arc::clone(&world), (0..n).collect());
 
@@ -497,10 +506,14 @@ impl ThreadComm {
         drop(st);
         let start = std::time::Instant::now();
         let mut spins = 0u32;
-        while g.completed.load(Ordering::Acquire) <= round && g.world.failure.get().is_none() {
+        let spin = g.world.spin;
+        while !spin.is_zero()
+            && g.completed.load(Ordering::Acquire) <= round
+            && g.world.failure.get().is_none()
+        {
             std::hint::spin_loop();
             spins += 1;
-            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
+            if spins.is_multiple_of(64) && start.elapsed() > spin {
                 break;
             }
         }

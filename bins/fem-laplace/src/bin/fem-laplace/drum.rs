@@ -70,6 +70,10 @@ pub struct DrumArgs {
     /// Do not pin each rank to its node's `cpus`.
     #[arg(long)]
     pub no_pin: bool,
+    /// With thread ranks: how long a waiting rank spins before it sleeps, in microseconds
+    /// (default 50; 0 sleeps at once, leaving a shared core to the process beside it).
+    #[arg(long, value_name = "US")]
+    pub spin_us: Option<u64>,
 }
 
 impl DrumArgs {

@@ -703,6 +703,7 @@ fn run_threads(s: &Setup) -> Result<()> {
             .as_ref()
             .filter(|_| !s.args.drum.no_pin)
             .and_then(drum::rank_cpus),
+        spin: s.args.drum.spin_us.map(std::time::Duration::from_micros),
         ..comm::ThreadOptions::default()
     };
     let results = std::thread::scope(|scope| {
