@@ -112,7 +112,7 @@ fn rounds_within_bounds(rep: &DistStepReport) {
         );
         if step > 0 {
             assert!(
-                r.collectives <= 31,
+                r.collectives <= 30,
                 "step {step} rank {}: {} calls",
                 r.rank,
                 r.collectives

@@ -362,8 +362,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
 
     /// Runs one step (see [`crate::Adaptive::step`]); `None` once the target was reached.
     /// Rank 0's report holds every rank; the others' `ranks` are empty. The phases mirror the
-    /// serial step: mark and refine ([`RankRun::adapt`]), the rebalance point
-    /// ([`RankRun::repartition`]), set-up, assembly and solve, estimate, errors, report.
+    /// serial step: mark and refine, the rebalance point (repartition and migration),
+    /// assembly, set-up and solve, estimate, errors, report.
     pub fn step(&mut self) -> Result<Option<DistStepReport>, FemError> {
         if self.done {
             return Ok(None);
@@ -396,14 +396,13 @@ impl<'a, C: Comm> RankRun<'a, C> {
             return Ok(None);
         };
         self.comm.enter(Phase::Partition);
-        self.repartition(&mut fig, census)?;
+        let sums = self.repartition(&mut fig, census)?;
         let (sys, mut pre) = self.assemble(&mut fig);
         self.setup(&mut fig, pre.inv_diag())?;
         let owned_e: Vec<bool> = (0..self.l.ekey.len())
             .map(|t| self.l.owns_element(t))
             .collect();
-        self.comm.enter(Phase::Report);
-        let counts = self.counts(&owned_e)?;
+        let counts = self.counts(&owned_e, sums);
         self.nv = counts.vertices;
         let (stats, tol) = self.solve(&mut fig, prev, &sys, &mut pre)?;
         let (grad, eta2) = self.estimate(&mut fig, &owned_e);
@@ -511,31 +510,23 @@ impl<'a, C: Comm> RankRun<'a, C> {
         Ok(Some(census))
     }
 
-    /// The global counts of the step (vertices: the owned ones are `0..n_owned`), in one
-    /// reduction; the deepest level is this rank's (the report's is the largest over the ranks,
-    /// from [`RankRun::gather_ranks`]).
-    fn counts(&self, owned_e: &[bool]) -> Result<Counts, CommError> {
-        let n_own = self.l.n_owned;
-        let mut c = [n_own as u64, 0, 0];
-        c[2] = self.l.mesh.boundary[..n_own]
-            .iter()
-            .filter(|&&b| !b)
-            .count() as u64;
-        c[1] = owned_e.iter().filter(|&&o| o).count() as u64;
-        let owned_elements = c[1] as usize;
-        self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
+    /// The step's counts from the global sums `c` (vertices, elements, unknowns; summed with
+    /// the census after the migration, [`RankRun::repartition`]); the deepest level is this
+    /// rank's (the report's is the largest over the ranks, from [`RankRun::gather_ranks`]).
+    fn counts(&self, owned_e: &[bool], c: [u64; 3]) -> Counts {
+        let owned_elements = owned_e.iter().filter(|&&o| o).count();
         let max_level = (self.l.mesh.level.iter().zip(owned_e))
             .filter(|x| *x.1)
             .map(|x| *x.0)
             .max()
             .unwrap_or(0);
-        Ok(Counts {
+        Counts {
             vertices: c[0],
             elements: c[1],
             unknowns: c[2],
             max_level,
             owned_elements,
-        })
+        }
     }
 
     /// Assembles the own rows and the preconditioner's diagonal (no communication).
@@ -686,8 +677,13 @@ impl<'a, C: Comm> RankRun<'a, C> {
     }
 
     /// Partitions the owned elements (all elements, after a refinement) and moves them,
-    /// checking that no element is lost or duplicated.
-    fn repartition(&mut self, fig: &mut Figures, census: Option<[u64; 2]>) -> Result<(), FemError> {
+    /// checking that no element is lost or duplicated; returns the global numbers of vertices,
+    /// elements and unknowns of the new layout (in the census's reduction).
+    fn repartition(
+        &mut self,
+        fig: &mut Figures,
+        census: Option<[u64; 2]>,
+    ) -> Result<[u64; 3], FemError> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
@@ -722,12 +718,26 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         fig.moved = self.l.rebuild(&self.comm, &parts)?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
-        // The census after and what moved, in one reduction.
+        // The census after, what moved and the step's counts (the owned vertices are
+        // `0..n_owned`), in one reduction.
         let [c0, c1] = self.local_census();
-        let mut sums = [c0, c1, fig.moved.elements as u64, fig.moved.bytes as u64];
+        let n_own = self.l.n_owned;
+        let unknowns = self.l.mesh.boundary[..n_own]
+            .iter()
+            .filter(|&&b| !b)
+            .count();
+        let mut sums = [
+            c0,
+            c1,
+            fig.moved.elements as u64,
+            fig.moved.bytes as u64,
+            n_own as u64,
+            unknowns as u64,
+        ];
         self.comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
         let after = [sums[0], sums[1]];
         let moved = [sums[2], sums[3]];
+        let counts = [sums[4], sums[0], sums[5]];
         if self.balancing.wants_migration_costs() {
             // δ and bytes per unit of weight (one per element) for Lan's cost next time, the
             // same on every rank so every rank decides alike: δ is the slowest rank's
@@ -754,7 +764,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 ),
             });
         }
-        Ok(())
+        Ok(counts)
     }
 
     /// This rank's part of the census: the owned elements' count and order-independent
