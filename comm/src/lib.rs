@@ -51,7 +51,7 @@ mod thread;
 pub use error::CommError;
 pub use link::{LinkFitError, LinkModel, LinkProbe, LinkTimings, measure_link};
 #[cfg(feature = "mpi")]
-pub use mpi_backend::{MpiComm, RawComm};
+pub use mpi_backend::{MpiComm, RawComm, mpi_is_initialized};
 pub use scalar::Scalar;
 pub use thread::{ThreadComm, ThreadOptions};
 

@@ -244,6 +244,12 @@ impl MpiComm {
     }
 }
 
+/// Whether MPI is initialised and not yet finalised in this process (`MPI_Initialized`,
+/// `MPI_Finalized`): whether [`MpiComm::from_raw`] can join a job.
+pub fn mpi_is_initialized() -> bool {
+    mpi::is_initialized() && !mpi::is_finalized()
+}
+
 fn to_usize(x: u64) -> usize {
     usize::try_from(x).expect("64-bit usize")
 }

@@ -344,6 +344,22 @@ pub struct LoopReport {
     pub warnings: Vec<String>,
 }
 
+/// What [`DrumLoop::sense`] measured (the same on every rank).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sensed {
+    /// Seconds since the previous rebalance point (the longest over the ranks).
+    pub window_s: f64,
+    /// Seconds of measurement the powers were computed from (0: the window was too short
+    /// or sensing was not due; the powers stay as they were).
+    pub measured_s: f64,
+    /// Per rank, what its agent measured over `measured_s`.
+    pub measured: Vec<RankMeasure>,
+    /// Part sizes from the monitored powers (whatever the sizing).
+    pub monitored_sizes: Vec<f64>,
+    /// What went wrong and was worked around.
+    pub warnings: Vec<String>,
+}
+
 /// The agents' cost at the end of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LoopSummary {
@@ -721,16 +737,19 @@ impl DrumLoop {
         self.link
     }
 
-    /// The rebalance point (collective): measures, decides and, if the decision says so,
-    /// repartitions `points` (this rank's objects with their work weights). `parts` holds
-    /// each object's current rank on entry (this rank, for objects it created) and its new
-    /// rank on return.
-    pub fn rebalance<C: Comm + Reduce>(
-        &mut self,
-        comm: &C,
-        points: Points<'_>,
-        parts: &mut [u32],
-    ) -> Result<LoopReport, Error> {
+    /// The plan the part sizes in use make (the machine tree with each level's method and
+    /// its children's targets).
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The first half of a rebalance point (collective): cuts the agents' windows, gathers
+    /// them and, when the window is long enough and sensing is due, renews the monitored
+    /// powers (and, under [`Sizing::Monitored`], the part sizes and plan in use). Nothing
+    /// is decided or partitioned: [`DrumLoop::part_sizes`] and [`DrumLoop::plan`] then give
+    /// the sizes, for a caller that partitions itself (the Zoltan-compatible library asks for
+    /// sizes at every `Zoltan_LB_Partition`). [`DrumLoop::rebalance`] starts with this.
+    pub fn sense<C: Comm + Reduce>(&mut self, comm: &C) -> Result<Sensed, Error> {
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
         // Seconds since the last point and since the agents' window was last cut (the
         // longest over the ranks, so that all of them cut or none does).
@@ -771,6 +790,33 @@ impl DrumLoop {
             0.0
         };
         let measured = accs.iter().enumerate().map(|(r, a)| a.measure(r)).collect();
+        Ok(Sensed {
+            window_s,
+            measured_s,
+            measured,
+            monitored_sizes: self.monitored.parts.clone(),
+            warnings,
+        })
+    }
+
+    /// The rebalance point (collective): measures, decides and, if the decision says so,
+    /// repartitions `points` (this rank's objects with their work weights). `parts` holds
+    /// each object's current rank on entry (this rank, for objects it created) and its new
+    /// rank on return.
+    pub fn rebalance<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<LoopReport, Error> {
+        let Sensed {
+            window_s,
+            measured_s,
+            measured,
+            monitored_sizes,
+            warnings,
+        } = self.sense(comm)?;
+        let ranks = Comm::size(comm);
 
         // The loads the ranks hold now.
         let (_, _, weights) = points.into_parts();
@@ -842,7 +888,7 @@ impl DrumLoop {
             window_s,
             measured_s,
             measured,
-            monitored_sizes: self.monitored.parts.clone(),
+            monitored_sizes,
             targets,
             loads: fractions,
             achieved,

@@ -1,0 +1,1 @@
+//! drum.h (to do)
