@@ -138,11 +138,8 @@ impl ZoltanStruct {
         let local = self.cb.objects(self.layout(), method != Method::None);
         let objects = self.agreed(local)?;
         let me = self.rank();
-        let input_part = if dist.identity {
-            me
-        } else {
-            dist.parts_of(me).next().unwrap_or(me)
-        };
+        // Zoltan without a part query function: an object's current part is its rank.
+        let input_part = me;
         let (parts, warning) = if method == Method::None {
             (vec![input_part as u32; objects.n], None)
         } else {
