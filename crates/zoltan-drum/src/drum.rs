@@ -365,7 +365,8 @@ fn loop_config(o: &DrumOptions) -> Result<LoopConfig, Failure> {
         .ok()
         .filter(|&p| p >= 1)
         .ok_or_else(|| invalid(format!("period_ms {} is not >= 1", o.period_ms)))?;
-    if !(o.eff_min > 0.0 && o.eff_min <= 1.0) || !(o.gamma >= 0.0) || !(o.drift >= 0.0) {
+    let valid = o.eff_min > 0.0 && o.eff_min <= 1.0 && o.gamma >= 0.0 && o.drift >= 0.0;
+    if !valid {
         return Err(invalid(format!(
             "eff_min {} must be in (0, 1], gamma {} and drift {} >= 0",
             o.eff_min, o.gamma, o.drift

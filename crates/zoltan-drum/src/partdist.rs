@@ -4,9 +4,10 @@
 //! - Neither set, or `NUM_GLOBAL_PARTS` equal to the process count: part p is process p.
 //! - `NUM_GLOBAL_PARTS` = P > N processes: process i gets ⌊P/N⌋ consecutive parts, the last
 //!   `P mod N` processes one more.
-//! - P < N: part p spreads over consecutive processes, ⌊N/P⌋ each, the last `N mod P` parts
-//!   one more; an object of a spread part stays on its process if that process holds the
-//!   part, else goes to one of the part's processes chosen by a hash of its global id.
+//! - P < N: part p spreads over consecutive processes, ⌊N/P⌋ or one more each (the boundary
+//!   of part p moves up one when P − (p + 1) ≤ N mod P, as Zoltan computes it); an object of a
+//!   spread part stays on its process if that process holds the part, else goes to one of the
+//!   part's processes chosen by a hash of its global id.
 //! - `NUM_LOCAL_PARTS` set on some processes: those get that many parts, the parts left over
 //!   (P − their sum, P = `NUM_GLOBAL_PARTS` or that sum) are spread over the others as above.
 
@@ -124,7 +125,7 @@ impl PartDist {
         }
     }
 
-    /// k < n parts: part p spans ⌊n/k⌋ processes, the last `n mod k` parts one more.
+    /// k < n parts: part p spans ⌊n/k⌋ processes or one more (Zoltan's boundaries).
     fn spread(k: usize, n: usize) -> PartDist {
         let (frac, rest) = (n / k, n % k);
         let mut first = vec![0; k + 1];
@@ -214,10 +215,10 @@ mod tests {
         let owners: Vec<usize> = (0..7).map(|p| d.proc_of(p, None, 0)).collect();
         assert_eq!(owners, [0, 0, 1, 1, 2, 2, 2]);
         assert_eq!(d.parts_of(1), 2..4);
-        // 2 parts on 5 processes: 2 and 3 processes.
+        // 2 parts on 5 processes: 3 and 2 processes (Zoltan's boundaries).
         let d = build(5, vec![Some(2); 5], vec![None; 5]);
-        assert_eq!(d.procs_of(0), 0..2);
-        assert_eq!(d.procs_of(1), 2..5);
+        assert_eq!(d.procs_of(0), 0..3);
+        assert_eq!(d.procs_of(1), 3..5);
         assert_eq!(
             d.proc_of(1, Some(&[9]), 3),
             3,

@@ -133,6 +133,13 @@ pub type ZoltanMigratePpFn = unsafe extern "C" fn(
     ierr: *mut c_int,
 );
 
+/// `ZOLTAN_PRE_MIGRATE_PP_FN`.
+pub type ZoltanPreMigratePpFn = ZoltanMigratePpFn;
+/// `ZOLTAN_MID_MIGRATE_PP_FN`.
+pub type ZoltanMidMigratePpFn = ZoltanMigratePpFn;
+/// `ZOLTAN_POST_MIGRATE_PP_FN`.
+pub type ZoltanPostMigratePpFn = ZoltanMigratePpFn;
+
 /// A registered query function with its data pointer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Registered<F> {

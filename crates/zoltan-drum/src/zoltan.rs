@@ -5,9 +5,10 @@
 use crate::error::{Done, Error, ZOLTAN_OK, zoltan_guard};
 use crate::lists::{List, Lists, c_array, c_free, lists};
 use crate::query::{
-    Registered, ZoltanGeomFn, ZoltanGeomMultiFn, ZoltanIdPtr, ZoltanMigratePpFn, ZoltanNumGeomFn,
-    ZoltanNumObjFn, ZoltanObjListFn, ZoltanObjSizeFn, ZoltanObjSizeMultiFn, ZoltanPackObjFn,
-    ZoltanPackObjMultiFn, ZoltanUnpackObjFn, ZoltanUnpackObjMultiFn, count,
+    Registered, ZoltanGeomFn, ZoltanGeomMultiFn, ZoltanIdPtr, ZoltanMidMigratePpFn,
+    ZoltanNumGeomFn, ZoltanNumObjFn, ZoltanObjListFn, ZoltanObjSizeFn, ZoltanObjSizeMultiFn,
+    ZoltanPackObjFn, ZoltanPackObjMultiFn, ZoltanPostMigratePpFn, ZoltanPreMigratePpFn,
+    ZoltanUnpackObjFn, ZoltanUnpackObjMultiFn, count,
 };
 use crate::zz::{Cuts, ZoltanStruct};
 use comm::{MpiComm, RawComm};
@@ -197,15 +198,15 @@ setter!(
 );
 setter!(
     /// `Zoltan_Set_Pre_Migrate_PP_Fn`: called before packing, with both lists.
-    Zoltan_Set_Pre_Migrate_PP_Fn, ZoltanMigratePpFn, pre_migrate
+    Zoltan_Set_Pre_Migrate_PP_Fn, ZoltanPreMigratePpFn, pre_migrate
 );
 setter!(
     /// `Zoltan_Set_Mid_Migrate_PP_Fn`: called after sending, before unpacking.
-    Zoltan_Set_Mid_Migrate_PP_Fn, ZoltanMigratePpFn, mid_migrate
+    Zoltan_Set_Mid_Migrate_PP_Fn, ZoltanMidMigratePpFn, mid_migrate
 );
 setter!(
     /// `Zoltan_Set_Post_Migrate_PP_Fn`: called after unpacking.
-    Zoltan_Set_Post_Migrate_PP_Fn, ZoltanMigratePpFn, post_migrate
+    Zoltan_Set_Post_Migrate_PP_Fn, ZoltanPostMigratePpFn, post_migrate
 );
 
 /// `Zoltan_LB_Set_Part_Sizes`: records relative part sizes on this process (`len = -1`

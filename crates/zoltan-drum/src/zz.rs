@@ -149,11 +149,15 @@ impl ZoltanStruct {
             (parts, join(size_warning, warning))
         };
         let gid = self.params.num_gid;
-        let procs = parts
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| dist.proc_of(p as usize, Some(&objects.gids[i * gid..][..gid]), me))
-            .collect();
+        let procs = if method == Method::None {
+            vec![me; objects.n] // nothing moves
+        } else {
+            parts
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| dist.proc_of(p as usize, Some(&objects.gids[i * gid..][..gid]), me))
+                .collect()
+        };
         Ok(Assignment {
             objects,
             parts,
