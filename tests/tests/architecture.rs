@@ -67,7 +67,14 @@ const WORKSPACE_LIBS: &[&str] = &[
 ];
 
 /// The library crates that binaries build on.
-const LIBRARIES: &[&str] = &["drum-model", "hsfc", "comm", "hier-part", "fem-laplace"];
+const LIBRARIES: &[&str] = &[
+    "drum-model",
+    "hsfc",
+    "comm",
+    "hier-part",
+    "fem-laplace",
+    "zoltan-drum",
+];
 
 #[test]
 fn library_targets_depend_on_no_cli_crate() {
