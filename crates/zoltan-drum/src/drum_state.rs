@@ -11,7 +11,10 @@ use crate::error::Error;
 use comm::{Comm, MpiComm};
 use drum_model::{Machine, PowerConfig, PowerModel, static_powers};
 use hier_part::Plan;
-use hier_part::drum_loop::{DrumLoop, LoopConfig, RebalanceMode, Sizing};
+// The DRUM loop and the policy, for this file and `drum.rs` (they move to a crate of their
+// own: the one place to change then).
+pub(crate) use hier_part::drum_loop::{DrumLoop, LoopConfig, RebalanceMode, Sizing};
+pub(crate) use hier_part::rebalance::{Observation, Policy, Reason};
 use std::time::Duration;
 
 /// Where the sizes come from.

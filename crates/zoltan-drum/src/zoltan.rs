@@ -11,7 +11,7 @@ use crate::query::{
     ZoltanUnpackObjFn, ZoltanUnpackObjMultiFn, count,
 };
 use crate::zz::{Cuts, ZoltanStruct};
-use comm::{MpiComm, RawComm};
+use comm::{Comm, MpiComm, RawComm};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -558,11 +558,18 @@ unsafe fn list_in(
             unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
         }
     };
-    let procs = if n == 0 {
+    let procs: Vec<c_int> = if n == 0 {
         Vec::new()
     } else {
         unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
     };
+    let size = zz.comm.size() as c_int;
+    if let Some(i) = procs.iter().position(|&r| !(0..size).contains(&r)) {
+        return Err(Error::BadInput(format!(
+            "a list's entry {i} names process {}, not one of the {size}",
+            procs[i]
+        )));
+    }
     let parts = if t.is_null() || n == 0 {
         procs.clone()
     } else {
