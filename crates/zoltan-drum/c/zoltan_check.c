@@ -19,6 +19,9 @@
  *  - box assign: every object inside each of 50 boxes has its part in the box's list;
  *  - migration: after Zoltan_Migrate every object is on the process of its part once, its
  *    data (coordinates, weight and a payload of 1 to 7 doubles) intact;
+ *  - then Zoltan_LB_Balance (one part per process, export lists only) and a migration
+ *    through the one-object query functions (geometry, size, pack, unpack) with a
+ *    mid-migrate function: the same checks;
  *  - errors: an unknown parameter is ZOLTAN_WARN, an unknown method ZOLTAN_FATAL.
  */
 #include <math.h>
@@ -166,6 +169,52 @@ static void unpack(void *data, int ng, int num, ZOLTAN_ID_PTR gids, int *sizes, 
   }
 }
 
+/* The one-object versions, used by the second migration (Zoltan_LB_Balance's lists). */
+static void geom_one(void *data, int ng, int nl, ZOLTAN_ID_PTR gid, ZOLTAN_ID_PTR lid,
+                     double *x, int *ierr) {
+  Objects *o = data;
+  (void)ng; (void)gid;
+  for (int j = 0; j < o->dim; j++) x[j] = o->x[lid[0] * o->dim + j];
+  (void)nl;
+  *ierr = ZOLTAN_OK;
+}
+static int obj_size_one(void *data, int ng, int nl, ZOLTAN_ID_PTR gid, ZOLTAN_ID_PTR lid,
+                        int *ierr) {
+  (void)ng; (void)nl; (void)lid;
+  *ierr = ZOLTAN_OK;
+  return bytes_of(gid[0], ((Objects *)data)->dim);
+}
+static void pack_one(void *data, int ng, int nl, ZOLTAN_ID_PTR gid, ZOLTAN_ID_PTR lid, int dest,
+                     int size, char *buf, int *ierr) {
+  int idx = 0;
+  pack(data, ng, nl, 1, gid, lid, &dest, &size, &idx, buf, ierr);
+}
+static void unpack_one(void *data, int ng, ZOLTAN_ID_PTR gid, int size, char *buf, int *ierr) {
+  int idx = 0;
+  unpack(data, ng, 1, gid, &size, &idx, buf, ierr);
+}
+static int mid_calls = 0;
+static void mid(void *data, int ng, int nl, int nim, ZOLTAN_ID_PTR ig, ZOLTAN_ID_PTR il, int *ip,
+                int *it, int nex, ZOLTAN_ID_PTR eg, ZOLTAN_ID_PTR el, int *ep, int *et, int *ierr) {
+  (void)data; (void)ng; (void)nl; (void)nim; (void)ig; (void)il; (void)ip; (void)it;
+  (void)nex; (void)eg; (void)el; (void)ep; (void)et;
+  mid_calls++;
+  *ierr = ZOLTAN_OK;
+}
+
+/* Drops the objects packed away (gid -1). */
+static void compact(Objects *o) {
+  int kept_n = 0;
+  for (int i = 0; i < o->n; i++) {
+    if (o->gid[i] == (ZOLTAN_ID_TYPE)-1) continue;
+    o->gid[kept_n] = o->gid[i];
+    memmove(&o->x[kept_n * o->dim], &o->x[i * o->dim], o->dim * sizeof(double));
+    o->w[kept_n] = o->w[i];
+    kept_n++;
+  }
+  o->n = kept_n;
+}
+
 /* Every (gid, proc, part) triple of all ranks on every rank, sorted by gid. */
 typedef struct { unsigned gid; int proc, part; } Rec;
 static int by_gid(const void *a, const void *b) {
@@ -186,6 +235,21 @@ static Rec *gather(int n, ZOLTAN_ID_PTR gids, int ng, int *procs, int *parts, in
   qsort(all, *total, sizeof(Rec), by_gid);
   free(mine); free(counts); free(displs);
   return all;
+}
+
+/* Every object is on one process, exactly once, its data intact. */
+static void check_all_present(Objects *o, int total_n) {
+  int nall;
+  int *procs_now = malloc((o->n + 1) * sizeof *procs_now), *zero = calloc(o->n + 1, sizeof *zero);
+  for (int i = 0; i < o->n; i++) procs_now[i] = me;
+  Rec *now = gather(o->n, o->gid, 1, procs_now, zero, &nall);
+  if (nall != total_n) fail("objects were lost or duplicated by the migration");
+  for (int i = 0; i < nall; i++)
+    if (now[i].gid != (unsigned)(i + 1)) fail("an object is missing or twice after the migration");
+  int bad = received_bad, bad_all;
+  MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (bad_all) fail("an object's data arrived damaged");
+  free(procs_now); free(zero); free(now);
 }
 
 static int check_rc(int rc, const char *what) {
@@ -346,27 +410,9 @@ int main(int argc, char **argv) {
   int n_before = o.n;
   if (Zoltan_Migrate(zz, nim, im_g, im_l, im_p, im_t, nex, ex_g, ex_l, ex_p, ex_t) != ZOLTAN_OK)
     fail("Zoltan_Migrate");
-  int kept_n = 0;
-  for (int i = 0; i < o.n; i++) {
-    if (o.gid[i] == (ZOLTAN_ID_TYPE)-1) continue;
-    o.gid[kept_n] = o.gid[i];
-    memmove(&o.x[kept_n * dim], &o.x[i * dim], dim * sizeof(double));
-    o.w[kept_n] = o.w[i];
-    kept_n++;
-  }
-  o.n = kept_n;
+  compact(&o);
   (void)n_before;
-  /* Every object is now on the process of its part, exactly once. */
-  int nmoved;
-  int *procs_now = malloc((o.n + 1) * sizeof *procs_now), *zero = calloc(o.n + 1, sizeof *zero);
-  for (int i = 0; i < o.n; i++) procs_now[i] = me;
-  Rec *now = gather(o.n, o.gid, 1, procs_now, zero, &nmoved);
-  if (nmoved != total_n) fail("objects were lost or duplicated by the migration");
-  for (int i = 0; i < nmoved; i++)
-    if (now[i].gid != (unsigned)(i + 1)) fail("an object is missing or twice after the migration");
-  int bad = received_bad, bad_all;
-  MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (bad_all) fail("an object's data arrived damaged");
+  check_all_present(&o, total_n);
   /* The ranks hold what the partition gave them: the weight of each process's parts. */
   double wmine = 0, wwant = 0;
   for (int i = 0; i < o.n; i++) wmine += o.w[i];
@@ -390,13 +436,45 @@ int main(int argc, char **argv) {
   }
   Zoltan_LB_Free_Part(&ex_g, &ex_l, &ex_p, &ex_t);
 
+  /* Zoltan_LB_Balance (parts are processes, equal sizes or DRUM's) with export lists only,
+     and a migration through the one-object query functions and a mid-migrate function. */
+  snprintf(buf, sizeof buf, "%d", nprocs);
+  Zoltan_Set_Param(zz, "NUM_GLOBAL_PARTS", buf);
+  Zoltan_Set_Param(zz, "RETURN_LISTS", "EXPORT");
+  Zoltan_LB_Set_Part_Sizes(zz, 1, -1, NULL, NULL, NULL);
+  Zoltan_Set_Geom_Multi_Fn(zz, NULL, NULL);
+  Zoltan_Set_Geom_Fn(zz, geom_one, &o);
+  Zoltan_Set_Obj_Size_Multi_Fn(zz, NULL, NULL);
+  Zoltan_Set_Obj_Size_Fn(zz, obj_size_one, &o);
+  Zoltan_Set_Pack_Obj_Multi_Fn(zz, NULL, NULL);
+  Zoltan_Set_Pack_Obj_Fn(zz, pack_one, &o);
+  Zoltan_Set_Unpack_Obj_Multi_Fn(zz, NULL, NULL);
+  Zoltan_Set_Unpack_Obj_Fn(zz, unpack_one, &o);
+  Zoltan_Set_Mid_Migrate_PP_Fn(zz, mid, NULL);
+  check_rc(Zoltan_LB_Balance(zz, &changes, &ng, &nl, &nim, &im_g, &im_l, &im_p, &nex, &ex_g,
+                             &ex_l, &ex_p), "Zoltan_LB_Balance");
+  if (nim != -1 || nex < 0) fail("RETURN_LISTS=EXPORT: export lists only");
+  int *to_part = malloc((nex + 1) * sizeof *to_part);
+  for (int i = 0; i < nex; i++) to_part[i] = ex_p[i];
+  if (Zoltan_Migrate(zz, -1, NULL, NULL, NULL, NULL, nex, ex_g, ex_l, ex_p, to_part) != ZOLTAN_OK)
+    fail("Zoltan_Migrate (export lists, one-object functions)");
+  free(to_part);
+  Zoltan_LB_Free_Part(&ex_g, &ex_l, &ex_p, NULL);
+  if (mid_calls != 1) fail("the mid-migrate function must be called once");
+  compact(&o);
+  check_all_present(&o, total_n);
+  double held = 0, most;
+  for (int i = 0; i < o.n; i++) held += o.w[i];
+  MPI_Allreduce(&held, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (!machine && most > TOL * wtot / nprocs) fail("Zoltan_LB_Balance: a process above IMBALANCE_TOL");
+
   double tmax;
   MPI_Reduce(&secs, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (me == 0) {
     printf("same: %s %d-D: %d objects on %d processes into %d parts\n", method, dim, total_n, nprocs, k);
     printf("same: unknown parameter: %d, unknown method: %d\n", rc_unknown, rc_method);
     printf("same: checks passed: lists, balance within %.2f, part sizes, point and box assign, "
-           "migration, PARTS lists\n", TOL);
+           "migration, PARTS lists, LB_Balance and one-object migration\n", TOL);
     printf("info: rc %d, changes %d, largest part/target %.4f, point assign mismatches %d, "
            "partition %.4f s\n", rc, changes, worst, global[0], tmax);
   }

@@ -397,3 +397,27 @@ impl ZoltanStruct {
         Ok(a)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_message_says_what_was_missing_and_from_whom() {
+        let bytes = [1u8, 0, 0, 0, 9, 0, 0, 0, 7, 7];
+        let mut r = Reader {
+            bytes: &bytes,
+            from: 3,
+        };
+        assert_eq!(r.u32("a global id word").unwrap(), 1);
+        let size = r.u32("an object size").unwrap() as usize;
+        let e = r.take(size, "an object's data").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "migration message from rank 3: an object's data needs 9 bytes, 2 left"
+        );
+        assert_eq!(padded(0), 0);
+        assert_eq!(padded(1), 8);
+        assert_eq!(padded(16), 16);
+    }
+}
