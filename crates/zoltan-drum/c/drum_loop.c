@@ -35,6 +35,35 @@ static double work(const double *x, int n) {
   return s;
 }
 
+static int total_points;
+
+/* The rebalance point, then the points move to their new ranks (MPI_Alltoallv); none may be
+   lost. Returns the points this rank holds. */
+static int rebalance_and_move(drum_loop_t *l, double *x, int n, double *in, double *out,
+                              uint32_t *parts, drum_report_t *r) {
+  int rc, *sc = calloc(np, sizeof *sc), *rcnt = calloc(np, sizeof *rcnt);
+  int *sd = calloc(np, sizeof *sd), *rd = calloc(np, sizeof *rd), *at = calloc(np, sizeof *at);
+  for (int i = 0; i < n; i++) parts[i] = me;
+  if ((rc = drum_rebalance(l, x, n, 2, NULL, parts, r))) fail("drum_rebalance", rc);
+  for (int i = 0; i < n; i++) sc[parts[i]] += 2;
+  for (int d = 1; d < np; d++) sd[d] = sd[d - 1] + sc[d - 1];
+  for (int i = 0; i < n; i++) {
+    int d = parts[i];
+    out[sd[d] + at[d]++] = x[2 * i];
+    out[sd[d] + at[d]++] = x[2 * i + 1];
+  }
+  MPI_Alltoall(sc, 1, MPI_INT, rcnt, 1, MPI_INT, MPI_COMM_WORLD);
+  int got = 0;
+  for (int d = 0; d < np; d++) { rd[d] = got; got += rcnt[d]; }
+  MPI_Alltoallv(out, sc, sd, MPI_DOUBLE, in, rcnt, rd, MPI_DOUBLE, MPI_COMM_WORLD);
+  memcpy(x, in, got * sizeof(double));
+  int all, held = got / 2;
+  MPI_Allreduce(&held, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (all != total_points) fail("points were lost or duplicated", -1);
+  free(sc); free(rcnt); free(sd); free(rd); free(at);
+  return held;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -72,49 +101,27 @@ int main(int argc, char **argv) {
   /* 4000 points per rank to start with: the application's uneven first distribution. */
   int total = 4000 * np, n = 4000, cap = total;
   double *x = malloc(2 * cap * sizeof *x), *in = malloc(2 * cap * sizeof *in);
+  total_points = total;
   uint32_t *parts = malloc(cap * sizeof *parts);
   unsigned long long s = 99 + me;
   for (int i = 0; i < 2 * n; i++) {
     s = s * 6364136223846793005ULL + 1442695040888963407ULL;
     x[i] = (double)(s >> 11) / 9007199254740992.0;
   }
-  int *sc = calloc(np, sizeof *sc), *rcnt = calloc(np, sizeof *rcnt);
-  int *sd = calloc(np, sizeof *sd), *rd = calloc(np, sizeof *rd);
   double *out = malloc(2 * cap * sizeof *out), sink = 0;
   for (int step = 0; step < 4; step++) {
     sink += work(x, n);
-    for (int i = 0; i < n; i++) parts[i] = me;
     drum_report_t r;
-    if ((rc = drum_rebalance(l, x, n, 2, NULL, parts, &r))) fail("drum_rebalance", rc);
-    /* Move the points to their new ranks. */
-    memset(sc, 0, np * sizeof *sc);
-    for (int i = 0; i < n; i++) sc[parts[i]] += 2;
-    for (int d = 1; d < np; d++) sd[d] = sd[d - 1] + sc[d - 1];
-    int *at = calloc(np, sizeof *at);
-    for (int i = 0; i < n; i++) {
-      int d = parts[i];
-      out[sd[d] + at[d]++] = x[2 * i];
-      out[sd[d] + at[d]++] = x[2 * i + 1];
-    }
-    free(at);
-    MPI_Alltoall(sc, 1, MPI_INT, rcnt, 1, MPI_INT, MPI_COMM_WORLD);
-    int got = 0;
-    for (int d = 0; d < np; d++) { rd[d] = got; got += rcnt[d]; }
-    MPI_Alltoallv(out, sc, sd, MPI_DOUBLE, in, rcnt, rd, MPI_DOUBLE, MPI_COMM_WORLD);
-    memcpy(x, in, got * sizeof(double));
-    n = got / 2;
-    int all;
-    MPI_Allreduce(&n, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (all != total) fail("points were lost or duplicated", -1);
+    n = rebalance_and_move(l, x, n, in, out, parts, &r);
     if (step == 0) {
       if (!r.rebalanced || r.reason != DRUM_REASON_INITIAL) fail("the first point partitions", -1);
       double share = (double)n / total;
       if (fabs(share - sizes[me]) > 0.01) fail("a rank does not hold its static share", -1);
     }
     if (me == 0)
-      printf("step %d: %s (%s), eff %.3f, rank 0 holds %d of %d points (size %.3f)\n", step,
-             r.rebalanced ? "rebalanced" : "kept", drum_reason_name(r.reason), r.eff, n, total,
-             sizes[0]);
+      printf("static step %d: %s (%s), eff %.3f, rank 0 holds %d of %d points (size %.3f)\n",
+             step, r.rebalanced ? "rebalanced" : "kept", drum_reason_name(r.reason), r.eff, n,
+             total, sizes[0]);
   }
   double monitored[64], measured;
   if ((rc = drum_measure(l, monitored, 64, &measured))) fail("drum_measure", rc);
@@ -122,6 +129,32 @@ int main(int argc, char **argv) {
   for (int r = 0; r < np; r++) sum += monitored[r];
   if (fabs(sum - 1) > 1e-9) fail("the monitored sizes do not add up to 1", -1);
   if ((rc = drum_stop(l))) fail("drum_stop", rc);
+
+  /* The monitored loop: the agents measure the work, every point repartitions (ALWAYS),
+     the sizes in use are the monitored ones and stay positive. */
+  if ((rc = drum_machine_read(argv[1], &m))) fail("drum_machine_read", rc);
+  o.sizing = DRUM_SIZING_MONITORED;
+  o.rebalance = DRUM_REBALANCE_ALWAYS;
+  if ((rc = drum_start(MPI_COMM_WORLD, m, &o, &l))) fail("drum_start (monitored)", rc);
+  drum_machine_free(m);
+  for (int step = 0; step < 3; step++) {
+    sink += work(x, n);
+    drum_report_t r;
+    n = rebalance_and_move(l, x, n, in, out, parts, &r);
+    if (r.reason != (step == 0 ? DRUM_REASON_INITIAL : DRUM_REASON_ALWAYS) || !r.rebalanced)
+      fail("DRUM_REBALANCE_ALWAYS repartitions at every point", -1);
+    double inuse[64], s2 = 0;
+    if ((rc = drum_part_sizes(l, inuse, 64))) fail("drum_part_sizes", rc);
+    for (int q = 0; q < np; q++) {
+      if (!(inuse[q] > 0)) fail("a monitored size is not positive", -1);
+      s2 += inuse[q];
+    }
+    if (fabs(s2 - 1) > 1e-9) fail("the sizes in use do not add up to 1", -1);
+    if (me == 0)
+      printf("monitored step %d: %s, measured %.3f s, sizes in use %.3f/%.3f\n", step,
+             drum_reason_name(r.reason), r.measured_s, inuse[0], inuse[1]);
+  }
+  if ((rc = drum_stop(l))) fail("drum_stop (monitored)", rc);
 
   int rebalance, reason;
   double eff, loads[2] = {1, 1}, caps[2] = {1, 1};
@@ -131,7 +164,7 @@ int main(int argc, char **argv) {
   drum_decide(loads, caps, 2, 0.9, &rebalance, &reason, &eff);
   if (!rebalance || reason != DRUM_REASON_IMBALANCE) fail("3:1 loads on equal ranks are not", -1);
   if (me == 0) printf("drum_loop: passed (%.0f)\n", sink > 0 ? 1.0 : 0.0);
-  free(x); free(in); free(out); free(parts); free(sc); free(rcnt); free(sd); free(rd);
+  free(x); free(in); free(out); free(parts);
   MPI_Finalize();
   return 0;
 }
