@@ -107,7 +107,8 @@ pub(crate) fn report(rank: Option<usize>, kind: &str, function: &str, message: &
 }
 
 /// What a Zoltan entry point returns when it did not fail: `ZOLTAN_OK`, or `ZOLTAN_WARN`
-/// with the warning (printed by [`zoltan_guard`]).
+/// with the warning (printed by [`zoltan_guard`]; an empty one is not printed: the warning of
+/// a collective call is printed by rank 0 alone).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Done {
     Ok,
@@ -127,6 +128,8 @@ pub(crate) fn zoltan_guard(
     };
     let (code, kind, message) = match result {
         Ok(Done::Ok) => return ZOLTAN_OK,
+        // A warning rank 0 prints for all.
+        Ok(Done::Warn(w)) if w.is_empty() => return ZOLTAN_WARN,
         Ok(Done::Warn(w)) => (ZOLTAN_WARN, "WARNING", w),
         Err(e) => (e.zoltan_code(), "ERROR", e.to_string()),
     };
