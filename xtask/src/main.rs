@@ -38,12 +38,12 @@ commands:
           DRUM in the loop on machines/local-2core-hetero.xml, medians of R (default 3):
           RC with the load on core 1, monitored vs static with the load from step 12, and
           monitored vs uniform without load
-  ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace (but
-          zoltan-drum), and the multi-rank MPI tests when Open MPI is installed (required when
-          CI=true): the comm suite under mpirun -np 2 and 4, hsfc partition under mpirun
-          byte-identical to the serial command, ..., and zoltan-drum's tests and C programs
-          against the real Zoltan (when libtrilinos-zoltan-dev is installed; required when
-          CI=true)
+  ci      the whole gate: fmt --check, clippy -D warnings, cargo test --workspace and
+          cargo doc (both without zoltan-drum, which needs MPI), and the multi-rank MPI tests
+          when Open MPI is installed (required when CI=true): the comm suite under mpirun -np
+          2 and 4, hsfc partition under mpirun byte-identical to the serial command, and
+          zoltan-drum's tests, docs and C programs against the real Zoltan (when
+          libtrilinos-zoltan-dev is installed; required when CI=true)
   bench fem [--repeats R] [--target-vertices N]
           the 17-step adaptive Laplace run to 524,500 vertices on one core (release):
           medians per phase per step, bytes per vertex, faer direct solve comparison
@@ -200,6 +200,19 @@ fn ci() -> Result<()> {
     test.args(["test", "--workspace", "--exclude", "zoltan-drum"])
         .env("INSTA_UPDATE", "no");
     run(test)?;
+
+    // The API documentation a user reads: no broken link, no collision of a command with its
+    // library's page (zoltan-drum's, which needs MPI, in the MPI part).
+    let mut doc = cargo();
+    doc.args([
+        "doc",
+        "--no-deps",
+        "--workspace",
+        "--exclude",
+        "zoltan-drum",
+    ])
+    .env("RUSTDOCFLAGS", "-D warnings");
+    run(doc)?;
 
     mpi::ci_mpi()?;
     Ok(())

@@ -38,15 +38,12 @@ fn real_zoltan() -> bool {
     Path::new(ZOLTAN_INCLUDE).join("zoltan.h").is_file()
 }
 
-/// Builds `libzoltan_drum` (`release` or debug); returns the folder it is in.
-fn build_lib(release: bool) -> Result<PathBuf> {
+/// Builds `libzoltan_drum` (debug); returns the folder it is in.
+fn build_lib() -> Result<PathBuf> {
     let mut build = cargo();
     build.args(["build", "-p", "zoltan-drum"]);
-    if release {
-        build.arg("--release");
-    }
     run(build)?;
-    Ok(target_dir().join(if release { "release" } else { "debug" }))
+    Ok(target_dir().join("debug"))
 }
 
 /// `mpicc` compiles `source` (in `crates/zoltan-drum/c/`) into `out` against `lib`.
@@ -88,13 +85,19 @@ const BOTH: [(&str, &str, &str); 3] = [
     ("RIB", "3", "40000"),
 ];
 
-/// `ci`'s Zoltan part: the library's own tests, the declarations against the real
+/// `ci`'s Zoltan part: the library's own tests and API documentation (it needs MPI, so the
+/// workspace's test and doc steps leave it out), the declarations against the real
 /// `zoltan.h`, `zoltan_check` against both libraries under `mpirun -np 2` and `-np 4` (the
 /// `same:` lines equal), with DRUM's sizes and HIER (ours), and the `drum.h` loop program.
 pub(crate) fn ci_zoltan(launcher: &Launcher, ci: bool) -> Result<()> {
     let mut test = cargo();
-    test.args(["test", "-p", "zoltan-drum"]);
+    test.args(["test", "-p", "zoltan-drum"])
+        .env("INSTA_UPDATE", "no");
     run(test)?;
+    let mut doc = cargo();
+    doc.args(["doc", "--no-deps", "-p", "zoltan-drum"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    run(doc)?;
     let have_zoltan = real_zoltan();
     if !have_zoltan {
         if ci {
@@ -106,7 +109,7 @@ pub(crate) fn ci_zoltan(launcher: &Launcher, ci: bool) -> Result<()> {
             "skipping the comparison with the real Zoltan: {ZOLTAN_INCLUDE}/zoltan.h is missing ({ZOLTAN_HINT})"
         );
     }
-    let libdir = build_lib(false)?;
+    let libdir = build_lib()?;
     let dir = target_dir().join("zoltan-c");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     if have_zoltan {
@@ -245,7 +248,7 @@ pub(crate) fn bench_zoltan(args: &[String]) -> Result<()> {
     let mpirun =
         find_on_path("mpirun").context("mpirun not found (apt-get install openmpi-bin)")?;
     let launcher = Launcher::detect(&mpirun)?;
-    let libdir = build_lib(true)?;
+    let libdir = crate::release(&["-p", "zoltan-drum"])?;
     let dir = target_dir().join("bench-zoltan");
     std::fs::create_dir_all(&dir)?;
     let exes = [

@@ -9,11 +9,12 @@
 //! of the last failure on the calling thread (file:line:col for a machine file); opaque
 //! handles freed explicitly; arrays owned by the caller; no panic crosses the boundary.
 
-use crate::drum_state::{DrumLoop, LoopConfig, Observation, Policy, Reason, RebalanceMode, Sizing};
 use crate::error::panic_message;
 use comm::{Comm, MpiComm, RawComm};
+use drum_loop::rebalance::{Observation, Policy, Reason};
+use drum_loop::{DrumLoop, LoopConfig, RebalanceMode, Sizing};
 use drum_model::{Machine, PowerConfig, PowerModel, static_powers};
-use hier_part::Points;
+use part_api::Points;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -160,6 +161,21 @@ impl From<hier_part::Error> for Failure {
             E::Model(m) => machine_code(m),
             E::Comm(_) | E::InvalidOnOtherRank { .. } => DRUM_ERR_COMM,
             E::RankCount { .. } => DRUM_ERR_RANKS,
+            _ => DRUM_ERR_PARTITION,
+        };
+        Failure::Code(code, e.to_string())
+    }
+}
+
+impl From<drum_loop::Error> for Failure {
+    fn from(e: drum_loop::Error) -> Self {
+        use drum_loop::Error as E;
+        let code = match e {
+            E::Partition(e) => return e.into(),
+            E::Model(m) => return m.into(),
+            E::Comm(_) | E::DegenerateTimings(_) => DRUM_ERR_COMM,
+            E::RankCount { .. } => DRUM_ERR_RANKS,
+            E::BadValue { .. } | E::Empty { .. } | E::LengthMismatch { .. } => DRUM_ERR_INVALID,
             _ => DRUM_ERR_PARTITION,
         };
         Failure::Code(code, e.to_string())
@@ -404,22 +420,26 @@ pub unsafe extern "C" fn drum_start(
     out: *mut *mut DrumLoopHandle,
 ) -> c_int {
     guard(|| {
-        // SAFETY (all): the caller's contract.
+        // SAFETY: NULL or a live machine (the caller's contract).
         let m = unsafe { m.as_ref() }.ok_or_else(|| null("the machine"))?;
         if out.is_null() {
             return Err(null("out"));
         }
         let mut o = std::mem::MaybeUninit::uninit();
+        // SAFETY: NULL or readable (the caller's contract).
         let o = match unsafe { options.as_ref() } {
             Some(o) => *o,
+            // SAFETY: drum_options_default writes every field of the uninitialised value.
             None => unsafe {
                 drum_options_default(o.as_mut_ptr());
                 o.assume_init()
             },
         };
         let cfg = loop_config(&o)?;
+        // SAFETY: a live communicator of this process's MPI (the caller's contract).
         let comm = unsafe { MpiComm::from_raw(comm) }?;
         let inner = DrumLoop::start(&comm, m.machine.clone(), cfg)?;
+        // SAFETY: checked non-NULL above, and writable (the caller's contract).
         unsafe { out.write(Box::into_raw(Box::new(DrumLoopHandle { comm, inner }))) };
         Ok(())
     })
@@ -438,6 +458,7 @@ pub unsafe extern "C" fn drum_part_sizes(
     guard(|| {
         // SAFETY: the caller's contract.
         let l = unsafe { l.as_ref() }.ok_or_else(|| null("the loop"))?;
+        // SAFETY: sizes is NULL or holds len writable values (the caller's contract).
         unsafe { copy_out(l.inner.part_sizes(), sizes, len) }
     })
 }
@@ -459,7 +480,7 @@ pub unsafe extern "C" fn drum_measure(
     measured_s: *mut f64,
 ) -> c_int {
     guard(|| {
-        // SAFETY (all): the caller's contract.
+        // SAFETY: NULL or a live loop, used by nothing else during the call (the caller's contract).
         let l = unsafe { l.as_mut() }.ok_or_else(|| null("the loop"))?;
         if len < l.comm.size() {
             return Err(Failure::Code(
@@ -467,9 +488,11 @@ pub unsafe extern "C" fn drum_measure(
                 format!("the array holds {len} values; {} are needed", l.comm.size()),
             ));
         }
-        let s = l.inner.sense(&l.comm)?;
+        let s = l.inner.measure(&l.comm)?;
+        // SAFETY: sizes is NULL or holds len writable values (the caller's contract).
         unsafe { copy_out(&s.monitored_sizes, sizes, len) }?;
         if !measured_s.is_null() {
+            // SAFETY: non-NULL, and writable (the caller's contract).
             unsafe { measured_s.write(s.measured_s) };
         }
         Ok(())
@@ -510,16 +533,18 @@ pub unsafe extern "C" fn drum_rebalance(
     report: *mut DrumReport,
 ) -> c_int {
     guard(|| {
-        // SAFETY (all): the caller's contract.
+        // SAFETY: NULL or a live loop, used by nothing else during the call (the caller's contract).
         let l = unsafe { l.as_mut() }.ok_or_else(|| null("the loop"))?;
         let d = usize::try_from(dim)
             .ok()
             .filter(|d| (1..=3).contains(d))
             .ok_or_else(|| invalid(format!("dim {dim} is not 1, 2 or 3")))?;
+        // SAFETY: coords holds n·dim values (the caller's contract).
         let coords = unsafe { slice(coords, n * d, "coords") }?;
         let weights = if weights.is_null() {
             None
         } else {
+            // SAFETY: a non-NULL weights holds n values (the caller's contract).
             Some(unsafe { slice(weights, n, "weights") }?)
         };
         if n > 0 && parts.is_null() {
@@ -528,6 +553,7 @@ pub unsafe extern "C" fn drum_rebalance(
         let parts: &mut [u32] = if n == 0 {
             &mut []
         } else {
+            // SAFETY: n > 0, parts checked non-NULL above and holding n writable values (the caller's contract).
             unsafe { std::slice::from_raw_parts_mut(parts, n) }
         };
         let r = l
@@ -547,6 +573,7 @@ pub unsafe extern "C" fn drum_rebalance(
                 measured_s: r.measured_s,
                 moved_weight: r.moved_weight,
             };
+            // SAFETY: non-NULL, and writable (the caller's contract).
             unsafe { report.write(rep) };
         }
         Ok(())
@@ -610,8 +637,9 @@ pub unsafe extern "C" fn drum_decide(
     eff: *mut f64,
 ) -> c_int {
     guard(|| {
-        // SAFETY (all): the caller's contract.
+        // SAFETY: loads holds n values (the caller's contract).
         let loads = unsafe { slice(loads, n, "loads") }?;
+        // SAFETY: capacities holds n values (the caller's contract).
         let capacities = unsafe { slice(capacities, n, "capacities") }?;
         let policy = Policy {
             eff_min,
@@ -631,6 +659,7 @@ pub unsafe extern "C" fn drum_decide(
             Reason::ImbalanceAndDrift => DRUM_REASON_IMBALANCE_AND_DRIFT,
             Reason::NotProfitable => DRUM_REASON_NOT_PROFITABLE,
         };
+        // SAFETY: each output is NULL (skipped) or writable (the caller's contract).
         unsafe {
             if !rebalance.is_null() {
                 rebalance.write(c_int::from(d.rebalance));

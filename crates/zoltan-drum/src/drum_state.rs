@@ -5,22 +5,19 @@
 //! the file's static ratings, or with `DRUM_MONITORING=1` from the window the monitoring agent
 //! measured since the previous call; `LB_METHOD=HIER` partitions along the machine tree.
 //!
-//! This is the one place the Zoltan side touches the DRUM loop (`hier_part::drum_loop`).
+//! This is the one place the Zoltan side touches the DRUM loop (`drum_loop::DrumLoop`).
 
 use crate::error::Error;
 use comm::{Comm, MpiComm};
+use drum_loop::{DrumLoop, LoopConfig, RebalanceMode, Sizing};
 use drum_model::{Machine, PowerConfig, PowerModel, static_powers};
 use hier_part::Plan;
-// The DRUM loop and the policy, for this file and `drum.rs` (they move to a crate of their
-// own: the one place to change then).
-pub(crate) use hier_part::drum_loop::{DrumLoop, LoopConfig, RebalanceMode, Sizing};
-pub(crate) use hier_part::rebalance::{Observation, Policy, Reason};
 use std::time::Duration;
 
 /// Where the sizes come from.
 enum Source {
-    /// The machine file's ratings: fixed sizes and plan.
-    Static { sizes: Vec<f64>, plan: Box<Plan> },
+    /// The machine file's ratings: fixed sizes.
+    Static { sizes: Vec<f64> },
     /// A running agent for this rank's node.
     Monitored(Box<DrumLoop>),
 }
@@ -28,6 +25,9 @@ enum Source {
 /// The DRUM side of one Zoltan structure.
 pub(crate) struct DrumState {
     source: Source,
+    /// The machine tree with each level's method and its children's targets from the sizes
+    /// in use (renewed with them).
+    plan: Plan,
     /// The agent's warnings not yet shown.
     pub warnings: Vec<String>,
 }
@@ -69,6 +69,10 @@ impl DrumState {
             model: PowerModel::Drum { w_comm: p.w_comm },
             ..PowerConfig::default()
         };
+        // The levels' methods come from the file; the children's targets from the sizes in
+        // use (the ratings' until the agent measured).
+        let powers = static_powers(&machine, &power)?;
+        let plan = Plan::new(&machine, &powers)?;
         let source = if p.monitoring {
             let cfg = LoopConfig {
                 sizing: Sizing::Monitored,
@@ -81,25 +85,26 @@ impl DrumState {
             };
             Source::Monitored(Box::new(DrumLoop::start(comm, machine, cfg)?))
         } else {
-            let powers = static_powers(&machine, &power)?;
-            let plan = Plan::new(&machine, &powers)?;
             Source::Static {
                 sizes: powers.parts,
-                plan: Box::new(plan),
             }
         };
         Ok(DrumState {
             source,
+            plan,
             warnings: Vec::new(),
         })
     }
 
-    /// Renews the monitored sizes from the window since the last call (collective; nothing
-    /// to do for static sizes).
+    /// Renews the monitored sizes from the window since the last call, and the plan's
+    /// targets with them (collective; nothing to do for static sizes).
     pub(crate) fn refresh(&mut self, comm: &MpiComm) -> Result<(), Error> {
         if let Source::Monitored(l) = &mut self.source {
-            let sensed = l.sense(comm)?;
+            let sensed = l.measure(comm)?;
             self.warnings.extend(sensed.warnings);
+            if sensed.measured_s > 0.0 {
+                self.plan = self.plan.with_part_sizes(l.part_sizes())?;
+            }
         }
         Ok(())
     }
@@ -114,10 +119,7 @@ impl DrumState {
 
     /// The machine tree with each level's method and its children's targets.
     pub(crate) fn plan(&self) -> &Plan {
-        match &self.source {
-            Source::Static { plan, .. } => plan,
-            Source::Monitored(l) => l.plan(),
-        }
+        &self.plan
     }
 
     /// Stops the agent, if any.

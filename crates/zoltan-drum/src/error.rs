@@ -24,9 +24,20 @@ pub enum Error {
     /// HSFC rejected the input.
     #[error("HSFC: {0}")]
     Hsfc(#[from] hsfc::Error),
-    /// RCB, RIB or the hierarchical partitioner (or the DRUM loop) failed.
+    /// RCB, RIB or the hierarchical partitioner failed.
     #[error("{0}")]
     Hier(#[from] hier_part::Error),
+    /// The DRUM loop (its agent, powers or policy) failed.
+    #[error("{0}")]
+    Loop(#[from] drum_loop::Error),
+    /// A message from another rank was short or garbled (which rank, what was short).
+    #[error("a message from rank {from}: {source}")]
+    Message {
+        /// The rank that sent it.
+        from: usize,
+        /// What the read found.
+        source: comm::wire::WireError,
+    },
     /// The machine file or the power computation failed (with file:line:col).
     #[error("{0}")]
     Machine(#[from] drum_model::Error),

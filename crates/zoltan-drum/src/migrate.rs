@@ -2,14 +2,15 @@
 //! pack and unpack query functions (Zoltan's user's guide, migration interface): pre-migrate,
 //! sizes, pack, one exchange, mid-migrate, unpack, post-migrate.
 //!
-//! One message per destination rank, objects in the order of the export list:
-//! `gid words (u32 LE) | size (u32 LE) | size bytes`, read back by a reader whose every read
-//! says what was short.
+//! One message per destination rank in `comm::wire`'s format, objects in the order of the
+//! export list: per object its global id words (`u32` each), its size in bytes (`u32`) and
+//! that many bytes, read back by a `comm::wire::Reader` whose every read says what was short.
 
 use crate::error::Error;
 use crate::lists::{List, invert};
 use crate::query::{Registered, ZoltanMigratePpFn, check_ierr, count};
 use crate::zz::ZoltanStruct;
+use comm::wire::{Outbox, Reader, WireError};
 use comm::{Comm, ReduceOp};
 use std::ffi::{c_char, c_int};
 
@@ -21,30 +22,23 @@ fn padded(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }
 
-/// Bytes read back from a message, each read naming what it wanted.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    from: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Error> {
-        if self.bytes.len() < n {
-            return Err(Error::BadInput(format!(
-                "migration message from rank {}: {what} needs {n} bytes, {} left",
-                self.from,
-                self.bytes.len()
-            )));
+/// The objects of one rank's migration message: `gid` words of global id and the data of
+/// each, in the order they were packed.
+fn read_objects<'a>(
+    message: &'a [u8],
+    gid: usize,
+    gids: &mut Vec<u32>,
+    pieces: &mut Vec<&'a [u8]>,
+) -> Result<(), WireError> {
+    let mut r = Reader::new(message, "a migration message");
+    while !r.done() {
+        for _ in 0..gid {
+            gids.push(r.u32()?);
         }
-        let (a, b) = self.bytes.split_at(n);
-        self.bytes = b;
-        Ok(a)
+        let size = r.u32()? as usize;
+        pieces.push(r.bytes(size)?);
     }
-
-    fn u32(&mut self, what: &str) -> Result<u32, Error> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
+    Ok(())
 }
 
 /// The objects that arrived: their ids, padded sizes, offsets in `buf` (8-byte aligned).
@@ -276,11 +270,8 @@ impl ZoltanStruct {
         // SAFETY: the u64 buffer viewed as its bytes.
         let data: &[u8] = unsafe { std::slice::from_raw_parts(bytes.cast(), at) };
         let size = self.comm.size();
-        let mut order: Vec<usize> = (0..send.len()).collect();
-        order.sort_by_key(|&j| ex.procs[send[j]]);
-        let mut counts = vec![0usize; size];
-        let mut msg = Vec::new();
-        for j in order {
+        let mut out = Outbox::new(size);
+        for j in 0..send.len() {
             let d = usize::try_from(ex.procs[send[j]])
                 .ok()
                 .filter(|&d| d < size)
@@ -290,15 +281,17 @@ impl ZoltanStruct {
                         send[j], ex.procs[send[j]]
                     ))
                 })?;
-            let start = msg.len();
-            for w in &gids[j * gid..][..gid] {
-                msg.extend_from_slice(&w.to_le_bytes());
+            let size = u32::try_from(sizes[j]).map_err(|_| {
+                Error::BadInput(format!("export {}: an object of 4 GB or more", send[j]))
+            })?;
+            let w = out.to(d);
+            for &word in &gids[j * gid..][..gid] {
+                w.u32(word);
             }
-            msg.extend_from_slice(&(sizes[j] as u32).to_le_bytes());
-            msg.extend_from_slice(&data[idx[j] as usize..][..sizes[j]]);
-            counts[d] += msg.len() - start;
+            w.u32(size);
+            w.bytes(&data[idx[j] as usize..][..sizes[j]]);
         }
-        Ok((msg, counts))
+        Ok(out.flatten())
     }
 
     /// Reads every object that arrived and hands them to the unpack function(s); `expected`
@@ -369,16 +362,9 @@ impl ZoltanStruct {
             buf: Vec::new(),
         };
         let mut pieces = Vec::new();
-        for (from, piece) in got.iter().enumerate() {
-            let mut r = Reader { bytes: piece, from };
-            while !r.bytes.is_empty() {
-                for _ in 0..gid {
-                    let w = r.u32("a global id word")?;
-                    a.gids.push(w);
-                }
-                let size = r.u32("an object size")? as usize;
-                pieces.push(r.take(size, "an object's data")?);
-            }
+        for (from, message) in got.iter().enumerate() {
+            read_objects(message, gid, &mut a.gids, &mut pieces)
+                .map_err(|source| Error::Message { from, source })?;
         }
         let total: usize = pieces.iter().map(|p| padded(p.len())).sum();
         a.buf = vec![0u64; total / ALIGN];
@@ -404,20 +390,45 @@ mod tests {
 
     #[test]
     fn a_short_message_says_what_was_missing_and_from_whom() {
-        let bytes = [1u8, 0, 0, 0, 9, 0, 0, 0, 7, 7];
-        let mut r = Reader {
-            bytes: &bytes,
-            from: 3,
-        };
-        assert_eq!(r.u32("a global id word").unwrap(), 1);
-        let size = r.u32("an object size").unwrap() as usize;
-        let e = r.take(size, "an object's data").unwrap_err().to_string();
+        let mut out = Outbox::new(1);
+        out.to(0).u32(1);
+        out.to(0).u32(9);
+        out.to(0).bytes(&[7, 7]);
+        let (bytes, counts) = out.flatten();
+        assert_eq!(counts, [10]);
+        let (mut gids, mut pieces) = (Vec::new(), Vec::new());
+        let source = read_objects(&bytes, 1, &mut gids, &mut pieces).unwrap_err();
+        assert_eq!(gids, [1]);
+        let e = Error::Message { from: 3, source }.to_string();
         assert_eq!(
             e,
-            "migration message from rank 3: an object's data needs 9 bytes, 2 left"
+            "a message from rank 3: a migration message of 10 bytes ends at byte 8, inside a \
+             run of 9 bytes (9 bytes)"
         );
         assert_eq!(padded(0), 0);
         assert_eq!(padded(1), 8);
         assert_eq!(padded(16), 16);
+    }
+
+    #[test]
+    fn objects_read_back_as_written() {
+        let mut out = Outbox::new(2);
+        for (d, id, data) in [
+            (1, [4, 5], &b"abc"[..]),
+            (0, [6, 7], b""),
+            (1, [8, 9], b"z"),
+        ] {
+            let w = out.to(d);
+            w.u32(id[0]);
+            w.u32(id[1]);
+            w.u32(data.len() as u32);
+            w.bytes(data);
+        }
+        let (bytes, counts) = out.flatten();
+        let (mut gids, mut pieces) = (Vec::new(), Vec::new());
+        read_objects(&bytes[..counts[0]], 2, &mut gids, &mut pieces).unwrap();
+        read_objects(&bytes[counts[0]..], 2, &mut gids, &mut pieces).unwrap();
+        assert_eq!(gids, [6, 7, 4, 5, 8, 9]);
+        assert_eq!(pieces, [&b""[..], b"abc", b"z"]);
     }
 }

@@ -189,133 +189,174 @@ fn flag(v: &str) -> Option<bool> {
     }
 }
 
+/// One `Zoltan_Set_Param` call: the name (upper case), the value as given (trimmed) and in
+/// upper case, and whether it asks for the default.
+struct Setting {
+    name: String,
+    raw: String,
+    v: String,
+    reset: bool,
+}
+
+impl Setting {
+    fn invalid(&self, expected: &'static str) -> ParamError {
+        ParamError::Invalid {
+            name: self.name.clone(),
+            value: self.raw.clone(),
+            expected,
+        }
+    }
+
+    fn unknown(&self) -> ParamError {
+        ParamError::Unknown {
+            name: self.name.clone(),
+            value: self.raw.clone(),
+        }
+    }
+}
+
+/// Sets `$p.$field` from `$parse` (the default on a reset); on a bad value it restores the
+/// default and returns the error.
+macro_rules! parse {
+    ($p:ident . $field:ident, $s:ident, $parse:expr, $expected:expr) => {{
+        if $s.reset {
+            $p.$field = Params::default().$field;
+        } else {
+            match $parse {
+                Some(x) => $p.$field = x,
+                None => {
+                    $p.$field = Params::default().$field;
+                    return Err($s.invalid($expected));
+                }
+            }
+        }
+    }};
+}
+
 impl Params {
     /// Sets one parameter (Zoltan's `Zoltan_Set_Param`).
     pub(crate) fn set(&mut self, name: &str, value: &str) -> Result<Changed, ParamError> {
-        let name = name.trim().to_ascii_uppercase();
-        let raw = value.trim();
-        let v = raw.to_ascii_uppercase();
-        let default = Params::default();
-        let reset = v == "DEFAULT";
-        let invalid = |expected| ParamError::Invalid {
-            name: name.clone(),
-            value: raw.to_string(),
-            expected,
+        let raw = value.trim().to_string();
+        let s = Setting {
+            name: name.trim().to_ascii_uppercase(),
+            v: raw.to_ascii_uppercase(),
+            reset: raw.eq_ignore_ascii_case("DEFAULT"),
+            raw,
         };
-        let mut changed = Changed::Other;
-        // Each arm sets the field; on a bad value it restores the default and reports it.
-        macro_rules! parse {
-            ($field:ident, $parse:expr, $expected:expr) => {{
-                if reset {
-                    self.$field = default.$field;
-                } else {
-                    match $parse {
-                        Some(x) => self.$field = x,
-                        None => {
-                            self.$field = default.$field;
-                            return Err(invalid($expected));
-                        }
-                    }
-                }
-            }};
+        let changed = if s.name == "USE_DRUM" || s.name.starts_with("DRUM_") {
+            self.set_drum(&s)?;
+            Changed::Drum
+        } else {
+            self.set_zoltan(&s)?;
+            Changed::Other
+        };
+        self.given.retain(|(n, _)| *n != s.name);
+        if !s.reset {
+            self.given.push((s.name, s.raw));
         }
-        match name.as_str() {
+        Ok(changed)
+    }
+
+    /// Zoltan's own parameters.
+    fn set_zoltan(&mut self, s: &Setting) -> Result<(), ParamError> {
+        let v = s.v.as_str();
+        match s.name.as_str() {
             "LB_METHOD" => {
-                self.method = if reset {
-                    default.method
+                self.method = if s.reset {
+                    Params::default().method
                 } else {
-                    parse_method(&v)?
+                    parse_method(v)?
                 }
             }
             "LB_APPROACH" => {
                 // Only graph and hypergraph methods use it in Zoltan; geometric ones ignore it.
-                if !reset && !matches!(v.as_str(), "PARTITION" | "REPARTITION" | "REFINE") {
-                    return Err(invalid("PARTITION, REPARTITION or REFINE"));
+                if !s.reset && !matches!(v, "PARTITION" | "REPARTITION" | "REFINE") {
+                    return Err(s.invalid("PARTITION, REPARTITION or REFINE"));
                 }
             }
             "NUM_GID_ENTRIES" => parse!(
-                num_gid,
+                self.num_gid,
+                s,
                 v.parse::<usize>().ok().filter(|&x| x >= 1),
                 "an integer >= 1"
             ),
-            "NUM_LID_ENTRIES" => parse!(num_lid, v.parse::<usize>().ok(), "an integer >= 0"),
-            "OBJ_WEIGHT_DIM" => parse!(obj_weight_dim, v.parse::<usize>().ok(), "an integer >= 0"),
+            "NUM_LID_ENTRIES" => {
+                parse!(self.num_lid, s, v.parse::<usize>().ok(), "an integer >= 0")
+            }
+            "OBJ_WEIGHT_DIM" => parse!(
+                self.obj_weight_dim,
+                s,
+                v.parse::<usize>().ok(),
+                "an integer >= 0"
+            ),
             "RETURN_LISTS" => parse!(
-                return_lists,
-                parse_return_lists(&v),
+                self.return_lists,
+                s,
+                parse_return_lists(v),
                 "ALL, IMPORT, EXPORT, PARTS or NONE"
             ),
             "IMBALANCE_TOL" => {
                 // Zoltan resets values below 1 to its default.
                 parse!(
-                    imbalance_tol,
+                    self.imbalance_tol,
+                    s,
                     v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 1.0),
                     "a number >= 1"
                 )
             }
-            "KEEP_CUTS" => parse!(keep_cuts, flag(&v), "0 or 1"),
+            "KEEP_CUTS" => parse!(self.keep_cuts, s, flag(v), "0 or 1"),
             "NUM_GLOBAL_PARTS" | "NUM_GLOBAL_PARTITIONS" => parse!(
-                num_global_parts,
+                self.num_global_parts,
+                s,
                 v.parse::<usize>().ok().filter(|&x| x >= 1).map(Some),
                 "an integer >= 1"
             ),
             "NUM_LOCAL_PARTS" | "NUM_LOCAL_PARTITIONS" => parse!(
-                num_local_parts,
+                self.num_local_parts,
+                s,
                 v.parse::<usize>().ok().map(Some),
                 "an integer >= 0"
             ),
-            "DEBUG_LEVEL" => parse!(debug_level, v.parse::<i64>().ok(), "an integer"),
-            "RCB_RECTILINEAR_BLOCKS" => parse!(rectilinear_blocks, flag(&v), "0 or 1"),
+            "DEBUG_LEVEL" => parse!(self.debug_level, s, v.parse::<i64>().ok(), "an integer"),
+            "RCB_RECTILINEAR_BLOCKS" => parse!(self.rectilinear_blocks, s, flag(v), "0 or 1"),
             "MIGRATE_ONLY_PROC_CHANGES" => {
-                parse!(migrate_only_proc_changes, flag(&v), "0 or 1")
+                parse!(self.migrate_only_proc_changes, s, flag(v), "0 or 1")
             }
-            "AUTO_MIGRATE" => parse!(auto_migrate, flag(&v), "0 or 1"),
-            "USE_DRUM" => {
-                changed = Changed::Drum;
-                parse!(use_drum, flag(&v), "0 or 1")
-            }
-            "DRUM_MONITORING" => {
-                changed = Changed::Drum;
-                parse!(drum_monitoring, flag(&v), "0 or 1")
-            }
-            "DRUM_MACHINE_FILE" => {
-                changed = Changed::Drum;
-                // A path: case kept.
-                parse!(
-                    drum_machine_file,
-                    (!raw.is_empty()).then(|| Some(raw.to_string())),
-                    "a file name"
-                )
-            }
-            "DRUM_W_COMM" => {
-                changed = Changed::Drum;
-                parse!(
-                    drum_w_comm,
-                    v.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)),
-                    "a number in [0, 1]"
-                )
-            }
-            "DRUM_MONITORING_PERIOD_MS" => {
-                changed = Changed::Drum;
-                parse!(
-                    drum_period_ms,
-                    v.parse::<u64>().ok().filter(|&x| x >= 1),
-                    "an integer >= 1 (milliseconds)"
-                )
-            }
+            "AUTO_MIGRATE" => parse!(self.auto_migrate, s, flag(v), "0 or 1"),
             n if ACCEPTED_WITHOUT_EFFECT.contains(&n) => {}
-            _ => {
-                return Err(ParamError::Unknown {
-                    name,
-                    value: raw.to_string(),
-                });
-            }
+            _ => return Err(s.unknown()),
         }
-        self.given.retain(|(n, _)| *n != name);
-        if !reset {
-            self.given.push((name, raw.to_string()));
+        Ok(())
+    }
+
+    /// The DRUM set (`USE_DRUM`, `DRUM_*`).
+    fn set_drum(&mut self, s: &Setting) -> Result<(), ParamError> {
+        let v = s.v.as_str();
+        match s.name.as_str() {
+            "USE_DRUM" => parse!(self.use_drum, s, flag(v), "0 or 1"),
+            "DRUM_MONITORING" => parse!(self.drum_monitoring, s, flag(v), "0 or 1"),
+            // A path: case kept.
+            "DRUM_MACHINE_FILE" => parse!(
+                self.drum_machine_file,
+                s,
+                (!s.raw.is_empty()).then(|| Some(s.raw.clone())),
+                "a file name"
+            ),
+            "DRUM_W_COMM" => parse!(
+                self.drum_w_comm,
+                s,
+                v.parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x)),
+                "a number in [0, 1]"
+            ),
+            "DRUM_MONITORING_PERIOD_MS" => parse!(
+                self.drum_period_ms,
+                s,
+                v.parse::<u64>().ok().filter(|&x| x >= 1),
+                "an integer >= 1 (milliseconds)"
+            ),
+            _ => return Err(s.unknown()),
         }
-        Ok(changed)
+        Ok(())
     }
 }
 

@@ -18,20 +18,32 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// `ZOLTAN_VERSION_NUMBER` of the Zoltan whose interface this library implements.
 pub const ZOLTAN_VERSION_NUMBER: f32 = 3.90;
 
-/// # Safety
-/// `zz` is NULL or a live structure from [`Zoltan_Create`].
-unsafe fn zz_mut<'a>(zz: *mut ZoltanStruct) -> Result<&'a mut ZoltanStruct, Error> {
-    // SAFETY: the caller's contract.
-    unsafe { zz.as_mut() }.ok_or(Error::Null("the Zoltan structure"))
-}
+/// The structure pointer an entry point was given, vouched for by the caller as NULL or live.
+struct Zz(*mut ZoltanStruct);
 
-/// The rank to print in messages about `zz`, if it is a live structure.
-///
-/// # Safety
-/// `zz` is NULL or a live structure.
-unsafe fn rank_of(zz: *const ZoltanStruct) -> Option<usize> {
-    // SAFETY: the caller's contract.
-    unsafe { zz.as_ref() }.map(ZoltanStruct::rank)
+impl Zz {
+    /// # Safety
+    /// `zz` is NULL or a live structure from [`Zoltan_Create`], used by nothing else during
+    /// the call.
+    unsafe fn new(zz: *mut ZoltanStruct) -> Zz {
+        Zz(zz)
+    }
+
+    /// Runs one entry point on the structure under [`zoltan_guard`] (with the rank in its
+    /// messages when the structure is live): NULL is an error.
+    fn run(
+        self,
+        function: &str,
+        f: impl FnOnce(&mut ZoltanStruct) -> Result<Done, Error>,
+    ) -> c_int {
+        // SAFETY: NULL or live (`Zz::new`'s contract).
+        let rank = unsafe { self.0.as_ref() }.map(ZoltanStruct::rank);
+        zoltan_guard(rank, function, || {
+            // SAFETY: NULL or live, and not aliased during the call (`Zz::new`'s contract).
+            let zz = unsafe { self.0.as_mut() }.ok_or(Error::Null("the Zoltan structure"))?;
+            f(zz)
+        })
+    }
 }
 
 /// `Zoltan_Initialize`: checks that MPI is initialised (this library never initialises MPI:
@@ -115,13 +127,13 @@ pub unsafe extern "C" fn Zoltan_Set_Param(
     name: *const c_char,
     val: *const c_char,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_Set_Param", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_Set_Param", |zz| {
         let text = |p: *const c_char, what| -> Result<String, Error> {
             if p.is_null() {
                 return Err(Error::Null(what));
             }
+            // SAFETY: non-NULL and NUL-terminated (the caller's contract).
             Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
         };
         zz.set_param(&text(name, "the name")?, &text(val, "the value")?)
@@ -142,9 +154,8 @@ macro_rules! setter {
             fn_ptr: Option<$ty>,
             data_ptr: *mut c_void,
         ) -> c_int {
-            // SAFETY (both): the caller's contract.
-            zoltan_guard(unsafe { rank_of(zz) }, stringify!($name), || {
-                let zz = unsafe { zz_mut(zz) }?;
+            // SAFETY: `zz` is NULL or live (the caller's contract).
+            unsafe { Zz::new(zz) }.run(stringify!($name), |zz| {
                 zz.cb.$field = fn_ptr.map(|f| Registered { f, data: data_ptr });
                 Ok(Done::Ok)
             })
@@ -226,9 +237,8 @@ pub unsafe extern "C" fn Zoltan_LB_Set_Part_Sizes(
     wgt_idx: *mut c_int,
     part_sizes: *mut f32,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Set_Part_Sizes", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Set_Part_Sizes", |zz| {
         if len == -1 {
             zz.part_sizes.clear();
             return Ok(Done::Ok);
@@ -238,10 +248,12 @@ pub unsafe extern "C" fn Zoltan_LB_Set_Part_Sizes(
             return Err(Error::Null("part_ids or part_sizes"));
         }
         for i in 0..n {
+            // SAFETY: i < n, and both arrays hold n values (the caller's contract).
             let (p, s) = unsafe { (*part_ids.add(i), *part_sizes.add(i)) };
             let w = if wgt_idx.is_null() {
                 0
             } else {
+                // SAFETY: i < n, and a non-NULL wgt_idx holds n values (the caller's contract).
                 unsafe { *wgt_idx.add(i) }
             };
             let part = count("a part id", p)?;
@@ -287,8 +299,8 @@ impl ListOut {
     /// # Safety
     /// The pointers are writable (`to_part` may be NULL).
     unsafe fn write(&self, l: Option<&List>) -> Result<(), Error> {
-        // SAFETY (all): the caller's contract; NULL is written first so that a failure
-        // leaves nothing dangling.
+        // SAFETY: the pointers are writable (the caller's contract); NULL is written first so
+        // that a failure leaves nothing dangling.
         unsafe {
             *self.gids = std::ptr::null_mut();
             *self.lids = std::ptr::null_mut();
@@ -418,9 +430,8 @@ pub unsafe extern "C" fn Zoltan_LB_Partition(
             to_part: export_to_part,
         },
     };
-    // SAFETY (both): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Partition", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Partition", |zz| {
         check_outputs(&out, true)?;
         partition(zz, &out)
     })
@@ -491,9 +502,8 @@ pub unsafe extern "C" fn Zoltan_LB_Balance(
             to_part: none,
         },
     };
-    // SAFETY (both): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Balance", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Balance", |zz| {
         check_outputs(&out, false)?;
         partition(zz, &out)
     })
@@ -512,7 +522,8 @@ pub unsafe extern "C" fn Zoltan_LB_Free_Part(
     to_part: *mut *mut c_int,
 ) -> c_int {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY (all): the caller's contract.
+        // SAFETY: each is NULL, or points to NULL or to an array from this library not yet
+        // freed (the caller's contract).
         unsafe {
             if let Some(p) = global_ids.as_mut() {
                 c_free(p);
@@ -550,17 +561,18 @@ unsafe fn list_in(
     if n > 0 && (g.is_null() || p.is_null() || (lid > 0 && l.is_null())) {
         return Err(Error::Null("a list's global ids, local ids or processes"));
     }
-    // SAFETY (all): the caller's contract, checked non-NULL above.
     let copy = |ptr: *mut u32, len: usize| -> Vec<u32> {
         if len == 0 || ptr.is_null() {
             vec![0; len]
         } else {
+            // SAFETY: non-NULL, and holds len values (the caller's contract).
             unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
         }
     };
     let procs: Vec<c_int> = if n == 0 {
         Vec::new()
     } else {
+        // SAFETY: n > 0, so p is non-NULL (checked above) and holds n values (the caller's contract).
         unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
     };
     let size = zz.comm.size() as c_int;
@@ -573,6 +585,7 @@ unsafe fn list_in(
     let parts = if t.is_null() || n == 0 {
         procs.clone()
     } else {
+        // SAFETY: non-NULL, and holds n values (the caller's contract).
         unsafe { std::slice::from_raw_parts(t, n) }.to_vec()
     };
     Ok(Some(List {
@@ -605,9 +618,9 @@ pub unsafe extern "C" fn Zoltan_Migrate(
     export_procs: *mut c_int,
     export_to_part: *mut c_int,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_Migrate", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_Migrate", |zz| {
+        // SAFETY: the import list is -1 or its arrays hold its count (the caller's contract).
         let im = unsafe {
             list_in(
                 zz,
@@ -620,6 +633,7 @@ pub unsafe extern "C" fn Zoltan_Migrate(
                 ),
             )
         };
+        // SAFETY: the export list is -1 or its arrays hold its count (the caller's contract).
         let ex = unsafe {
             list_in(
                 zz,
@@ -682,13 +696,13 @@ pub unsafe extern "C" fn Zoltan_LB_Point_PP_Assign(
     proc: *mut c_int,
     part: *mut c_int,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Point_PP_Assign", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Point_PP_Assign", |zz| {
         let (p, r) = point_part(zz, coords)?;
         if proc.is_null() || part.is_null() {
             return Err(Error::Null("proc or part"));
         }
+        // SAFETY: checked non-NULL above, and writable (the caller's contract).
         unsafe {
             *proc = r as c_int;
             *part = p as c_int;
@@ -707,9 +721,8 @@ pub unsafe extern "C" fn Zoltan_LB_Point_Assign(
     coords: *mut f64,
     proc: *mut c_int,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Point_Assign", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Point_Assign", |zz| {
         if zz.kept.as_ref().is_some_and(|k| !k.dist.identity) {
             return Err(Error::BadInput(
                 "parts are not processes (NUM_GLOBAL_PARTS or NUM_LOCAL_PARTS is set): use \
@@ -721,6 +734,7 @@ pub unsafe extern "C" fn Zoltan_LB_Point_Assign(
         if proc.is_null() {
             return Err(Error::Null("proc"));
         }
+        // SAFETY: checked non-NULL above, and writable (the caller's contract).
         unsafe { *proc = r as c_int };
         Ok(Done::Ok)
     })
@@ -797,10 +811,10 @@ pub unsafe extern "C" fn Zoltan_LB_Box_PP_Assign(
     parts: *mut c_int,
     numparts: *mut c_int,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Box_PP_Assign", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Box_PP_Assign", |zz| {
         let (pa, pr) = box_parts(zz, [xmin, ymin, zmin], [xmax, ymax, zmax])?;
+        // SAFETY: procs and parts are NULL or hold the process and part counts, numprocs and numparts NULL or writable (the caller's contract).
         unsafe {
             write_all(&pr, procs, numprocs, "procs or numprocs")?;
             write_all(&pa, parts, numparts, "parts or numparts")?;
@@ -825,10 +839,10 @@ pub unsafe extern "C" fn Zoltan_LB_Box_Assign(
     procs: *mut c_int,
     numprocs: *mut c_int,
 ) -> c_int {
-    // SAFETY (all): the caller's contract.
-    zoltan_guard(unsafe { rank_of(zz) }, "Zoltan_LB_Box_Assign", || {
-        let zz = unsafe { zz_mut(zz) }?;
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run("Zoltan_LB_Box_Assign", |zz| {
         let (_, pr) = box_parts(zz, [xmin, ymin, zmin], [xmax, ymax, zmax])?;
+        // SAFETY: procs is NULL or holds the process count, numprocs NULL or writable (the caller's contract).
         unsafe { write_all(&pr, procs, numprocs, "procs or numprocs") }?;
         Ok(Done::Ok)
     })

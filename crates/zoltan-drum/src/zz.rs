@@ -6,9 +6,9 @@ use crate::error::{Done, Error};
 use crate::params::{Changed, Method, ParamError, Params};
 use crate::partdist::PartDist;
 use crate::query::{Callbacks, Layout, Objects};
-use comm::{AsReduce, Comm, MpiComm, ReduceOp};
-use hier_part::{Bisection, Hier, HierPartition, Par, Partitioner, Points, Rcb, Rib};
-use hsfc::dist::{Failed, agree};
+use comm::{Comm, MpiComm, ReduceOp};
+use hier_part::{Bisection, Hier, HierPartition, Rcb, Rib};
+use part_api::{Par, Partitioner, Points, agreed};
 use std::time::Instant;
 
 /// One `Zoltan_LB_Set_Part_Sizes` entry.
@@ -108,14 +108,13 @@ impl ZoltanStruct {
         }
     }
 
-    /// Makes a local outcome collective (`hsfc::dist::agree`): every rank gets its value, or
+    /// Makes a local outcome collective (`part_api::agreed`): every rank gets its value, or
     /// an error when any rank failed.
     pub(crate) fn agreed<T>(&self, local: Result<T, Error>) -> Result<T, Error> {
-        match agree(&AsReduce(&self.comm), local, &mut [])? {
-            Ok(v) => Ok(v),
-            Err(Failed::Here(e)) => Err(e),
-            Err(Failed::Elsewhere { ranks, first }) => Err(Error::OtherRank { ranks, first }),
-        }
+        agreed(&self.comm, local, |ranks, first| Error::OtherRank {
+            ranks,
+            first,
+        })
     }
 
     fn layout(&self) -> Layout {

@@ -86,12 +86,13 @@ fn set(zz: *mut ZoltanStruct, name: &str, value: &str) -> c_int {
 fn one_process_partition_lists_assign_and_errors() {
     let world = MpiComm::init().expect("MPI (a singleton job)");
     let mut ver = 0.0f32;
-    // SAFETY (the calls below): live pointers to locals and to the structure.
     assert_eq!(
+        // SAFETY: a pointer to a local.
         unsafe { Zoltan_Initialize(0, null_mut(), &mut ver) },
         ZOLTAN_OK
     );
     assert_eq!(ver, 3.90);
+    // SAFETY: the world communicator of this process's MPI, live until the end.
     let mut zz = unsafe { Zoltan_Create(world.as_raw()) };
     assert!(!zz.is_null());
 
@@ -121,6 +122,7 @@ fn one_process_partition_lists_assign_and_errors() {
     ] {
         assert_eq!(set(zz, name, value), ZOLTAN_OK, "{name}");
     }
+    // SAFETY: a live structure, functions of the declared types, data the App that outlives it.
     unsafe {
         assert_eq!(Zoltan_Set_Num_Obj_Fn(zz, Some(num_obj), data), ZOLTAN_OK);
         assert_eq!(Zoltan_Set_Obj_List_Fn(zz, Some(obj_list), data), ZOLTAN_OK);
@@ -129,6 +131,7 @@ fn one_process_partition_lists_assign_and_errors() {
     }
     let mut ids = [0, 1, 2, 3];
     let mut sizes = [1.0f32, 2.0, 3.0, 4.0];
+    // SAFETY: a live structure and arrays of 4 values.
     let rc = unsafe {
         Zoltan_LB_Set_Part_Sizes(zz, 1, 4, ids.as_mut_ptr(), null_mut(), sizes.as_mut_ptr())
     };
@@ -145,17 +148,19 @@ fn one_process_partition_lists_assign_and_errors() {
                 &mut ne, &mut eg, &mut el, &mut ep, &mut et,
             )
         };
-        // SAFETY: the library's arrays of ne entries.
         let parts: Vec<c_int> = if ne > 0 {
+            // SAFETY: the library's array of ne entries.
             unsafe { std::slice::from_raw_parts(et, ne as usize) }.to_vec()
         } else {
             Vec::new()
         };
         let lids: Vec<u32> = if ne > 0 {
+            // SAFETY: the library's array of ne entries.
             unsafe { std::slice::from_raw_parts(el, ne as usize) }.to_vec()
         } else {
             Vec::new()
         };
+        // SAFETY: arrays from Zoltan_LB_Partition, freed once.
         unsafe {
             Zoltan_LB_Free_Part(&mut ig, &mut il, &mut ip, &mut it);
             Zoltan_LB_Free_Part(&mut eg, &mut el, &mut ep, &mut et);
@@ -184,6 +189,7 @@ fn one_process_partition_lists_assign_and_errors() {
     // No cuts kept: point assign is refused, as in Zoltan.
     let (mut proc, mut part) = (-1, -1);
     let mut x = [0.5, 0.5];
+    // SAFETY: a live structure and locals.
     let rc = unsafe { Zoltan_LB_Point_PP_Assign(zz, x.as_mut_ptr(), &mut proc, &mut part) };
     assert_eq!(rc, ZOLTAN_FATAL);
     assert_eq!(set(zz, "KEEP_CUTS", "1"), ZOLTAN_OK);
@@ -191,13 +197,16 @@ fn one_process_partition_lists_assign_and_errors() {
     assert!(rc == ZOLTAN_OK || rc == ZOLTAN_WARN);
     for i in (0..n).step_by(97) {
         let mut x = [app.coords[2 * i], app.coords[2 * i + 1]];
+        // SAFETY: a live structure and locals.
         let rc = unsafe { Zoltan_LB_Point_PP_Assign(zz, x.as_mut_ptr(), &mut proc, &mut part) };
         assert_eq!((rc, part, proc), (ZOLTAN_OK, parts[i], 0), "object {i}");
     }
     // Point_Assign wants parts = processes.
+    // SAFETY: a live structure and locals.
     let rc = unsafe { Zoltan_LB_Point_Assign(zz, x.as_mut_ptr(), &mut proc) };
     assert_eq!(rc, ZOLTAN_FATAL);
     let (mut bp, mut nbp, mut br, mut nbr) = ([0; 4], 0, [0; 1], 0);
+    // SAFETY: a live structure, and arrays that hold the process and part counts.
     let rc = unsafe {
         Zoltan_LB_Box_PP_Assign(
             zz,
@@ -217,8 +226,10 @@ fn one_process_partition_lists_assign_and_errors() {
 
     // A NULL structure is an error, never a crash.
     assert_eq!(set(null_mut(), "LB_METHOD", "RCB"), ZOLTAN_FATAL);
+    // SAFETY: a pointer to the live structure; it is NULL afterwards.
     unsafe { Zoltan_Destroy(&mut zz) };
     assert!(zz.is_null());
+    // SAFETY: a pointer to NULL.
     unsafe { Zoltan_Destroy(&mut zz) };
     drop(world);
 }
