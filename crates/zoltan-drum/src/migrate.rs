@@ -141,18 +141,20 @@ impl ZoltanStruct {
         self.agreed(check_ierr(what, ierr))
     }
 
+    /// The global and local ids of the objects `send` of the list `ex`, in that order (the
+    /// copies the query functions are given).
+    fn ids_of(&self, ex: &List, send: &[usize]) -> (Vec<u32>, Vec<u32>) {
+        let (gid, lid) = (self.params.num_gid, self.params.num_lid);
+        let gids = send.iter().flat_map(|&i| &ex.gids[i * gid..][..gid]);
+        let lids = send.iter().flat_map(|&i| &ex.lids[i * lid..][..lid]);
+        (gids.copied().collect(), lids.copied().collect())
+    }
+
     /// The sizes of the objects `send` of the export list `ex` (multi or single function).
-    fn sizes(&self, ex: &mut List, send: &[usize]) -> Result<Vec<usize>, Error> {
+    fn sizes(&self, ex: &List, send: &[usize]) -> Result<Vec<usize>, Error> {
         let (gid, lid) = (self.params.num_gid, self.params.num_lid);
         let (g, l) = (gid as c_int, lid as c_int);
-        let mut gids: Vec<u32> = send
-            .iter()
-            .flat_map(|&i| ex.gids[i * gid..][..gid].to_vec())
-            .collect();
-        let mut lids: Vec<u32> = send
-            .iter()
-            .flat_map(|&i| ex.lids[i * lid..][..lid].to_vec())
-            .collect();
+        let (mut gids, mut lids) = self.ids_of(ex, send);
         let mut sizes = vec![0 as c_int; send.len()];
         if let Some(f) = self.cb.obj_size_multi {
             let mut ierr = 0;
@@ -201,8 +203,7 @@ impl ZoltanStruct {
     /// Packs the objects `send` of `ex` and frames them per destination rank: the message
     /// and the byte count for each rank.
     fn pack(&self, ex: &List, send: &[usize]) -> Result<(Vec<u8>, Vec<usize>), Error> {
-        let mut ex = ex.clone();
-        let sizes = self.sizes(&mut ex, send)?;
+        let sizes = self.sizes(ex, send)?;
         let (gid, lid) = (self.params.num_gid, self.params.num_lid);
         let mut idx = Vec::with_capacity(send.len());
         let mut at = 0usize;
@@ -213,14 +214,7 @@ impl ZoltanStruct {
         let mut buf = vec![0u64; at / ALIGN];
         let bytes: *mut c_char = buf.as_mut_ptr().cast();
         let mut padded_sizes: Vec<c_int> = sizes.iter().map(|&s| padded(s) as c_int).collect();
-        let mut gids: Vec<u32> = send
-            .iter()
-            .flat_map(|&i| ex.gids[i * gid..][..gid].to_vec())
-            .collect();
-        let mut lids: Vec<u32> = send
-            .iter()
-            .flat_map(|&i| ex.lids[i * lid..][..lid].to_vec())
-            .collect();
+        let (mut gids, mut lids) = self.ids_of(ex, send);
         let mut dest: Vec<c_int> = send.iter().map(|&i| ex.parts[i]).collect();
         let (g, l) = (gid as c_int, lid as c_int);
         if let Some(f) = self.cb.pack_multi {
