@@ -6,6 +6,9 @@
 //!   ≥ 0.9·RC_ideal);
 //! - the load switched on at step 12: monitored ≤ 0.85 × static;
 //! - no load: monitored ≤ 1.05 × uniform (the cost of monitoring and rebalancing);
+//! - the load from the start: monitored ≤ 0.85 × the serial run pinned to the free core 0
+//!   beside the same kind of competing process on core 1 (a compute-bound shell loop pinned
+//!   with taskset), measured in the same invocation;
 //!
 //! and where the monitored run's time goes against the ideal: the ranks' mean busy time,
 //! the imbalance (slowest rank's busy time over the mean), the waiting common to both, and
@@ -21,47 +24,76 @@ const MACHINE: &str = "machines/local-2core-hetero.xml";
 /// One configuration of the benchmark.
 struct Case {
     name: &'static str,
-    balance: &'static str,
+    /// `None`: the serial run pinned to core 0 beside a competing process on core 1.
+    balance: Option<&'static str>,
     load: &'static [&'static str],
 }
 
-const CASES: [Case; 6] = [
+const CASES: [Case; 7] = [
     Case {
         name: "load: uniform",
-        balance: "uniform",
+        balance: Some("uniform"),
         load: &["--machine-load"],
     },
     Case {
         name: "load: monitored",
-        balance: "monitored",
+        balance: Some("monitored"),
         load: &["--machine-load"],
     },
     Case {
         name: "load@12: static",
-        balance: "static",
+        balance: Some("static"),
         load: &["--load", "1:1@12"],
     },
     Case {
         name: "load@12: monitored",
-        balance: "monitored",
+        balance: Some("monitored"),
         load: &["--load", "1:1@12"],
     },
     Case {
         name: "no load: uniform",
-        balance: "uniform",
+        balance: Some("uniform"),
         load: &[],
     },
     Case {
         name: "no load: monitored",
-        balance: "monitored",
+        balance: Some("monitored"),
+        load: &[],
+    },
+    Case {
+        name: "load: serial, core 0",
+        balance: None,
         load: &[],
     },
 ];
+
+/// A compute-bound process pinned to `cpu` (killed and reaped when dropped).
+struct Spinner(std::process::Child);
+
+impl Spinner {
+    fn start(cpu: usize) -> Result<Spinner> {
+        let child = Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .context("could not start the competing process (taskset from util-linux)")?;
+        Ok(Spinner(child))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// What one run gives.
 #[derive(Debug, Clone)]
 struct Run {
     wall: f64,
+    /// The whole process (start to exit).
+    process: f64,
     rc_ideal: Option<f64>,
     /// Sums over the steps: mean busy, slowest busy − mean busy, wall − slowest busy, and
     /// the slowest rank's partitioner time.
@@ -100,20 +132,44 @@ fn run_case(bin: &Path, dir: &Path, case: &Case, rep: usize, extra: &[String]) -
     let tag = format!("{}-{rep}", case.name.replace([':', ' ', '@'], "_"));
     let summary = dir.join(format!("{tag}.summary.json"));
     let jsonl = dir.join(format!("{tag}.jsonl"));
-    let mut cmd = Command::new(bin);
+    let (mut cmd, spinner) = match case.balance {
+        Some(balance) => {
+            let mut cmd = Command::new(bin);
+            cmd.args(["--machine", MACHINE, "--balance", balance]);
+            (cmd, None)
+        }
+        None => {
+            let mut cmd = Command::new("taskset");
+            cmd.args(["-c", "0"]).arg(bin);
+            (cmd, Some(Spinner::start(1)?))
+        }
+    };
     cmd.current_dir(crate::project_root())
-        .args(["--machine", MACHINE, "--balance", case.balance, "--no-hash"])
+        .arg("--no-hash")
         .args(case.load)
-        .args(extra)
-        .arg("--summary-json")
-        .arg(&summary)
-        .arg("--jsonl")
-        .arg(&jsonl);
+        .args(extra);
+    if spinner.is_none() {
+        cmd.arg("--summary-json")
+            .arg(&summary)
+            .arg("--jsonl")
+            .arg(&jsonl);
+    }
+    let t0 = std::time::Instant::now();
     let out = cmd
         .output()
         .with_context(|| format!("could not start {cmd:?}"))?;
+    let process = t0.elapsed().as_secs_f64();
     if !out.status.success() {
         bail!("{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    if spinner.is_some() {
+        // The serial run writes no summary: its wall time is the process's.
+        return Ok(Run {
+            wall: process,
+            process,
+            rc_ideal: None,
+            split: [0.0; 4],
+        });
     }
     let v: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(&summary)
@@ -121,6 +177,7 @@ fn run_case(bin: &Path, dir: &Path, case: &Case, rep: usize, extra: &[String]) -
     )?;
     Ok(Run {
         wall: v["wall_s"].as_f64().context("summary without wall_s")?,
+        process,
         rc_ideal: v["rc_ideal"].as_f64(),
         split: split_of(&jsonl)?,
     })
@@ -215,6 +272,15 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
         "no load: monitored/uniform = {r0:.3}   target <= 1.05: {}",
         verdict(r0 <= 1.05)
     );
+    let process = |k: usize| median(&runs[k].iter().map(|x| x.process).collect::<Vec<_>>());
+    let rs = process(1) / process(6);
+    println!(
+        "load from the start, whole processes: monitored {:.3} s / serial on the free core {:.3} s \
+         = {rs:.3}   target <= 0.85: {} (goal 0.75, ideal 0.667)",
+        process(1),
+        process(6),
+        verdict(rs <= 0.85)
+    );
     // Where the time goes, for the median run of each loaded case.
     println!(
         "\nwhere the time goes (sums over the steps of the median run; busy = wall - time in collectives):"
@@ -223,7 +289,7 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
         "{:<20} {:>8} {:>10} {:>10} {:>10} {:>11}",
         "case", "wall", "mean busy", "imbalance", "both wait", "partitioner"
     );
-    for k in [0, 1, 2, 3, 4, 5] {
+    for k in 0..6 {
         let mut sorted = runs[k].clone();
         sorted.sort_by(|a, b| a.wall.total_cmp(&b.wall));
         let r = &sorted[sorted.len() / 2];
