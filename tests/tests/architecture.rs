@@ -24,8 +24,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("cli-support", 2),
     // The runtime: DRUM in the loop.
     ("drum-loop", 3),
-    // The applications.
+    // The applications; Zoltan's C API over the partitioners and the DRUM loop.
     ("fem-laplace", 4),
+    ("zoltan-drum", 4),
     // The reproduction of the papers' experiments.
     ("repro", 5),
     // The commands.
@@ -384,6 +385,10 @@ fn one_wire_format() {
         (
             "crates/fem-laplace/src/dist/hash.rs",
             "the bytes a mesh hash digests",
+        ),
+        (
+            "crates/zoltan-drum/src/partdist.rs",
+            "the bytes a global id's hash digests (which process of a spread part)",
         ),
     ];
     let pats: Vec<String> = ["to", "from"]

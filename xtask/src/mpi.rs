@@ -39,6 +39,8 @@ pub fn ci_mpi() -> Result<()> {
     clippy.args([
         "clippy",
         "-p",
+        "zoltan-drum",
+        "-p",
         "comm",
         "-p",
         "hsfc-cli",
@@ -103,6 +105,7 @@ pub fn ci_mpi() -> Result<()> {
     let points = cli_checks(&launcher)?;
     hier_checks(&launcher, &points)?;
     fem_checks(&launcher)?;
+    crate::zoltan::ci_zoltan(&launcher, ci)?;
     println!(
         "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job; \
          hsfc partition and hier-part partition under mpirun write the serial parts file; \
@@ -626,13 +629,13 @@ fn expect_failure(out: &RunOutput, what: &str, needles: &[&str]) -> Result<()> {
 }
 
 /// `mpirun` and the flags it needs here.
-struct Launcher {
+pub(crate) struct Launcher {
     mpirun: PathBuf,
     flags: Vec<&'static str>,
 }
 
 impl Launcher {
-    fn detect(mpirun: &Path) -> Result<Launcher> {
+    pub(crate) fn detect(mpirun: &Path) -> Result<Launcher> {
         let version = Command::new(mpirun)
             .arg("--version")
             .output()
@@ -655,7 +658,12 @@ impl Launcher {
 
     /// Runs `mpirun <flags> -np N program args`, echoing its output, killing it after
     /// [`TIMEOUT`].
-    fn run<S: AsRef<OsStr>>(&self, program: &Path, np: usize, args: &[S]) -> Result<RunOutput> {
+    pub(crate) fn run<S: AsRef<OsStr>>(
+        &self,
+        program: &Path,
+        np: usize,
+        args: &[S],
+    ) -> Result<RunOutput> {
         let mut cmd = Command::new(&self.mpirun);
         cmd.args(&self.flags)
             .arg("-np")
@@ -706,14 +714,14 @@ impl Launcher {
     }
 }
 
-struct RunOutput {
-    success: bool,
-    status: String,
-    stdout: String,
-    stderr: String,
+pub(crate) struct RunOutput {
+    pub(crate) success: bool,
+    pub(crate) status: String,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))

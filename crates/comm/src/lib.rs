@@ -52,7 +52,7 @@ pub mod wire;
 pub use error::CommError;
 pub use link::{LinkFitError, LinkModel, LinkProbe, LinkTimings, measure_link};
 #[cfg(feature = "mpi")]
-pub use mpi_backend::MpiComm;
+pub use mpi_backend::{MpiComm, RawComm, mpi_is_initialized};
 pub use scalar::Scalar;
 pub use thread::{DEFAULT_SPIN, ThreadComm, ThreadOptions};
 

@@ -10,6 +10,10 @@
 //! Failure: MPI errors are fatal (Open MPI's default handler). [`MpiComm::init`] installs a
 //! panic hook that prints the panic and calls `MPI_Abort`, so a panicking rank ends the whole
 //! job (`mpirun` reports the rank and exits non-zero) instead of leaving the others waiting.
+//!
+//! A library called from an MPI application joins the application's job with
+//! [`MpiComm::from_raw`] instead: it works on a duplicate of the caller's communicator, and
+//! neither initialises nor finalises MPI nor installs a hook.
 
 use crate::{Comm, CommError, Op, PerRank, ReduceOp, send_offsets};
 use mpi::collective::SystemOperation;
@@ -17,17 +21,25 @@ use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::{Threading, Universe};
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
+use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::sync::Once;
+
+/// A raw MPI communicator handle of the MPI library this crate is built with: `MPI_Comm` in
+/// C (for Open MPI a pointer). What a C entry point receives from its caller; see
+/// [`MpiComm::from_raw`].
+pub type RawComm = mpi::ffi::MPI_Comm;
 
 /// Largest count MPI accepts in one call (`int`).
 const MPI_LIMIT: u64 = i32::MAX as u64;
 /// Elements per MPI call when reducing long buffers.
 const REDUCE_CHUNK: usize = 1 << 28;
 
-/// Finalises MPI when the last communicator handle is dropped.
-struct Env {
-    _universe: Universe,
+/// Who owns MPI: this crate (its `Universe` finalises MPI when the last communicator handle
+/// is dropped), or the application that called [`MpiComm::from_raw`].
+enum Env {
+    Owned(#[expect(dead_code, reason = "held for its Drop, which finalises MPI")] Universe),
+    Borrowed,
 }
 
 /// A communicator whose ranks are MPI processes.
@@ -39,9 +51,20 @@ struct Env {
 ///
 /// `part_api::Reduce` is implemented by forwarding to [`Comm`].
 pub struct MpiComm {
-    comm: SimpleCommunicator,
+    /// Freed in `Drop` unless MPI is already finalised (an application that finalised before
+    /// dropping a borrowed handle: freeing then would be an MPI error).
+    comm: ManuallyDrop<SimpleCommunicator>,
     checks: bool,
     env: Rc<Env>,
+}
+
+impl Drop for MpiComm {
+    fn drop(&mut self) {
+        if !mpi::is_finalized() {
+            // SAFETY: dropped once, here; the field is not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.comm) };
+        }
+    }
 }
 
 impl std::fmt::Debug for MpiComm {
@@ -67,12 +90,63 @@ impl MpiComm {
             .ok_or_else(|| CommError::Mpi("MPI is already initialised in this process".into()))?;
         install_abort_on_panic();
         Ok(MpiComm {
-            comm: universe.world(),
+            comm: ManuallyDrop::new(universe.world()),
             checks: true,
-            env: Rc::new(Env {
-                _universe: universe,
-            }),
+            env: Rc::new(Env::Owned(universe)),
         })
+    }
+
+    /// Joins an MPI job the caller has initialised: a communicator over the ranks of `raw`
+    /// (an intracommunicator such as `MPI_COMM_WORLD` or one the application split), as a
+    /// duplicate (`MPI_Comm_dup`), so that this crate's messages never match the
+    /// application's. MPI is neither initialised nor finalised here and no panic hook is
+    /// installed; the duplicate is freed when the last handle derived from it is dropped
+    /// (unless the application has finalised MPI by then). Collective over `raw`.
+    ///
+    /// # Errors
+    /// [`CommError::Mpi`] if MPI is not initialised or already finalised, `raw` is
+    /// `MPI_COMM_NULL`, or `raw` is an intercommunicator.
+    ///
+    /// # Safety
+    /// `raw` is `MPI_COMM_NULL` or a live communicator handle of this process's MPI library.
+    pub unsafe fn from_raw(raw: RawComm) -> Result<MpiComm, CommError> {
+        if !mpi::is_initialized() || mpi::is_finalized() {
+            return Err(CommError::Mpi(
+                "MPI is not initialised (or already finalised): call MPI_Init first".into(),
+            ));
+        }
+        // SAFETY: reading the library's predefined handle after MPI_Init.
+        if raw == unsafe { mpi::ffi::RSMPI_COMM_NULL } {
+            return Err(CommError::Mpi("the communicator is MPI_COMM_NULL".into()));
+        }
+        let mut inter = 0;
+        // SAFETY: `raw` is a live communicator (the caller's contract); `inter` is writable.
+        unsafe { mpi::ffi::MPI_Comm_test_inter(raw, &mut inter) };
+        if inter != 0 {
+            return Err(CommError::Mpi(
+                "the communicator is an intercommunicator; an intracommunicator is needed".into(),
+            ));
+        }
+        let mut dup = std::mem::MaybeUninit::<RawComm>::uninit();
+        // SAFETY: `raw` is live; MPI_Comm_dup writes the new handle (errors are fatal under
+        // MPI's default handler, so it returns only on success).
+        let dup = unsafe {
+            mpi::ffi::MPI_Comm_dup(raw, dup.as_mut_ptr());
+            dup.assume_init()
+        };
+        // SAFETY: a fresh intracommunicator owned by nobody else, neither world nor self.
+        let comm = unsafe { SimpleCommunicator::from_raw(dup) };
+        Ok(MpiComm {
+            comm: ManuallyDrop::new(comm),
+            checks: true,
+            env: Rc::new(Env::Borrowed),
+        })
+    }
+
+    /// The raw handle of this communicator, for calling MPI directly (valid while `self`
+    /// lives).
+    pub fn as_raw(&self) -> RawComm {
+        self.comm.as_raw()
     }
 
     /// Turns the collective consistency checks on or off (default on). Off saves one small
@@ -156,7 +230,7 @@ impl MpiComm {
 
     fn derived(&self, comm: SimpleCommunicator) -> MpiComm {
         MpiComm {
-            comm,
+            comm: ManuallyDrop::new(comm),
             checks: self.checks,
             env: Rc::clone(&self.env),
         }
@@ -168,6 +242,12 @@ impl MpiComm {
         self.comm.all_gather_into(&(mine as u64), &mut counts[..]);
         counts
     }
+}
+
+/// Whether MPI is initialised and not yet finalised in this process (`MPI_Initialized`,
+/// `MPI_Finalized`): whether [`MpiComm::from_raw`] can join a job.
+pub fn mpi_is_initialized() -> bool {
+    mpi::is_initialized() && !mpi::is_finalized()
 }
 
 fn to_usize(x: u64) -> usize {
@@ -415,3 +495,16 @@ fn system_op(op: ReduceOp) -> SystemOperation {
 }
 
 crate::impl_reduce!(MpiComm);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joining_before_mpi_init_is_an_error() {
+        // This test process never initialises MPI.
+        // SAFETY: the predefined null handle; from_raw must refuse before using it.
+        let e = unsafe { MpiComm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap_err();
+        assert!(e.to_string().contains("MPI is not initialised"), "{e}");
+    }
+}

@@ -71,5 +71,5 @@ pub use balancing::{Balancer, Balancing};
 pub use error::Error;
 pub use run::{
     DEFAULT_BYTES_PER_WEIGHT, DecisionReport, DrumLoop, LoopConfig, LoopReport, LoopSummary,
-    MIN_EVIDENCE, RankMeasure, RebalanceMode, Sensing, Sizing,
+    MIN_EVIDENCE, RankMeasure, RebalanceMode, Sensed, Sensing, Sizing,
 };

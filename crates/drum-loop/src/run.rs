@@ -309,6 +309,22 @@ pub struct LoopReport {
     pub warnings: Vec<String>,
 }
 
+/// What [`DrumLoop::measure`] found (the same on every rank).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sensed {
+    /// Seconds since the previous rebalance point (the longest over the ranks).
+    pub window_s: f64,
+    /// Seconds of measurement the powers were computed from (0: the window was too short
+    /// or sensing was not due; the powers stay as they were).
+    pub measured_s: f64,
+    /// Per rank, what its agent measured over `measured_s`.
+    pub measured: Vec<RankMeasure>,
+    /// Part sizes from the monitored powers (whatever the sizing).
+    pub monitored_sizes: Vec<f64>,
+    /// What went wrong and was worked around.
+    pub warnings: Vec<String>,
+}
+
 /// The agents' cost at the end of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LoopSummary {
@@ -475,6 +491,24 @@ impl DrumLoop {
         self.link
     }
 
+    /// The sensing half of a rebalance point alone (collective), for a caller that partitions
+    /// itself (zoltan-drum asks for sizes at every `Zoltan_LB_Partition`): gathers the
+    /// windows and, when sensing is due, renews the monitored powers (and, under
+    /// [`Sizing::Monitored`], the part sizes in use, [`DrumLoop::part_sizes`]). Nothing is
+    /// decided or partitioned.
+    pub fn measure<C: Comm>(&mut self, comm: &C) -> Result<Sensed, Error> {
+        let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
+        let point = self.gather(comm, Points::new(&[], 1, None), 0)?;
+        let measured_s = self.sense(&point, &mut warnings)?;
+        Ok(Sensed {
+            window_s: point.window_s,
+            measured_s,
+            measured: measures(&point),
+            monitored_sizes: self.monitored.parts.clone(),
+            warnings,
+        })
+    }
+
     /// The rebalance point (collective): measures, decides and, if the decision says so,
     /// repartitions `points` (this rank's objects with their work weights). `parts` holds
     /// each object's current rank on entry (this rank, for objects it created) and its new
@@ -491,12 +525,7 @@ impl DrumLoop {
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
         let point = self.gather(comm, points, parts.len())?;
         let measured_s = self.sense(&point, &mut warnings)?;
-        let measured = point
-            .windows
-            .iter()
-            .enumerate()
-            .map(|(r, a)| a.measure(r))
-            .collect();
+        let measured = measures(&point);
         let total: f64 = point.loads.iter().sum();
         let fractions: Vec<f64> = point.loads.iter().map(|l| l / total.max(1e-300)).collect();
         let targets = self.powers.parts.clone();
@@ -736,6 +765,12 @@ impl DrumLoop {
             )),
         }
     }
+}
+
+/// What every rank's agent measured, from the gathered windows.
+fn measures(point: &Gathered) -> Vec<RankMeasure> {
+    let windows = point.windows.iter().enumerate();
+    windows.map(|(r, a)| a.measure(r)).collect()
 }
 
 /// α, β between the root's groups; timings too noisy to fit (a busy host: the large message

@@ -636,3 +636,53 @@ fn point_assign_beyond_the_data() {
     seen.sort();
     assert_eq!(seen, vec![0, 1, 2, 3]);
 }
+
+#[test]
+fn box_assign_lists_the_part_of_every_point_in_the_box() {
+    // Against the brute force: every point inside a box has its part in the list, for RCB
+    // and RIB in 2-D and 3-D; a small box far inside one part gets that part alone.
+    let mut rng = Xoshiro256::new(7);
+    for (method, dim) in [
+        (Method::Rcb, 2),
+        (Method::Rib, 2),
+        (Method::Rcb, 3),
+        (Method::Rib, 3),
+    ] {
+        let n = 3000;
+        let (coords, _) = points_with(&mut rng, n, dim, Distribution::Uniform, WeightKind::Unit);
+        let mut parts = vec![0; n];
+        let targets = [1.0, 2.0, 0.0, 3.0, 1.0, 1.0, 2.0];
+        let r = partition(
+            method,
+            false,
+            Par::Seq,
+            &coords,
+            dim,
+            None,
+            &targets,
+            &mut parts,
+        )
+        .unwrap();
+        let mut found = Vec::new();
+        let mut boxes = 0;
+        for b in 0..200 {
+            let lo: Vec<f64> = (0..dim).map(|_| rng.uniform() * 0.9).collect();
+            let side = if b % 2 == 0 { 0.3 } else { 0.02 };
+            let hi: Vec<f64> = lo.iter().map(|x| x + side * rng.uniform()).collect();
+            r.box_assign(&lo, &hi, &mut found);
+            assert!(found.windows(2).all(|w| w[0] < w[1]), "{found:?}");
+            assert!(!found.contains(&2), "a part of size 0 has no region");
+            for (i, x) in coords.chunks_exact(dim).enumerate() {
+                if (0..dim).all(|j| lo[j] <= x[j] && x[j] <= hi[j]) {
+                    assert!(found.contains(&parts[i]), "{method} point {i} in the box");
+                    boxes += 1;
+                }
+            }
+        }
+        assert!(boxes > 500, "the boxes held points");
+        // A point box: its own part only.
+        let x = &coords[..dim];
+        r.box_assign(x, x, &mut found);
+        assert!(found.contains(&parts[0]) && found.len() <= 2, "{found:?}");
+    }
+}

@@ -89,11 +89,9 @@ impl RawState {
 #[derive(Debug)]
 #[cfg_attr(
     not(test),
-    expect(dead_code, reason = "n, states, levels: read by tests and Debug")
+    expect(dead_code, reason = "states, levels: read by tests and Debug")
 )]
 pub(crate) struct Tables {
-    /// Dimension n (2 or 3).
-    pub n: usize,
     /// Number of (minimised) states; state 0 is the start.
     pub states: usize,
     /// Levels per lookup in `multi`.
@@ -193,7 +191,6 @@ fn build(n: usize, levels: u32) -> Tables {
         }
     }
     Tables {
-        n,
         states,
         levels,
         multi,

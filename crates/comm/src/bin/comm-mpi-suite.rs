@@ -60,6 +60,21 @@ fn main() -> Result<()> {
             println!("ok {name} ({:.1} ms)", 1e3 * (world.wtime() - t));
         }
     }
+    // A library joining the job on the application's communicator: the same suite on a
+    // duplicate of the world, which the world survives.
+    // SAFETY: the world's handle is live while `world` is.
+    let joined = unsafe { MpiComm::from_raw(world.as_raw()) }?;
+    for (name, check) in &checks {
+        if let Err(e) = check(&joined) {
+            eprintln!("comm-mpi-suite: FAILED {name} on MpiComm::from_raw: {e}");
+            world.abort(1);
+        }
+    }
+    drop(joined);
+    world.barrier()?;
+    if rank == 0 {
+        println!("ok every check on MpiComm::from_raw(world), which then freed its duplicate");
+    }
     let names = world.allgatherv_bytes(world.processor_name().as_bytes())?;
     let node = world.split_node()?;
     let link = measure_link(&world, 0, size - 1, &LinkProbe::default())?;

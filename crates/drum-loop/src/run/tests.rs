@@ -218,6 +218,49 @@ fn uniform_and_static_keep_their_sizes_and_report_the_measurement() {
 }
 
 #[test]
+fn measure_alone_renews_the_sizes_in_use_and_partitions_nothing() {
+    // A caller that partitions itself (zoltan-drum) senses between its own partitions: the
+    // monitored sizes become the sizes in use under Monitored, stay apart under Static, and
+    // every rank sees the same.
+    for sizing in [Sizing::Monitored, Sizing::Static] {
+        let fake = Fake::new(&format!("sense-{}", sizing.name()));
+        let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
+        let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+            let me = Comm::rank(&c);
+            fake.thread(1, 1);
+            let mut lp = DrumLoop::start(&c, machine.clone(), config(&fake, sizing))?;
+            std::thread::sleep(Duration::from_millis(20));
+            if me == 0 {
+                fake.busy(1);
+            }
+            match me {
+                0 => fake.thread(1 + 10_000_000, 1),
+                _ => fake.thread(1 + 5_000_000, 1 + 5_000_000),
+            };
+            c.barrier()?;
+            let sensed = lp.measure(&c)?;
+            let in_use = lp.part_sizes().to_vec();
+            lp.stop()?;
+            Ok::<_, Error>((sensed, in_use))
+        })
+        .unwrap();
+        let (sensed, in_use) = out[0].as_ref().unwrap();
+        assert_eq!(out[1].as_ref().unwrap(), &(sensed.clone(), in_use.clone()));
+        assert!(
+            sensed.measured_s > 0.0 && sensed.window_s > 0.0,
+            "{sensed:?}"
+        );
+        assert!(sensed.measured[1].evidence);
+        close(sensed.monitored_sizes[0], 2.0 / 3.0);
+        let expected = match sizing {
+            Sizing::Monitored => 2.0 / 3.0,
+            _ => 0.5,
+        };
+        close(in_use[0], expected);
+    }
+}
+
+#[test]
 fn a_failing_agent_a_near_zero_rank_and_an_idle_rank_keep_every_rank_a_part() {
     let reports = run("robust", Sizing::Monitored, 4, |fake, me, step, dir| {
         let k = step as u64 + 1;

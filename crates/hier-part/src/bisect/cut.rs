@@ -188,6 +188,59 @@ impl Bisection {
         }
     }
 
+    /// Every part whose region meets the box `[lo, hi]` (Zoltan's `Box_PP_Assign` for RCB and
+    /// RIB), in increasing order, into `out` (cleared first). From the root, the box reaches a
+    /// cut's low side (`key ≤ value`) when its smallest key is at most `value`, and its high
+    /// side when its largest key is at least `value`: a box that touches a cut gets the parts
+    /// of both sides, so every point of the box has its [`Bisection::point_assign`] part in
+    /// the list. RCB's key is a coordinate; RIB's is linear in `x`, so its extremes over the
+    /// box are at the corners that take `lo` or `hi` by the sign of each direction component.
+    ///
+    /// # Panics
+    /// If `lo` or `hi` does not have `dim` coordinates.
+    pub fn box_assign(&self, lo: &[f64], hi: &[f64], out: &mut Vec<u32>) {
+        assert!(
+            lo.len() == self.dim && hi.len() == self.dim,
+            "box_assign: the box has the wrong dimension"
+        );
+        out.clear();
+        let Some(root) = self.cuts.first() else {
+            out.push(0);
+            return;
+        };
+        let mut todo = vec![root];
+        while let Some(c) = todo.pop() {
+            let (kmin, kmax) = match c.plane {
+                Plane::Axis(axis) => (lo[axis], hi[axis]),
+                Plane::Inertial { direction, .. } => {
+                    let corner = |low: bool| -> Vec<f64> {
+                        (0..self.dim)
+                            .map(|j| {
+                                if (direction[j] >= 0.0) == low {
+                                    lo[j]
+                                } else {
+                                    hi[j]
+                                }
+                            })
+                            .collect()
+                    };
+                    (c.plane.key(&corner(true)), c.plane.key(&corner(false)))
+                }
+            };
+            for (side, reached) in [(0, kmin <= c.value), (1, kmax >= c.value)] {
+                if !reached {
+                    continue;
+                }
+                match c.children[side] {
+                    Some(i) => todo.push(&self.cuts[i]),
+                    None => out.push(if side == 0 { c.low.start } else { c.high.start }),
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
     /// The balance guarantee `depth · w_max / 2`: every part has |W_k − T_k| at most this
     /// (plus rounding of order n·w_max·2⁻⁵²), unless `keep_ties` kept heavier groups of
     /// objects with equal keys together.
