@@ -245,6 +245,11 @@ pub struct RankMeasure {
     /// False when the window says nothing about the node (the rank barely ran, or its agent
     /// failed): the node kept its previous observation.
     pub evidence: bool,
+    /// Bytes in and out of its node's interfaces over the window (loopback excluded): the
+    /// traffic λ + μ of the available bandwidth (DRUM 2005 §3.3.2).
+    pub net_bytes: f64,
+    /// The mean capacity C of those interfaces, Mbit/s, if known.
+    pub capacity_mbps: Option<f64>,
 }
 
 /// The figures of a rebalance decision.
@@ -508,6 +513,11 @@ impl Accum {
                 self.idle_s.iter().sum::<f64>() / t / self.idle_s.len() as f64
             },
             evidence: self.error.is_none() && self.evidence(),
+            net_bytes: self.ifaces.iter().map(|(_, _, v)| v[0] + v[1]).sum(),
+            capacity_mbps: {
+                let caps: Vec<f64> = self.ifaces.iter().filter_map(|(_, c, _)| *c).collect();
+                (!caps.is_empty()).then(|| caps.iter().sum::<f64>() / caps.len() as f64)
+            },
         }
     }
 
