@@ -513,7 +513,7 @@ impl Accum {
                 self.idle_s.iter().sum::<f64>() / t / self.idle_s.len() as f64
             },
             evidence: self.error.is_none() && self.evidence(),
-            net_bytes: self.ifaces.iter().map(|(_, _, v)| v[0] + v[1]).sum(),
+            net_bytes: self.ifaces.iter().fold(0.0, |a, (_, _, v)| a + v[0] + v[1]),
             capacity_mbps: {
                 let caps: Vec<f64> = self.ifaces.iter().filter_map(|(_, c, _)| *c).collect();
                 (!caps.is_empty()).then(|| caps.iter().sum::<f64>() / caps.len() as f64)
@@ -652,6 +652,21 @@ impl DrumLoop {
             Sizing::Static | Sizing::Monitored => statics.clone(),
         };
         let plan = Plan::new(&machine, &powers)?;
+        // The probe first: its traffic is not the application's, so the agent's first window
+        // (which the communication power reads) starts after it.
+        let (link, link_warning) = match (&cfg.probe, Comm::size(comm) > 1) {
+            (Some(probe), true) => match measure_link(comm, &plan, probe)? {
+                Ok(link) => (Some(link), None),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "the link between the root's groups could not be measured ({e}); \
+                         rebalancing without Lan's profitability test"
+                    )),
+                ),
+            },
+            _ => (None, None),
+        };
         let node = machine.rank_node(rank);
         let mcfg = MonitorConfig {
             period: cfg.period,
@@ -662,7 +677,7 @@ impl DrumLoop {
                 vec![ProcessRef::current_thread()],
             )],
         };
-        let (monitor, start_warning) = match start_monitoring(mcfg) {
+        let (monitor, monitor_warning) = match start_monitoring(mcfg) {
             Ok(m) => (Some(m), None),
             Err(e) => (
                 None,
@@ -673,23 +688,9 @@ impl DrumLoop {
                 )),
             ),
         };
-        let mut start_warning = start_warning;
-        let link = match (&cfg.probe, Comm::size(comm) > 1) {
-            (Some(probe), true) => match measure_link(comm, &plan, probe)? {
-                Ok(link) => Some(link),
-                Err(e) => {
-                    let w = format!(
-                        "the link between the root's groups could not be measured ({e}); \
-                         rebalancing without Lan's profitability test"
-                    );
-                    start_warning = Some(match start_warning {
-                        Some(s) => format!("{s}; {w}"),
-                        None => w,
-                    });
-                    None
-                }
-            },
-            _ => None,
+        let start_warning = match (monitor_warning, link_warning) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
         };
         let nodes = Observations::idle(&machine).nodes;
         Ok(DrumLoop {

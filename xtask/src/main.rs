@@ -14,6 +14,7 @@ mod bench_drum_loop;
 mod bench_fem;
 mod bench_laplace;
 mod run_laplace;
+mod vcluster;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -27,6 +28,14 @@ commands:
           monitored powers (--balance monitored|static|uniform); progress per step on stderr, a
           summary on stdout, results in out/run-laplace/. --compare: uniform then monitored,
           RC and RC_ideal
+  vcluster up [--machine FILE] | status | down
+          a real cluster on this host (root, iproute2): one network namespace per computing
+          node of the machine file (default machines/vcluster-2.xml) with the node's name as
+          hostname, links of veth pairs into bridges shaped with tbf to the file's bandwidth
+          (both directions; a network node slower than its children is a shaped uplink), a
+          head namespace for mpirun, a hostfile and an rsh agent in /run/drumvc/; down removes
+          all of it (also after a crash: /run/drumvc/state.json). check: the vcluster part of
+          ci alone (run on vcluster-2 against the thread run, faults, down)
   reproduce [--quick] [--out DIR] [--repeats R]
           the DRUM 2005 experiments 1-4, Sinha-Parashar's sensing period and Lan et al.'s
           gain/cost decision: measured on this host (thread ranks pinned to cores, real
@@ -73,6 +82,8 @@ enum Task {
     BenchHier(Vec<String>),
     /// `bench drum-loop [args]`.
     BenchDrumLoop(Vec<String>),
+    /// `vcluster up|status|down [args]`.
+    Vcluster(Vec<String>),
     Help,
 }
 
@@ -82,6 +93,7 @@ fn parse(args: &[String]) -> Result<Task> {
         Some("ci") => Ok(Task::Ci),
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
         Some("reproduce") => Ok(Task::Reproduce(args[1..].to_vec())),
+        Some("vcluster") => Ok(Task::Vcluster(args[1..].to_vec())),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
             Some("laplace") => Ok(Task::BenchLaplace(args[2..].to_vec())),
@@ -111,6 +123,7 @@ fn main() -> Result<()> {
         Task::BenchHsfc(a) => bench_hsfc::bench_hsfc(&a),
         Task::BenchHier(a) => bench_hier::bench_hier(&a),
         Task::BenchDrumLoop(a) => bench_drum_loop::bench_drum_loop(&a),
+        Task::Vcluster(a) => vcluster::vcluster(&a),
     }
 }
 

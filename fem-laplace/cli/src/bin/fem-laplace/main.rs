@@ -773,16 +773,19 @@ fn run_mpi(s: &Setup) -> Result<()> {
             bail!("--ranks {r} but mpirun started {size} processes: they must match");
         }
         let (balancer, _) = balancer(s, Some(size))?;
-        if let Some(cpus) = s
+        let pinned = match s
             .machine
             .as_ref()
             .filter(|_| !s.args.drum.no_pin)
             .and_then(drum::rank_cpus)
         {
-            comm::pin_current_thread(rank, &cpus[rank]).with_context(|| {
+            Some(cpus) => comm::pin_current_thread(rank, &cpus[rank]).with_context(|| {
                 format!("pinning rank {rank} to its node's cpus (--no-pin skips it)")
-            })?;
-        }
+            }),
+            None => Ok(()),
+        };
+        // One rank may fail alone (its CPUs are not its to use): all stop here together.
+        cli_support::agreed(world, pinned)?;
         let exact = s.problem.solution();
         let stdout = std::io::stdout();
         let out = std::cell::RefCell::new(stdout.lock());
