@@ -22,12 +22,15 @@ usage: cargo xtask <command>
 commands:
   run-laplace [--machine FILE] [--backend threads|mpi] [--hostfile F] [--balance B] [--w-comm W]
               [--load RANK[:N][@STEP[-END]]] [--no-load] [--compare] [--json] [--out DIR] [fem flags]
+              [--vcluster [--net-load NODE[:MBIT][@STEP[-END]]]]
           the main job: DRUM in the loop. The adaptive Laplace run to 524,500 vertices over the
           machine's ranks (default machines/local-2core-hetero.xml, 2 thread ranks, with the
           competing load its file describes), pinned and monitored, rebalanced with the
           monitored powers (--balance monitored|static|uniform); progress per step on stderr, a
           summary on stdout, results in out/run-laplace/. --compare: uniform then monitored,
-          RC and RC_ideal
+          RC and RC_ideal. --vcluster: MPI ranks across the namespaces of `vcluster` (brought
+          up for the run if needed; default machines/vcluster-2.xml); --net-load: a competing
+          TCP flow on a node's link
   vcluster up [--machine FILE] | status | down
           a real cluster on this host (root, iproute2): one network namespace per computing
           node of the machine file (default machines/vcluster-2.xml) with the node's name as
