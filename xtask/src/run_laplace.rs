@@ -401,6 +401,11 @@ fn read_summary(files: &Outputs) -> Result<serde_json::Value> {
 /// Runs the main job with `args`.
 pub fn run_laplace(args: &[String]) -> Result<()> {
     let o = parse(args)?;
+    if o.vcluster
+        && let Some(why) = crate::vcluster::system::cannot_make_namespaces()
+    {
+        bail!("run-laplace --vcluster: {why}");
+    }
     let bins = build(o.backend)?;
     let root = crate::project_root();
     std::fs::create_dir_all(root.join(&o.out))

@@ -205,6 +205,9 @@ pub(crate) fn vcluster(args: &[String]) -> Result<()> {
                 [flag, file] if flag == "--machine" => file.clone(),
                 _ => bail!("{USAGE}"),
             };
+            if let Some(why) = system::cannot_make_namespaces() {
+                bail!("cannot make a vcluster here: {why}");
+            }
             let drum =
                 crate::release(&["--quiet", "-p", "drum-cli", "--bin", "drum"])?.join("drum");
             system::catch_signals();

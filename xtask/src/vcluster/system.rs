@@ -10,32 +10,44 @@ use std::time::{Duration, Instant};
 /// Why namespaces cannot be made here, or `None` if they can: root, and the tools of
 /// iproute2 (`ip`, `tc`) and util-linux (`unshare`, `nsenter`, `umount`).
 pub(crate) fn cannot_make_namespaces() -> Option<String> {
-    if !crate::mpi::is_root() {
+    let missing: Vec<&str> = TOOLS
+        .iter()
+        .filter(|(tool, _)| find_on_path(tool).is_none())
+        .map(|(tool, _)| *tool)
+        .collect();
+    refusal(crate::mpi::is_root(), &missing)
+}
+
+/// The tools `vcluster` runs, with their Debian package.
+const TOOLS: [(&str, &str); 5] = [
+    ("ip", "iproute2"),
+    ("tc", "iproute2"),
+    ("unshare", "util-linux"),
+    ("nsenter", "util-linux"),
+    ("umount", "mount"),
+];
+
+/// The refusal for a user who is `root` or not, with `missing` tools.
+fn refusal(root: bool, missing: &[&str]) -> Option<String> {
+    if !root {
         return Some(
             "vcluster needs root (network namespaces, veth, bridges, tc): run it as root".into(),
         );
     }
-    let missing: Vec<&str> = [
-        ("ip", "iproute2"),
-        ("tc", "iproute2"),
-        ("unshare", "util-linux"),
-        ("nsenter", "util-linux"),
-        ("umount", "mount"),
-    ]
-    .into_iter()
-    .filter(|(tool, _)| find_on_path(tool).is_none())
-    .map(|(_, package)| package)
-    .collect();
-    if !missing.is_empty() {
-        let mut packages = missing;
-        packages.dedup();
-        return Some(format!(
-            "vcluster needs {} (apt-get install {})",
+    let mut packages: Vec<&str> = TOOLS
+        .iter()
+        .filter(|(tool, _)| missing.contains(tool))
+        .map(|(_, package)| *package)
+        .collect();
+    packages.dedup();
+    (!packages.is_empty()).then(|| {
+        format!(
+            "vcluster needs {} ({} not found; apt-get install {})",
             packages.join(" and "),
+            missing.join(", "),
             packages.join(" ")
-        ));
-    }
-    None
+        )
+    })
 }
 
 pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
@@ -185,4 +197,25 @@ pub(crate) fn enter_netns(name: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_what_is_missing() {
+        assert_eq!(refusal(true, &[]), None);
+        let e = refusal(false, &[]).unwrap();
+        assert!(e.starts_with("vcluster needs root"), "{e}");
+        assert_eq!(
+            refusal(true, &["ip", "tc"]).unwrap(),
+            "vcluster needs iproute2 (ip, tc not found; apt-get install iproute2)"
+        );
+        assert_eq!(
+            refusal(true, &["tc", "nsenter"]).unwrap(),
+            "vcluster needs iproute2 and util-linux (tc, nsenter not found; apt-get install \
+             iproute2 util-linux)"
+        );
+    }
 }
