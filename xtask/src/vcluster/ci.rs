@@ -148,6 +148,14 @@ fn check_run(
                         m["rank"]
                     );
                 }
+                // Its veth (10 Gbit/s to the driver), capped at the shaped link's 100 Mbit/s;
+                // the loopback is not counted.
+                if m["capacity_mbps"].as_f64() != Some(100.0) {
+                    bail!(
+                        "step {k}: rank {}'s link capacity is not 100 Mbit/s: {m}",
+                        m["rank"]
+                    );
+                }
             }
         }
     }

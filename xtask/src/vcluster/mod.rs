@@ -250,11 +250,12 @@ pub(crate) fn up(drum: &Path, machine: &str) -> Result<Up> {
             if s.fingerprint == print {
                 return Ok(Up::Already);
             }
-            bail!(
-                "a vcluster of {} is up (or of an earlier version of {machine}); \
-                 `cargo xtask vcluster down` first",
-                s.machine
-            );
+            let what = if s.machine == machine {
+                format!("an earlier version of {machine}")
+            } else {
+                s.machine.clone()
+            };
+            bail!("a vcluster of {what} is up; `cargo xtask vcluster down` first");
         }
         eprintln!(
             "vcluster: a half-made or damaged cluster of {} is there: taking it down",
