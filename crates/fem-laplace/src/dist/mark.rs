@@ -1,0 +1,541 @@
+//! Marking across ranks, giving exactly the serial marks, in three collectives whatever the
+//! mesh size.
+//!
+//! The serial marking ([`crate::mark::mark`]) takes entries in a fixed order — label
+//! `(bin, key)`: indicator bin, highest first; ties in curve order (the element's tree key,
+//! its first bisection before its second) — and closes each one's marks at once, until the
+//! mesh would have the target number of vertices (or, for Dörfler, the entries' shares reach
+//! θ). Call f(x) the smallest label of an entry whose closure marks edge x. The closure rules
+//! are Horn clauses (an edge of an element marked ⇒ its refinement edge marked; an edge
+//! marked ⇒ marked in both elements that share it), so the closure of a prefix of the entries
+//! is exactly {x : f(x) ≤ the prefix's last label}; every marked edge creates one vertex, so
+//! the serial marks are {x : f(x) ≤ F} with F the need-th smallest f over all edges (need =
+//! the missing vertices), capped for Dörfler where the entries' shares reach θ.
+//!
+//! f is a min-label propagation along the closure rules. Within a rank it runs over the
+//! owned elements; it crosses to another rank only at a *port*, an edge an owned element
+//! shares with a ghost. So:
+//! 1. each rank propagates its own entries (pass 1), giving every port p the smallest local
+//!    label S(p) that reaches it, and computes, for every port p, the ports R(p) that a label
+//!    arriving at p from the other side reaches through its own elements. One `allgatherv`
+//!    sends every rank every rank's ports (key, S, R) — and, for Dörfler, its exact sum of
+//!    η²; every rank then solves the small port graph identically (labels processed in
+//!    increasing order, each reaching what it reaches first) and knows the exact f of every
+//!    port, and propagates the ports' labels that beat its own into its elements (pass 2):
+//!    every local edge now has its exact f;
+//! 2. one `allreduce` of the histogram of f's bins over the edges each rank counts (each edge
+//!    once: by the element first along the curve) — and, for Dörfler, of the entries'
+//!    shares — gives the bin B of the need-th edge;
+//! 3. one `allgatherv` of the keys in bin B (and Dörfler's entries in their bin) gives the
+//!    key K.
+//!
+//! An edge is marked when f ≤ (B, K). Shared edges get the same f on both sides, so the ranks
+//! agree on them without further exchange.
+
+use super::keys::edge_key;
+use super::local::Local;
+use crate::exact::{ExactSum, WORDS};
+use crate::mark::{Marking, NBINS, bin, dorfler_goal, dorfler_weight};
+use crate::mesh::NONE;
+use comm::wire::{Reader, WireError, Writer};
+use comm::{Comm, CommError, ReduceOp};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+/// A label: (bin, key). Smaller is taken first.
+type Label = (u16, u128);
+/// No label: the edge is reached by no entry.
+const INF: Label = (u16::MAX, u128::MAX);
+/// No label, as an index.
+const NO: u32 = u32::MAX;
+
+/// The owned elements' entries in label order: entry `2t` is element t's first bisection,
+/// `2t + 1` its second (double marking only).
+struct Entries {
+    order: Vec<u32>,
+    bins: Vec<u16>,
+}
+
+impl Entries {
+    /// A counting sort by bin of the entries in curve order (elements are numbered in curve
+    /// order, so each bin stays in key order).
+    fn new(l: &Local, eta2: &[f64], double: bool) -> Entries {
+        let ne = l.ekey.len();
+        let label_bin = |e: usize| -> u16 {
+            let b = bin(eta2[e / 2]);
+            (NBINS
+                - 1
+                - if e.is_multiple_of(2) {
+                    b
+                } else {
+                    b.saturating_sub(8)
+                }) as u16
+        };
+        let step = if double { 1 } else { 2 };
+        let live = |e: usize| l.owns_element(e / 2) && (double || e.is_multiple_of(2));
+        let mut count = vec![0u32; NBINS + 1];
+        for e in (0..2 * ne).step_by(step).filter(|&e| live(e)) {
+            count[label_bin(e) as usize + 1] += 1;
+        }
+        for b in 0..NBINS {
+            count[b + 1] += count[b];
+        }
+        let mut order = vec![0u32; count[NBINS] as usize];
+        for e in (0..2 * ne).step_by(step).filter(|&e| live(e)) {
+            let b = label_bin(e) as usize;
+            order[count[b] as usize] = e as u32;
+            count[b] += 1;
+        }
+        let bins = order.iter().map(|&e| label_bin(e as usize)).collect();
+        Entries { order, bins }
+    }
+
+    /// The label of the entry at `i` of the order.
+    fn label(&self, l: &Local, i: usize) -> Label {
+        let e = self.order[i] as usize;
+        (self.bins[i], l.ekey.get(e / 2) | (e as u128 & 1))
+    }
+}
+
+/// The edges an entry marks: the refinement edge, or all three.
+#[inline]
+fn entry_edges(e: u32) -> &'static [u8] {
+    if e & 1 == 0 { &[1] } else { &[1, 0, 2] }
+}
+
+/// Whether this rank counts edge k of owned element t (each edge once over all ranks: by the
+/// owner of the element first along the curve; local elements are numbered in curve order).
+#[inline]
+fn counts_edge(l: &Local, t: usize, k: usize) -> bool {
+    let n = l.mesh.nbr[t][k];
+    n == NONE || t < n as usize
+}
+
+/// Every local edge's label, as an index: below `entries.order.len()` a local entry, above it
+/// a label that arrived through a port (`foreign`).
+struct Labels<'a> {
+    l: &'a Local,
+    entries: Entries,
+    foreign: Vec<Label>,
+    lab: Vec<[u32; 3]>,
+    stack: Vec<(u32, u8)>,
+}
+
+impl<'a> Labels<'a> {
+    fn label(&self, i: u32) -> Label {
+        let n = self.entries.order.len();
+        match i {
+            NO => INF,
+            i if (i as usize) < n => self.entries.label(self.l, i as usize),
+            i => self.foreign[i as usize - n],
+        }
+    }
+
+    /// Gives edge k of owned element t the label `x` where it is smaller, and closes: the
+    /// element's refinement edge, and the same edge in an owned neighbour. `smaller(old, x)`
+    /// compares labels (indices in pass 1, where they follow the label order).
+    fn set(&mut self, t: u32, k: u8, x: u32, smaller: impl Fn(&Self, u32, u32) -> bool) {
+        self.stack.push((t, k));
+        while let Some((t, k)) = self.stack.pop() {
+            let (tu, ku) = (t as usize, k as usize);
+            let old = self.lab[tu][ku];
+            if !smaller(self, x, old) {
+                continue;
+            }
+            self.lab[tu][ku] = x;
+            if ku != 1 {
+                self.stack.push((t, 1));
+            }
+            let n = self.l.mesh.nbr[tu][ku];
+            if n != NONE && self.l.owns_element(n as usize) {
+                let j = self.l.mesh.local_index(n, t);
+                self.stack.push((n, j as u8));
+            }
+        }
+    }
+
+    /// Pass 1: every local entry, in label order (each edge is set once).
+    fn pass1(l: &'a Local, entries: Entries) -> Labels<'a> {
+        let mut s = Labels {
+            l,
+            lab: vec![[NO; 3]; l.ekey.len()],
+            foreign: Vec::new(),
+            stack: Vec::new(),
+            entries,
+        };
+        for i in 0..s.entries.order.len() {
+            let e = s.entries.order[i];
+            for &k in entry_edges(e) {
+                s.set(e / 2, k, i as u32, |_, x, old| x < old);
+            }
+        }
+        s
+    }
+
+    /// Pass 2: the ports' exact labels, where they beat the local ones.
+    fn pass2(&mut self, ports: &Ports, exact: &[Label]) {
+        let mut better: Vec<(Label, usize)> = (0..ports.at.len())
+            .filter(|&p| exact[p] < self.label(self.lab_at(ports.at[p])))
+            .map(|p| (exact[p], p))
+            .collect();
+        better.sort_unstable();
+        for (x, p) in better {
+            let i = (self.entries.order.len() + self.foreign.len()) as u32;
+            self.foreign.push(x);
+            let (t, k) = ports.at[p];
+            self.set(t, k, i, |s, x, old| s.label(x) < s.label(old));
+        }
+    }
+
+    fn lab_at(&self, (t, k): (u32, u8)) -> u32 {
+        self.lab[t as usize][k as usize]
+    }
+}
+
+/// This rank's ports: the edges its owned elements share with ghosts, and for each the ports
+/// a label arriving there reaches through this rank's elements.
+struct Ports {
+    at: Vec<(u32, u8)>,
+    keys: Vec<u128>,
+    reach: Vec<Vec<u32>>,
+}
+
+impl Ports {
+    fn new(l: &Local) -> Ports {
+        let c = &l.mesh.coords;
+        let at: Vec<(u32, u8)> = l.shared.clone();
+        let keys = at
+            .iter()
+            .map(|&(t, k)| {
+                let tv = l.mesh.tri[t as usize];
+                let ku = k as usize;
+                edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize])
+            })
+            .collect();
+        let mut port_of: HashMap<(u32, u8), u32> = HashMap::with_capacity(at.len());
+        for (p, &tk) in at.iter().enumerate() {
+            port_of.insert(tk, p as u32);
+        }
+        let mut stamp: Vec<[u32; 3]> = vec![[NO; 3]; l.ekey.len()];
+        let mut stack = Vec::new();
+        let reach = (0..at.len())
+            .map(|p| {
+                let mut out = Vec::new();
+                stack.push(at[p]);
+                while let Some((t, k)) = stack.pop() {
+                    let (tu, ku) = (t as usize, k as usize);
+                    if stamp[tu][ku] == p as u32 {
+                        continue;
+                    }
+                    stamp[tu][ku] = p as u32;
+                    match port_of.get(&(t, k)) {
+                        Some(&q) if q != p as u32 => out.push(q),
+                        _ => {}
+                    }
+                    if ku != 1 {
+                        stack.push((t, 1));
+                    }
+                    let n = l.mesh.nbr[tu][ku];
+                    if n != NONE && l.owns_element(n as usize) {
+                        stack.push((n, l.mesh.local_index(n, t) as u8));
+                    }
+                }
+                out.sort_unstable();
+                out
+            })
+            .collect();
+        Ports { at, keys, reach }
+    }
+}
+
+/// Round 1 (one `allgatherv`): every rank's ports with their local labels and reach sets,
+/// and its exact sum of η² (Dörfler); returns the exact label of each of this rank's ports
+/// and the global sum of η².
+fn solve_ports<C: Comm>(
+    comm: &C,
+    ports: &Ports,
+    local: &[Label],
+    eta2_sum: &ExactSum,
+) -> Result<(Vec<Label>, f64), CommError> {
+    let mut w = Writer::default();
+    for word in eta2_sum.words() {
+        w.u64(word);
+    }
+    w.usize(ports.at.len());
+    for (p, &key) in ports.keys.iter().enumerate() {
+        w.u128(key);
+        w.u16(local[p].0);
+        w.u128(local[p].1);
+        w.usize(ports.reach[p].len());
+        for &q in &ports.reach[p] {
+            w.u32(q);
+        }
+    }
+    let all = comm.allgatherv_bytes(w.as_bytes())?;
+    let mut words = [0u64; WORDS];
+    let mut nodes: Vec<(u128, Label, Vec<u128>)> = Vec::new();
+    for r in 0..comm.size() {
+        let mut rd = Reader::new(all.get(r), "a rank's marking ports");
+        for x in &mut words {
+            *x = x.wrapping_add(rd.u64()?);
+        }
+        read_ports(&mut rd, &mut nodes)?;
+    }
+    let exact = port_graph(nodes);
+    let labels = ports
+        .keys
+        .iter()
+        .map(|k| exact.get(k).copied().unwrap_or(INF))
+        .collect();
+    Ok((labels, ExactSum::from_words(&words).value()))
+}
+
+/// One rank's ports from a round-1 message: (key, local label, keys of the ports reached).
+fn read_ports(
+    rd: &mut Reader<'_>,
+    nodes: &mut Vec<(u128, Label, Vec<u128>)>,
+) -> Result<(), WireError> {
+    let n = rd.usize()?;
+    let first = nodes.len();
+    let mut reach_idx: Vec<Vec<u32>> = Vec::new();
+    for _ in 0..n {
+        let key = rd.u128()?;
+        let label = (rd.u16()?, rd.u128()?);
+        let m = rd.usize()?;
+        // At most the message's remaining bytes can hold (4 each): no allocation from a
+        // garbled count.
+        let mut r = Vec::with_capacity(m.min(rd.remaining() / 4));
+        for _ in 0..m {
+            r.push(rd.u32()?);
+        }
+        nodes.push((key, label, Vec::new()));
+        reach_idx.push(r);
+    }
+    for (i, r) in reach_idx.into_iter().enumerate() {
+        let reached: Vec<u128> = r
+            .into_iter()
+            .filter_map(|q| nodes.get(first + q as usize).map(|x| x.0))
+            .collect();
+        nodes[first + i].2 = reached;
+    }
+    Ok(())
+}
+
+/// The exact label of every port of the run: each port's smallest local label (over the two
+/// ranks that hold it), spread along the ports each one reaches, smallest labels first (a
+/// port takes the first label that reaches it). The same on every rank.
+fn port_graph(nodes: Vec<(u128, Label, Vec<u128>)>) -> HashMap<u128, Label> {
+    let mut best: HashMap<u128, Label> = HashMap::with_capacity(nodes.len());
+    let mut next: HashMap<u128, Vec<u128>> = HashMap::with_capacity(nodes.len());
+    for (key, label, reached) in nodes {
+        let b = best.entry(key).or_insert(INF);
+        *b = (*b).min(label);
+        next.entry(key).or_default().extend(reached);
+    }
+    let mut seeds: Vec<(Label, u128)> = best.iter().map(|(&k, &l)| (l, k)).collect();
+    seeds.sort_unstable();
+    let mut exact: HashMap<u128, Label> = HashMap::with_capacity(best.len());
+    let mut stack = Vec::new();
+    for (label, key) in seeds {
+        if label == INF || exact.contains_key(&key) {
+            continue;
+        }
+        stack.push(key);
+        while let Some(k) = stack.pop() {
+            if exact.contains_key(&k) {
+                continue;
+            }
+            exact.insert(k, label);
+            if let Some(n) = next.get(&k) {
+                stack.extend(n.iter().filter(|x| !exact.contains_key(x)));
+            }
+        }
+    }
+    exact
+}
+
+/// The closed edge bits of every local element (a ghost's: the edges it shares with owned
+/// elements) for a refinement that adds `need` > 0 vertices (capped, for Dörfler, at the
+/// bulk θ). Three collectives (see the module documentation).
+pub(crate) fn mark<C: Comm>(
+    comm: &C,
+    l: &Local,
+    eta2: &[f64],
+    strategy: Marking,
+    need: u64,
+) -> Result<Vec<u8>, CommError> {
+    let double = matches!(strategy, Marking::Double);
+    let mut labels = Labels::pass1(l, Entries::new(l, eta2, double));
+    let ports = Ports::new(l);
+    let local: Vec<Label> = ports
+        .at
+        .iter()
+        .map(|&tk| labels.label(labels.lab_at(tk)))
+        .collect();
+    let mut sum = ExactSum::new();
+    if !double {
+        for t in (0..l.ekey.len()).filter(|&t| l.owns_element(t)) {
+            sum.add(eta2[t]);
+        }
+    }
+    let (exact, total) = solve_ports(comm, &ports, &local, &sum)?;
+    labels.pass2(&ports, &exact);
+    let threshold = threshold(comm, &labels, eta2, strategy, need, total)?;
+    Ok(finish(&labels, threshold))
+}
+
+/// Rounds 2 and 3: the largest label marked, (B, K); `None` when every labelled edge is.
+fn threshold<C: Comm>(
+    comm: &C,
+    labels: &Labels<'_>,
+    eta2: &[f64],
+    strategy: Marking,
+    need: u64,
+    total: f64,
+) -> Result<Option<Label>, CommError> {
+    let l = labels.l;
+    let owned = || (0..l.ekey.len()).filter(|&t| l.owns_element(t));
+    let counted = || {
+        owned().flat_map(move |t| {
+            (0..3)
+                .filter(move |&k| counts_edge(l, t, k))
+                .map(move |k| (t, k))
+        })
+    };
+    // Round 2: the histograms.
+    let dorfler = match strategy {
+        Marking::Doerfler(theta) => Some(dorfler_goal(theta)),
+        Marking::Double => None,
+    };
+    let mut hist = vec![0u64; NBINS * if dorfler.is_some() { 2 } else { 1 }];
+    for (t, k) in counted() {
+        let x = labels.label(labels.lab[t][k]);
+        if x != INF {
+            hist[x.0 as usize] += 1;
+        }
+    }
+    if dorfler.is_some() {
+        for t in owned() {
+            hist[NBINS + NBINS - 1 - bin(eta2[t])] += dorfler_weight(eta2[t], total);
+        }
+    }
+    comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
+    let by_count = first_reaching(&hist[..NBINS], need);
+    let by_share = dorfler.and_then(|goal| first_reaching(&hist[NBINS..], goal).map(|b| (b, goal)));
+    let b = match (by_count.map(|x| x.0), by_share.map(|x| x.0.0)) {
+        (None, None) => return Ok(None),
+        (c, s) => c.unwrap_or(u16::MAX).min(s.unwrap_or(u16::MAX)),
+    };
+    // Round 3: the keys of bin b.
+    let mut w = Writer::default();
+    let mut keys: Vec<u128> = Vec::new();
+    if by_count.is_some_and(|c| c.0 == b) {
+        keys.extend(
+            counted()
+                .map(|(t, k)| labels.label(labels.lab[t][k]))
+                .filter(|x| x.0 == b)
+                .map(|x| x.1),
+        );
+    }
+    put_keys(&mut w, keys.iter().map(|&k| (k, 1)));
+    let shares: Vec<(u128, u64)> = if by_share.is_some_and(|s| s.0.0 == b) {
+        owned()
+            .filter(|&t| (NBINS - 1 - bin(eta2[t])) as u16 == b)
+            .map(|t| (l.ekey.get(t), dorfler_weight(eta2[t], total)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    put_keys(&mut w, shares.iter().copied());
+    let all = comm.allgatherv_bytes(w.as_bytes())?;
+    let (mut kc, mut ks) = (Vec::new(), Vec::new());
+    for r in 0..comm.size() {
+        let mut rd = Reader::new(all.get(r), "a rank's marking keys");
+        get_keys(&mut rd, &mut kc)?;
+        get_keys(&mut rd, &mut ks)?;
+    }
+    let mut key = u128::MAX;
+    if let Some((bc, below)) = by_count
+        && bc == b
+    {
+        key = key.min(select(kc, need - below).expect("the bin holds the need-th edge"));
+    }
+    if let Some(((bs, below), goal)) = by_share
+        && bs == b
+    {
+        key = key.min(select(ks, goal - below).expect("the bin holds the weight that reaches θ"));
+    }
+    Ok(Some((b, key)))
+}
+
+fn put_keys(w: &mut Writer, keys: impl ExactSizeIterator<Item = (u128, u64)>) {
+    w.usize(keys.len());
+    for (k, x) in keys {
+        w.u128(k);
+        w.u64(x);
+    }
+}
+
+fn get_keys(rd: &mut Reader<'_>, into: &mut Vec<(u128, u64)>) -> Result<(), WireError> {
+    let n = rd.usize()?;
+    into.reserve(n.min(rd.remaining() / 24));
+    for _ in 0..n {
+        into.push((rd.u128()?, rd.u64()?));
+    }
+    Ok(())
+}
+
+/// The first bin where the running sum of `hist` reaches `k`, with the sum before it.
+fn first_reaching(hist: &[u64], k: u64) -> Option<(u16, u64)> {
+    let mut below = 0u64;
+    for (b, &h) in hist.iter().enumerate() {
+        if below + h >= k {
+            return Some((b as u16, below));
+        }
+        below += h;
+    }
+    None
+}
+
+/// The smallest value v such that the weights of the values ≤ v reach `k`.
+fn select(mut values: Vec<(u128, u64)>, k: u64) -> Option<u128> {
+    values.sort_unstable();
+    let mut acc = 0u64;
+    for (v, w) in values {
+        acc += w;
+        if acc >= k {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The bits of every local element for the threshold (every labelled edge if `None`).
+fn finish(labels: &Labels<'_>, threshold: Option<Label>) -> Vec<u8> {
+    let l = labels.l;
+    let marked = |i: u32| {
+        let x = labels.label(i);
+        x != INF
+            && threshold.is_none_or(|th| match x.cmp(&th) {
+                Ordering::Less | Ordering::Equal => true,
+                Ordering::Greater => false,
+            })
+    };
+    let ne = l.ekey.len();
+    let mut bits = vec![0u8; ne];
+    for t in (0..ne).filter(|&t| l.owns_element(t)) {
+        for k in 0..3 {
+            if marked(labels.lab[t][k]) {
+                bits[t] |= 1 << k;
+            }
+        }
+    }
+    for &(t, k) in &l.shared {
+        if bits[t as usize] & (1 << k) != 0 {
+            let n = l.mesh.nbr[t as usize][k as usize];
+            let j = l.mesh.local_index(n, t);
+            bits[n as usize] |= 1 << j;
+        }
+    }
+    bits
+}
