@@ -44,7 +44,10 @@ commands:
           gain/cost decision: measured on this host (thread ranks pinned to cores, real
           competing processes, real monitors) and simulated on Bullpen's nodes by a model
           calibrated on the measured runs; report.md, SVG plots and results.json in DIR
-          (default report/). --quick: one repeat per measured run (default 3)
+          (default report/). --quick: one repeat per measured run (default 3). As root with
+          iproute2: experiment 2 also measured on the vcluster of machines/vcluster-2.xml
+          (uniform and w_comm 0-0.5, with and without a competing flow on node2's link; runs
+          in DIR/vcluster/), else the report says why not
   bench drum-loop [--repeats R] [--target-vertices N]
           DRUM in the loop on machines/local-2core-hetero.xml, medians of R (default 3):
           RC with the load on core 1, monitored vs static with the load from step 12, and
@@ -179,7 +182,35 @@ fn reproduce(args: &[String]) -> Result<()> {
     ])?;
     let mut cmd = Command::new(bins.join("drum-repro"));
     cmd.current_dir(project_root()).args(args);
+    if !args.iter().any(|a| a == "-h" || a == "--help") {
+        cmd.args(reproduce_on_vcluster(args)?);
+    }
     run(cmd)
+}
+
+/// Experiment 2 on the namespace cluster when namespaces can be made here (the runs go to
+/// `OUT/vcluster/`), else why not: `drum-repro`'s `--vcluster-runs DIR` or
+/// `--vcluster-skipped WHY`.
+fn reproduce_on_vcluster(args: &[String]) -> Result<[String; 2]> {
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    };
+    let target = match args.iter().any(|a| a == "--tiny") {
+        true => Some("4000"),
+        false => after("--target-vertices"),
+    };
+    if let Some(why) = vcluster::exp2::skip_reason()? {
+        println!("xtask: reproduce: experiment 2 on the vcluster skipped: {why}");
+        return Ok(["--vcluster-skipped".into(), why]);
+    }
+    let out = project_root()
+        .join(after("--out").unwrap_or("report"))
+        .join("vcluster");
+    let dir = vcluster::exp2::run(&out, target)?;
+    Ok(["--vcluster-runs".into(), dir.display().to_string()])
 }
 
 fn ci() -> Result<()> {

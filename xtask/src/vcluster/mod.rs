@@ -17,6 +17,7 @@
 //! Links have a rate, not a latency.
 
 pub(crate) mod ci;
+pub(crate) mod exp2;
 pub(crate) mod job;
 pub(crate) mod plan;
 pub(crate) mod system;
