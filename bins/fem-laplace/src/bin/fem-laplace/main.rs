@@ -823,7 +823,7 @@ fn run_mpi(s: &Setup) -> Result<()> {
             None => Ok(()),
         };
         // One rank may fail alone (its CPUs are not its to use): all stop here together.
-        cli_support::agreed(world, pinned)?;
+        cli_support::collective(world, pinned)?;
         let exact = s.problem.solution();
         let stdout = std::io::stdout();
         let out = std::cell::RefCell::new(stdout.lock());
