@@ -15,6 +15,7 @@ mod bench_fem;
 mod bench_laplace;
 mod run_laplace;
 mod zoltan;
+mod vcluster;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -22,18 +23,32 @@ usage: cargo xtask <command>
 commands:
   run-laplace [--machine FILE] [--backend threads|mpi] [--hostfile F] [--balance B] [--w-comm W]
               [--load RANK[:N][@STEP[-END]]] [--no-load] [--compare] [--json] [--out DIR] [fem flags]
+              [--vcluster [--net-load NODE[:MBIT][@STEP[-END]]]]
           the main job: DRUM in the loop. The adaptive Laplace run to 524,500 vertices over the
           machine's ranks (default machines/local-2core-hetero.xml, 2 thread ranks, with the
           competing load its file describes), pinned and monitored, rebalanced with the
           monitored powers (--balance monitored|static|uniform); progress per step on stderr, a
           summary on stdout, results in out/run-laplace/. --compare: uniform then monitored,
-          RC and RC_ideal
+          RC and RC_ideal. --vcluster: MPI ranks across the namespaces of `vcluster` (brought
+          up for the run if needed; default machines/vcluster-2.xml); --net-load: a competing
+          TCP flow on a node's link
+  vcluster up [--machine FILE] | status | down
+          a real cluster on this host (root, iproute2): one network namespace per computing
+          node of the machine file (default machines/vcluster-2.xml) with the node's name as
+          hostname, links of veth pairs into bridges shaped with tbf to the file's bandwidth
+          (both directions; a network node slower than its children is a shaped uplink), a
+          head namespace for mpirun, a hostfile and an rsh agent in /run/drumvc/; down removes
+          all of it (also after a crash: /run/drumvc/state.json). check: the vcluster part of
+          ci alone (run on vcluster-2 against the thread run, faults, down)
   reproduce [--quick] [--out DIR] [--repeats R]
           the DRUM 2005 experiments 1-4, Sinha-Parashar's sensing period and Lan et al.'s
           gain/cost decision: measured on this host (thread ranks pinned to cores, real
           competing processes, real monitors) and simulated on Bullpen's nodes by a model
           calibrated on the measured runs; report.md, SVG plots and results.json in DIR
-          (default report/). --quick: one repeat per measured run (default 3)
+          (default report/). --quick: one repeat per measured run (default 3). As root with
+          iproute2: experiment 2 also measured on the vcluster of machines/vcluster-2.xml
+          (uniform and w_comm 0-0.5, with and without a competing flow on node2's link; runs
+          in DIR/vcluster/), else the report says why not
   bench drum-loop [--repeats R] [--target-vertices N]
           DRUM in the loop on machines/local-2core-hetero.xml, medians of R (default 3):
           RC with the load on core 1, monitored vs static with the load from step 12, and
@@ -82,6 +97,8 @@ enum Task {
     BenchDrumLoop(Vec<String>),
     /// `bench zoltan [args]`.
     BenchZoltan(Vec<String>),
+    /// `vcluster up|status|down [args]`.
+    Vcluster(Vec<String>),
     Help,
 }
 
@@ -91,6 +108,7 @@ fn parse(args: &[String]) -> Result<Task> {
         Some("ci") => Ok(Task::Ci),
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
         Some("reproduce") => Ok(Task::Reproduce(args[1..].to_vec())),
+        Some("vcluster") => Ok(Task::Vcluster(args[1..].to_vec())),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
             Some("laplace") => Ok(Task::BenchLaplace(args[2..].to_vec())),
@@ -122,6 +140,7 @@ fn main() -> Result<()> {
         Task::BenchHier(a) => bench_hier::bench_hier(&a),
         Task::BenchDrumLoop(a) => bench_drum_loop::bench_drum_loop(&a),
         Task::BenchZoltan(a) => zoltan::bench_zoltan(&a),
+        Task::Vcluster(a) => vcluster::vcluster(&a),
     }
 }
 
@@ -174,7 +193,35 @@ fn reproduce(args: &[String]) -> Result<()> {
     ])?;
     let mut cmd = Command::new(bins.join("drum-repro"));
     cmd.current_dir(project_root()).args(args);
+    if !args.iter().any(|a| a == "-h" || a == "--help") {
+        cmd.args(reproduce_on_vcluster(args)?);
+    }
     run(cmd)
+}
+
+/// Experiment 2 on the namespace cluster when namespaces can be made here (the runs go to
+/// `OUT/vcluster/`), else why not: `drum-repro`'s `--vcluster-runs DIR` or
+/// `--vcluster-skipped WHY`.
+fn reproduce_on_vcluster(args: &[String]) -> Result<[String; 2]> {
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    };
+    let target = match args.iter().any(|a| a == "--tiny") {
+        true => Some("4000"),
+        false => after("--target-vertices"),
+    };
+    if let Some(why) = vcluster::exp2::skip_reason()? {
+        println!("xtask: reproduce: experiment 2 on the vcluster skipped: {why}");
+        return Ok(["--vcluster-skipped".into(), why]);
+    }
+    let out = project_root()
+        .join(after("--out").unwrap_or("report"))
+        .join("vcluster");
+    let dir = vcluster::exp2::run(&out, target)?;
+    Ok(["--vcluster-runs".into(), dir.display().to_string()])
 }
 
 fn ci() -> Result<()> {

@@ -116,7 +116,7 @@ pub fn ci_mpi() -> Result<()> {
 }
 
 /// Vertices of the shortened adaptive run of the fem-laplace check.
-const FEM_VERTICES: &str = "60000";
+pub(crate) const FEM_VERTICES: &str = "60000";
 
 /// Per step of a `fem-laplace --json` run: (mesh hash, bits of the energy error, CG
 /// iterations).
@@ -144,20 +144,7 @@ fn fem_trace(stdout: &str, what: &str) -> Result<Vec<(String, u64, u64)>> {
 /// energy error of every step equal the serial and the thread runs' bit for bit; a rank that
 /// fails ends the job with its name.
 fn fem_checks(launcher: &Launcher) -> Result<()> {
-    let dir = target_dir().join("mpi-cli");
-    std::fs::create_dir_all(&dir)?;
-    let serial_bin = build_copy(
-        "fem-laplace-cli",
-        "fem-laplace",
-        &[],
-        &dir.join("fem-laplace-serial"),
-    )?;
-    let mpi_bin = build_copy(
-        "fem-laplace-cli",
-        "fem-laplace",
-        &["--features", "mpi"],
-        &dir.join("fem-laplace-mpi"),
-    )?;
+    let (serial_bin, mpi_bin) = fem_builds()?;
     let base = ["--target-vertices", FEM_VERTICES, "--json"];
     let capture = |mut cmd: Command, what: &str| -> Result<String> {
         let out = cmd.output().with_context(|| format!("starting {what}"))?;
@@ -215,9 +202,30 @@ fn fem_checks(launcher: &Launcher) -> Result<()> {
         "fem-laplace --backend mpi --fail-at 2:3 (mpirun -np 4)",
         &["rank 2 fails at step 3"],
     )?;
-    let drum = build_copy("drum-cli", "drum", &[], &dir.join("drum"))?;
+    let drum = build_copy("drum-cli", "drum", &[], &target_dir().join("mpi-cli/drum"))?;
     crate::run_laplace::ci_check(&mpi_bin, &serial_bin, &drum, FEM_VERTICES)?;
+    crate::vcluster::ci::check(&mpi_bin, &serial_bin, &drum, FEM_VERTICES)?;
     Ok(())
+}
+
+/// The debug builds of `fem-laplace` without and with MPI, copied aside in
+/// `target/mpi-cli/`.
+pub(crate) fn fem_builds() -> Result<(PathBuf, PathBuf)> {
+    let dir = target_dir().join("mpi-cli");
+    std::fs::create_dir_all(&dir)?;
+    let serial = build_copy(
+        "fem-laplace-cli",
+        "fem-laplace",
+        &[],
+        &dir.join("fem-laplace-serial"),
+    )?;
+    let mpi = build_copy(
+        "fem-laplace-cli",
+        "fem-laplace",
+        &["--features", "mpi"],
+        &dir.join("fem-laplace-mpi"),
+    )?;
+    Ok((serial, mpi))
 }
 
 /// Points per file in the CLI check.
@@ -516,7 +524,12 @@ fn build_hsfc(features: &[&str], to: &Path) -> Result<PathBuf> {
 
 /// Builds binary `bin` of `package` with `features` (debug) and copies it to `to` (cargo puts
 /// every feature set's binary at the same `target/debug/<bin>`).
-fn build_copy(package: &str, bin: &str, features: &[&str], to: &Path) -> Result<PathBuf> {
+pub(crate) fn build_copy(
+    package: &str,
+    bin: &str,
+    features: &[&str],
+    to: &Path,
+) -> Result<PathBuf> {
     let mut build = cargo();
     build
         .args(["build", "-p", package, "--bin", bin])

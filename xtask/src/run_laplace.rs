@@ -6,9 +6,13 @@
 //! repartitioned after each refinement with the monitored powers when the rebalance policy
 //! says so. One progress line per step on stderr, the summary on stdout, the results in
 //! `out/run-laplace/`. `--compare` runs uniform and monitored back to back and prints RC and
-//! RC_ideal (DRUM 2005 §4.1).
+//! RC_ideal (DRUM 2005 §4.1). `--vcluster` runs the MPI ranks across the namespaces of
+//! `cargo xtask vcluster` (default machine `machines/vcluster-2.xml`), each node's agent
+//! reading its own link's counters; `--net-load` adds a competing TCP flow on a node's link.
 
+use crate::vcluster::job::{Cluster, Sink};
 use anyhow::{Context, Result, bail};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,6 +29,10 @@ pub(crate) struct Options {
     pub(crate) machine: String,
     pub(crate) backend: Backend,
     pub(crate) hostfile: Option<String>,
+    /// Run across the vcluster's namespaces (`--vcluster`).
+    pub(crate) vcluster: bool,
+    /// `--net-load` specs (with `--vcluster`).
+    pub(crate) net_loads: Vec<String>,
     pub(crate) balance: String,
     pub(crate) w_comm: String,
     /// `--load` specs; empty: the machine file's loads (unless `no_load`).
@@ -55,7 +63,8 @@ const FEM_FLAGS_WITH_VALUE: &[&str] = &[
     "--sensing",
 ];
 
-const KNOWN: &str = "--machine FILE, --backend threads|mpi, --hostfile FILE, \
+const KNOWN: &str = "--machine FILE, --backend threads|mpi, --hostfile FILE, --vcluster, \
+     --net-load NODE[:MBIT][@STEP[-END]], \
      --balance uniform|static|monitored, --w-comm W, --load RANK[:N][@STEP[-END]], --no-load, \
      --compare, --json, --out DIR, --vtk DIR, --svg FILE, --target-vertices N, --problem P, \
      --marking M, --cg-tol-factor F, --eff-min E, --gamma G, --drift D, --monitor-period-ms MS, \
@@ -67,6 +76,8 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
         machine: "machines/local-2core-hetero.xml".into(),
         backend: Backend::Threads,
         hostfile: None,
+        vcluster: false,
+        net_loads: Vec::new(),
         balance: "monitored".into(),
         w_comm: "0".into(),
         loads: Vec::new(),
@@ -78,6 +89,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
         vtk: None,
         svg: None,
     };
+    let (mut machine_given, mut backend_given) = (false, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |flag: &str| match it.next() {
@@ -85,8 +97,14 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
             None => bail!("run-laplace: {flag} needs a value"),
         };
         match a.as_str() {
-            "--machine" => o.machine = value(a)?,
+            "--machine" => {
+                o.machine = value(a)?;
+                machine_given = true;
+            }
+            "--vcluster" => o.vcluster = true,
+            "--net-load" => o.net_loads.push(value(a)?),
             "--backend" => {
+                backend_given = true;
                 o.backend = match value(a)?.as_str() {
                     "threads" => Backend::Threads,
                     "mpi" => Backend::Mpi,
@@ -120,6 +138,20 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
     }
     if o.no_load && !o.loads.is_empty() {
         bail!("run-laplace: --no-load and --load contradict each other");
+    }
+    if o.vcluster {
+        if backend_given && o.backend != Backend::Mpi {
+            bail!("run-laplace: --vcluster runs MPI ranks; leave --backend out");
+        }
+        if o.hostfile.is_some() {
+            bail!("run-laplace: --vcluster makes its own hostfile; leave --hostfile out");
+        }
+        o.backend = Backend::Mpi;
+        if !machine_given {
+            o.machine = "machines/vcluster-2.xml".into();
+        }
+    } else if !o.net_loads.is_empty() {
+        bail!("run-laplace: --net-load needs --vcluster (the flow runs on a node's link)");
     }
     if o.hostfile.is_some() && o.backend != Backend::Mpi {
         bail!("run-laplace: --hostfile is for --backend mpi");
@@ -155,8 +187,14 @@ impl Outputs {
     }
 }
 
-/// The `fem-laplace` arguments of one run with `balance`.
-fn fem_args(o: &Options, balance: &str, files: &Outputs, progress: bool) -> Vec<String> {
+/// The `fem-laplace` arguments of one run with `balance` (`sink`: where `--net-load` flows go).
+fn fem_args(
+    o: &Options,
+    balance: &str,
+    files: &Outputs,
+    progress: bool,
+    sink: Option<SocketAddr>,
+) -> Vec<String> {
     let mut a: Vec<String> = vec![
         "--machine".into(),
         o.machine.clone(),
@@ -170,6 +208,12 @@ fn fem_args(o: &Options, balance: &str, files: &Outputs, progress: bool) -> Vec<
     }
     for l in &o.loads {
         a.extend(["--load".into(), l.clone()]);
+    }
+    if let Some(sink) = sink {
+        for l in &o.net_loads {
+            a.extend(["--net-load".into(), l.clone()]);
+        }
+        a.extend(["--net-sink".into(), sink.to_string()]);
     }
     a.extend(o.fem_args.iter().cloned());
     if progress {
@@ -247,19 +291,73 @@ fn ranks_of_check(text: &str) -> Option<usize> {
     head.rsplit(' ').next()?.parse().ok()
 }
 
+/// Where a `--vcluster` run goes: the cluster and, with `--net-load`, the flows' sink (which
+/// stops before the cluster goes down, if the run brought it up).
+pub(crate) struct OnVcluster {
+    pub(crate) sink: Option<Sink>,
+    pub(crate) cluster: Cluster,
+}
+
+impl OnVcluster {
+    /// The cluster of `o.machine` (brought up if needed) and the sink if `o` has flows.
+    pub(crate) fn start(o: &Options, drum: &Path) -> Result<OnVcluster> {
+        let cluster = Cluster::ensure(drum, &o.machine)?;
+        let sink = match o.net_loads.is_empty() {
+            true => None,
+            false => Some(Sink::start(&cluster.state)?),
+        };
+        Ok(OnVcluster { sink, cluster })
+    }
+}
+
+/// The steps of a run's `steps.jsonl`.
+pub(crate) fn steps_of(path: &Path) -> Result<Vec<serde_json::Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .map(|l| {
+            serde_json::from_str(l).with_context(|| format!("{}: not JSON: {l}", path.display()))
+        })
+        .collect()
+}
+
+/// The mesh hash of each step of a run's `steps.jsonl`.
+pub(crate) fn mesh_hashes(path: &Path) -> Result<Vec<String>> {
+    steps_of(path)?
+        .iter()
+        .map(|v| {
+            v["mesh_hash"]
+                .as_str()
+                .map(String::from)
+                .with_context(|| format!("{}: a step without mesh_hash", path.display()))
+        })
+        .collect()
+}
+
 /// One run of `fem-laplace` with `balance`; returns its summary (JSON).
-fn run_once(
+pub(crate) fn run_once(
     o: &Options,
     bins: &Bins,
     balance: &str,
     tag: &str,
     progress: bool,
+    vc: Option<&OnVcluster>,
 ) -> Result<serde_json::Value> {
     let bin = &bins.fem;
     let files = Outputs::new(o, tag);
     std::fs::create_dir_all(&files.vtk)
         .with_context(|| format!("cannot create {}", files.vtk.display()))?;
-    let args = fem_args(o, balance, &files, progress);
+    let sink = vc.and_then(|v| v.sink.as_ref()).map(|s| s.addr);
+    let args = fem_args(o, balance, &files, progress, sink);
+    if let Some(vc) = vc {
+        let np = machine_ranks(&bins.drum, &o.machine)?;
+        let mut a: Vec<String> = vec!["-np".into(), np.to_string()];
+        a.push(bin.display().to_string());
+        a.extend(["--backend".into(), "mpi".into()]);
+        a.extend(args);
+        vc.cluster.mpirun(&a)?;
+        return read_summary(&files);
+    }
     let cmd = match o.backend {
         Backend::Threads => {
             let mut c = Command::new(bin);
@@ -290,6 +388,10 @@ fn run_once(
     let mut cmd = cmd;
     cmd.current_dir(crate::project_root());
     crate::run(cmd)?;
+    read_summary(&files)
+}
+
+fn read_summary(files: &Outputs) -> Result<serde_json::Value> {
     let path = crate::project_root().join(&files.summary);
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -299,20 +401,43 @@ fn run_once(
 /// Runs the main job with `args`.
 pub fn run_laplace(args: &[String]) -> Result<()> {
     let o = parse(args)?;
+    if o.vcluster
+        && let Some(why) = crate::vcluster::system::cannot_make_namespaces()
+    {
+        bail!("run-laplace --vcluster: {why}");
+    }
     let bins = build(o.backend)?;
     let root = crate::project_root();
     std::fs::create_dir_all(root.join(&o.out))
         .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let vc = match o.vcluster {
+        true => Some(OnVcluster::start(&o, &bins.drum)?),
+        false => None,
+    };
+    let result = run_main(&o, &bins, vc.as_ref());
+    if let Some(sink) = vc.and_then(|mut v| v.sink.take()) {
+        let (conns, bytes) = sink.stop();
+        eprintln!(
+            "run-laplace: the flows' sink received {:.2} MB over {conns} connection{}",
+            bytes as f64 / 1e6,
+            if conns == 1 { "" } else { "s" }
+        );
+    }
+    result
+}
+
+/// The run (or the two of `--compare`) once the vcluster, if any, is up.
+fn run_main(o: &Options, bins: &Bins, vc: Option<&OnVcluster>) -> Result<()> {
     if !o.compare {
-        run_once(&o, &bins, &o.balance, "", true)?;
+        run_once(o, bins, &o.balance, "", true, vc)?;
         eprintln!(
             "run-laplace: results in {}/ (steps.jsonl, summary.json, balance.svg, partition.svg, vtk/)",
             o.out.display()
         );
         return Ok(());
     }
-    let uniform = run_once(&o, &bins, "uniform", "uniform-", true)?;
-    let monitored = run_once(&o, &bins, "monitored", "monitored-", true)?;
+    let uniform = run_once(o, bins, "uniform", "uniform-", true, vc)?;
+    let monitored = run_once(o, bins, "monitored", "monitored-", true, vc)?;
     let t = |v: &serde_json::Value| -> Result<f64> {
         v["wall_s"].as_f64().context("summary without wall_s")
     };
@@ -361,20 +486,7 @@ pub(crate) fn ci_check(
         fem_args: vec!["--target-vertices".into(), vertices.into()],
         ..parse(&[]).expect("the defaults parse")
     };
-    let hashes = |o: &Options, tag: &str| -> Result<Vec<String>> {
-        let path = o.out.join(format!("{tag}steps.jsonl"));
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        text.lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l)?;
-                v["mesh_hash"]
-                    .as_str()
-                    .map(String::from)
-                    .with_context(|| format!("{}: a step without mesh_hash", path.display()))
-            })
-            .collect()
-    };
+    let hashes = |o: &Options, tag: &str| mesh_hashes(&o.out.join(format!("{tag}steps.jsonl")));
     std::fs::create_dir_all(&out)?;
     let mpi = options(Backend::Mpi);
     run_once(
@@ -386,6 +498,7 @@ pub(crate) fn ci_check(
         "monitored",
         "mpi-",
         false,
+        None,
     )?;
     let threads = options(Backend::Threads);
     run_once(
@@ -397,6 +510,7 @@ pub(crate) fn ci_check(
         "monitored",
         "threads-",
         false,
+        None,
     )?;
     let (a, b) = (hashes(&mpi, "mpi-")?, hashes(&threads, "threads-")?);
     if a != b || a.is_empty() {
@@ -428,7 +542,7 @@ mod tests {
         assert!(o.json);
         let files = Outputs::new(&o, "");
         assert_eq!(files.svg, PathBuf::from("m.svg"));
-        let a = fem_args(&o, "monitored", &files, true);
+        let a = fem_args(&o, "monitored", &files, true, None);
         let joined = a.join(" ");
         assert!(joined.contains("--machine-load"), "{joined}");
         assert!(joined.contains("--svg m.svg"), "{joined}");
@@ -448,7 +562,7 @@ mod tests {
             (o.machine.as_str(), o.w_comm.as_str()),
             ("machines/bullpen.xml", "0.1")
         );
-        let a = fem_args(&o, "static", &Outputs::new(&o, "x-"), false).join(" ");
+        let a = fem_args(&o, "static", &Outputs::new(&o, "x-"), false, None).join(" ");
         assert!(
             !a.contains("--machine-load") && a.contains("--load 1:2@3"),
             "{a}"
@@ -458,8 +572,34 @@ mod tests {
             "{a}"
         );
         let o = parse(&args("--no-load")).unwrap();
-        let a = fem_args(&o, "monitored", &Outputs::new(&o, ""), true).join(" ");
+        let a = fem_args(&o, "monitored", &Outputs::new(&o, ""), true, None).join(" ");
         assert!(!a.contains("load"), "{a}");
+    }
+
+    #[test]
+    fn vcluster_runs_mpi_on_vcluster_2_with_its_flows() {
+        let o = parse(&args("--vcluster --net-load node2:50@3 --w-comm 0.5")).unwrap();
+        assert_eq!(o.backend, Backend::Mpi);
+        assert_eq!(o.machine, "machines/vcluster-2.xml");
+        let files = Outputs::new(&o, "");
+        let sink: SocketAddr = "10.213.0.1:4000".parse().unwrap();
+        let a = fem_args(&o, "monitored", &files, false, Some(sink)).join(" ");
+        assert!(
+            a.contains("--net-load node2:50@3 --net-sink 10.213.0.1:4000"),
+            "{a}"
+        );
+        let o = parse(&args("--vcluster --machine machines/vcluster-sites.xml")).unwrap();
+        assert_eq!(o.machine, "machines/vcluster-sites.xml");
+        let e = parse(&args("--net-load node2")).unwrap_err().to_string();
+        assert!(e.contains("--net-load needs --vcluster"), "{e}");
+        let e = parse(&args("--vcluster --backend threads"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("leave --backend out"), "{e}");
+        let e = parse(&args("--vcluster --hostfile h"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("makes its own hostfile"), "{e}");
     }
 
     #[test]

@@ -33,6 +33,11 @@ enum Command {
     Check {
         /// The machine description (DrumHead XML).
         file: PathBuf,
+        /// Print the validated tree as JSON: {"source", "ranks", "nodes": [{"nodenum", "name",
+        /// "type", "parent", "bandwidth", "cpus", "ranks": [first, end), "mflops", "load"}]}
+        /// (document order; `parent` is a nodenum, null for the root).
+        #[arg(long)]
+        json: bool,
     },
     /// Compute node powers and per-rank part sizes (static unless --replay).
     Powers {
@@ -107,7 +112,10 @@ fn load(file: &Path) -> Result<Machine> {
 fn run(cli: Cli) -> Result<String> {
     let mut out = String::new();
     match cli.command {
-        Command::Check { file } => {
+        Command::Check { file, json: true } => {
+            writeln!(out, "{}", tree_json(&load(&file)?))?;
+        }
+        Command::Check { file, json: false } => {
             let m = load(&file)?;
             writeln!(out, "{}", render::summary(&m))?;
             if let (Some(all), Some(used)) =
@@ -297,6 +305,30 @@ fn monitor(
         )?;
     }
     Ok(out)
+}
+
+/// `drum check --json`: the validated tree, for tools that read machines without linking this
+/// workspace (xtask's vcluster).
+fn tree_json(m: &Machine) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = m
+        .nodes()
+        .iter()
+        .map(|n| {
+            let r = n.rank_range();
+            serde_json::json!({
+                "nodenum": n.nodenum,
+                "name": n.name,
+                "type": n.kind.as_str(),
+                "parent": n.parent().map(|p| m.node(p).nodenum),
+                "bandwidth": n.bandwidth,
+                "cpus": n.cpus.as_ref().map(|c| c.cpus().to_vec()),
+                "ranks": [r.start, r.end],
+                "mflops": n.mflops,
+                "load": n.load,
+            })
+        })
+        .collect();
+    serde_json::json!({"source": m.source(), "ranks": m.num_ranks(), "nodes": nodes})
 }
 
 fn main() -> ExitCode {

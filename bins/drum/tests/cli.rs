@@ -74,6 +74,40 @@ fn check_prints_a_tree() {
 }
 
 #[test]
+fn check_json_gives_the_tree() {
+    let o = drum(&["check", "--json", "machines/fig3-cluster-of-clusters.xml"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ranks"], 22);
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 16);
+    // Document order (nested form): switch, router-a and its three nodes, ...
+    assert_eq!(nodes[0]["name"], "switch");
+    assert_eq!(nodes[0]["parent"], serde_json::Value::Null);
+    assert_eq!(nodes[1]["name"], "router-a");
+    assert_eq!(
+        (&nodes[1]["parent"], &nodes[1]["bandwidth"]),
+        (&0.into(), &100.0.into())
+    );
+    let a1 = &nodes[2];
+    assert_eq!(
+        (&a1["name"], &a1["type"], &a1["parent"]),
+        (&"sp-a1".into(), &"SINGLE_COMPUTING".into(), &1.into())
+    );
+    assert_eq!(a1["ranks"], serde_json::json!([0, 1]));
+    assert_eq!(a1["bandwidth"], serde_json::Value::Null);
+    let smp = nodes.iter().find(|n| n["name"] == "smp-b").unwrap();
+    assert_eq!(smp["ranks"], serde_json::json!([5, 9]));
+    let o = drum(&["check", "--json", "machines/local-2core-hetero.xml"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["nodes"][2]["cpus"], serde_json::json!([1]));
+    assert_eq!(v["nodes"][2]["load"], 1);
+    // Bad files fail as without --json.
+    let o = drum(&["check", "--json", "machines/no-such-file.xml"]);
+    assert!(!o.status.success() && o.stdout.is_empty());
+}
+
+#[test]
 fn bad_input_is_file_line_col_on_stderr_and_exit_1() {
     let cases = [
         (

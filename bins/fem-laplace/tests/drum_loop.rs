@@ -171,15 +171,120 @@ fn loads_start_at_their_step_and_stop_with_the_run() {
     wait_gone(&pids);
 }
 
+/// A TCP sink on the loopback: the bytes of each connection, once it closes.
+fn sink(conns: usize) -> (String, std::thread::JoinHandle<Vec<u64>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let h = std::thread::spawn(move || {
+        (0..conns)
+            .map(|_| {
+                let (mut c, _) = listener.accept().unwrap();
+                std::io::copy(&mut c, &mut std::io::sink()).unwrap()
+            })
+            .collect()
+    });
+    (addr, h)
+}
+
+#[test]
+fn flows_start_at_their_step_and_stop_with_the_run() {
+    let m = machine("local-2core-hetero.xml");
+    let (addr, received) = sink(1);
+    let summary = std::env::temp_dir().join(format!("fem-net-sum-{}.json", std::process::id()));
+    let out = bin()
+        .args(["--target-vertices", "20000", "--machine", &m, "--json"])
+        .args(["--net-load", "core1-loaded:40@2-5", "--net-sink", &addr])
+        .arg("--summary-json")
+        .arg(&summary)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let pids = load_pids(&err);
+    assert_eq!(pids.len(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "a TCP flow (pid [{}]) from rank 1 (node 2 (\"core1-loaded\")) to {addr} at 40 Mbit/s \
+             from step 2",
+            pids[0]
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("load: --net-load core1-loaded:40@2-5 stopped at step 5 ("),
+        "{err}"
+    );
+    wait_gone(&pids);
+    let got = received.join().unwrap()[0];
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let sent = v["per_rank"][1]["end"]["net_load_bytes"].as_u64().unwrap();
+    assert!(sent > 0 && got + 1 >= sent, "sent {sent}, received {got}");
+    assert_eq!(v["per_rank"][0]["end"]["net_load_bytes"], 0);
+    // Every rank entry names its host (threads: this host).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(v["per_rank"][1]["host"], host.trim());
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let step: serde_json::Value = serde_json::from_str(line).unwrap();
+        for r in step["ranks"].as_array().unwrap() {
+            assert_eq!(r["host"], host.trim(), "{line}");
+        }
+    }
+
+    // A failing rank ends the run, and the flow with it; a bad node name is named.
+    let (addr, received) = sink(1);
+    let out = bin()
+        .args(["--target-vertices", "20000", "--machine", &m])
+        .args([
+            "--net-load",
+            "core0",
+            "--net-sink",
+            &addr,
+            "--fail-at",
+            "1:4",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rank 1 fails at step 4"), "{err}");
+    let pids = load_pids(&err);
+    assert_eq!(pids.len(), 1, "{err}");
+    wait_gone(&pids);
+    assert!(received.join().unwrap()[0] > 0);
+    let out = bin()
+        .args(["--machine", &m, "--net-load", "core9", "--net-sink", &addr])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no single computing node named \"core9\"")
+            && err.contains("[\"core0\", \"core1-loaded\"]"),
+        "{err}"
+    );
+    let out = bin()
+        .args(["--machine", &m, "--net-load", "core0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--net-sink"), "{err}");
+}
+
 #[test]
 fn ctrl_c_leaves_no_load_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
+        // A flow as well: its sink reads until the run is gone.
+        let (addr, received) = sink(1);
         let mut child = bin()
             .args([
                 "--machine",
                 &machine("local-2core-hetero.xml"),
                 "--machine-load",
                 "--no-hash",
+                "--net-load",
+                "core0",
+                "--net-sink",
+                &addr,
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -188,10 +293,10 @@ fn ctrl_c_leaves_no_load_behind() {
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         let mut pids = Vec::new();
-        while pids.is_empty() {
+        while pids.len() < 2 {
             line.clear();
             assert!(err.read_line(&mut line).unwrap() > 0, "no load line");
-            pids = load_pids(&line);
+            pids.extend(load_pids(&line));
         }
         assert!(pids.iter().all(|&p| alive(p)));
         // SAFETY: kill on our child's pid.
@@ -199,6 +304,7 @@ fn ctrl_c_leaves_no_load_behind() {
         let status = child.wait().unwrap();
         assert!(!status.success());
         wait_gone(&pids);
+        assert!(received.join().unwrap()[0] > 0);
     }
 }
 

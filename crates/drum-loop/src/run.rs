@@ -210,6 +210,11 @@ pub struct RankMeasure {
     /// False when the window says nothing about the node (the rank barely ran, or its agent
     /// failed): the node kept its previous observation.
     pub evidence: bool,
+    /// Bytes in and out of its node's interfaces over the window (loopback excluded): the
+    /// traffic λ + μ of the available bandwidth (DRUM 2005 §3.3.2).
+    pub net_bytes: f64,
+    /// The mean capacity C of those interfaces, Mbit/s, if known.
+    pub capacity_mbps: Option<f64>,
 }
 
 /// The figures of a rebalance decision.
@@ -413,6 +418,21 @@ impl DrumLoop {
             Sizing::Static | Sizing::Monitored => statics.clone(),
         };
         let plan = Plan::new(&machine, &powers)?;
+        // The probe first: its traffic is not the application's, so the agent's first window
+        // (which the communication power reads) starts after it.
+        let (link, link_warning) = match (&cfg.probe, Comm::size(comm) > 1) {
+            (Some(probe), true) => match measure_link(comm, &plan, probe)? {
+                Ok(link) => (Some(link), None),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "the link between the root's groups could not be measured ({e}); \
+                         rebalancing without Lan's profitability test"
+                    )),
+                ),
+            },
+            _ => (None, None),
+        };
         let node = machine.rank_node(rank);
         let mcfg = MonitorConfig {
             period: cfg.period,
@@ -423,7 +443,7 @@ impl DrumLoop {
                 vec![ProcessRef::current_thread()],
             )],
         };
-        let (monitor, start_warning) = match start_monitoring(mcfg) {
+        let (monitor, monitor_warning) = match start_monitoring(mcfg) {
             Ok(m) => (Some(m), None),
             Err(e) => (
                 None,
@@ -434,23 +454,9 @@ impl DrumLoop {
                 )),
             ),
         };
-        let mut start_warning = start_warning;
-        let link = match (&cfg.probe, Comm::size(comm) > 1) {
-            (Some(probe), true) => match measure_link(comm, &plan, probe)? {
-                Ok(link) => Some(link),
-                Err(e) => {
-                    let w = format!(
-                        "the link between the root's groups could not be measured ({e}); \
-                         rebalancing without Lan's profitability test"
-                    );
-                    start_warning = Some(match start_warning {
-                        Some(s) => format!("{s}; {w}"),
-                        None => w,
-                    });
-                    None
-                }
-            },
-            _ => None,
+        let start_warning = match (monitor_warning, link_warning) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
         };
         let nodes = Observations::idle(&machine).nodes;
         Ok(DrumLoop {

@@ -92,6 +92,11 @@ impl RankWindow {
                 u.cpus.iter().map(CpuIdle::fraction).sum::<f64>() / u.cpus.len() as f64
             },
             evidence: self.error.is_none() && self.evidence(),
+            net_bytes: u.ifaces.iter().map(|f| f.rx_bytes + f.tx_bytes).sum(),
+            capacity_mbps: {
+                let caps: Vec<f64> = u.ifaces.iter().filter_map(|f| f.capacity_mbps).collect();
+                (!caps.is_empty()).then(|| caps.iter().sum::<f64>() / caps.len() as f64)
+            },
         }
     }
 

@@ -15,11 +15,18 @@
 //! println!("the load used {:.2} CPU seconds", report.cpu_seconds);
 //! # Ok::<(), drum_model::Error>(())
 //! ```
+//!
+//! Its network twin, [`Load::flow`], is one process that sends a TCP stream to a sink as fast
+//! as the link allows (or at a given rate): the competing traffic that lowers the available
+//! bandwidth DRUM measures on a node's link (DRUM 2005 §3.3.2). It is owned and stopped the
+//! same way.
 
 use crate::error::{Error, Result};
 use std::fmt;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::str::FromStr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// `--load RANK[:N][@STEP[-END]]`: N competing processes (default 1) on the CPUs of rank
 /// RANK's node, from the start of step STEP (default 0: from the start) to the start of step
@@ -39,7 +46,7 @@ pub struct LoadSpec {
 impl LoadSpec {
     /// Whether the load runs during step `k`.
     pub fn active_at(&self, k: usize) -> bool {
-        k >= self.from_step && self.until_step.is_none_or(|u| k < u)
+        active(self.from_step, self.until_step, k)
     }
 }
 
@@ -50,47 +57,135 @@ impl FromStr for LoadSpec {
         let bad = |why: &str| {
             format!("load `{text}`: {why} (expected RANK[:N][@STEP[-END]], e.g. 1:1@12)")
         };
-        let (head, steps) = match text.split_once('@') {
-            Some((h, s)) => (h, Some(s)),
-            None => (text, None),
-        };
-        let (rank, procs) = match head.split_once(':') {
-            Some((r, n)) => (r, Some(n)),
-            None => (head, None),
-        };
-        let num = |s: &str, what: &str| -> std::result::Result<usize, String> {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| bad(&format!("{what} `{s}` is not a whole number")))
-        };
-        let (from, until) =
-            match steps.map(|s| s.split_once('-').map_or((s, None), |(a, b)| (a, Some(b)))) {
-                Some((a, b)) => (Some(a), b),
-                None => (None, None),
-            };
+        let (rank, procs, steps) = split_spec(text);
+        let (from_step, until_step) = parse_steps(steps, &bad)?;
         let spec = LoadSpec {
-            rank: num(rank, "RANK")?,
-            procs: procs.map(|n| num(n, "N")).transpose()?.unwrap_or(1),
-            from_step: from.map(|s| num(s, "STEP")).transpose()?.unwrap_or(0),
-            until_step: until.map(|s| num(s, "END")).transpose()?,
+            rank: whole(rank, "RANK", &bad)?,
+            procs: procs.map(|n| whole(n, "N", &bad)).transpose()?.unwrap_or(1),
+            from_step,
+            until_step,
         };
         if spec.procs == 0 {
             return Err(bad("N must be at least 1"));
-        }
-        if spec.until_step.is_some_and(|u| u <= spec.from_step) {
-            return Err(bad("END must come after STEP"));
         }
         Ok(spec)
     }
 }
 
+fn active(from: usize, until: Option<usize>, k: usize) -> bool {
+    k >= from && until.is_none_or(|u| k < u)
+}
+
+/// `WHO[:AMOUNT][@STEPS]` into its three parts.
+fn split_spec(text: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (head, steps) = match text.split_once('@') {
+        Some((h, s)) => (h, Some(s)),
+        None => (text, None),
+    };
+    match head.split_once(':') {
+        Some((who, amount)) => (who, Some(amount), steps),
+        None => (head, None, steps),
+    }
+}
+
+fn whole(s: &str, what: &str, bad: &dyn Fn(&str) -> String) -> std::result::Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .map_err(|_| bad(&format!("{what} `{s}` is not a whole number")))
+}
+
+/// `STEP[-END]` after the `@` of a load spec (absent: from step 0 to the end).
+fn parse_steps(
+    steps: Option<&str>,
+    bad: &dyn Fn(&str) -> String,
+) -> std::result::Result<(usize, Option<usize>), String> {
+    let Some(steps) = steps else {
+        return Ok((0, None));
+    };
+    let (from, until) = steps
+        .split_once('-')
+        .map_or((steps, None), |(a, b)| (a, Some(b)));
+    let from = whole(from, "STEP", bad)?;
+    let until = until.map(|u| whole(u, "END", bad)).transpose()?;
+    if until.is_some_and(|u| u <= from) {
+        return Err(bad("END must come after STEP"));
+    }
+    Ok((from, until))
+}
+
+fn write_steps(f: &mut fmt::Formatter<'_>, from: usize, until: Option<usize>) -> fmt::Result {
+    write!(f, "@{from}")?;
+    match until {
+        Some(u) => write!(f, "-{u}"),
+        None => Ok(()),
+    }
+}
+
+/// `--net-load NODE[:MBIT][@STEP[-END]]`: a competing TCP flow from the machine node named
+/// NODE to a sink outside the compute nodes, at MBIT Mbit/s (default: as fast as the link
+/// allows), from the start of step STEP (default 0) to the start of step END (default: the
+/// end of the run). The network twin of [`LoadSpec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetLoadSpec {
+    /// The node's `name` in the machine file.
+    pub node: String,
+    /// The flow's rate in Mbit/s (`None`: unpaced).
+    pub mbit: Option<f64>,
+    /// The step at whose start the flow begins.
+    pub from_step: usize,
+    /// The step at whose start it stops (`None`: it runs to the end).
+    pub until_step: Option<usize>,
+}
+
+impl NetLoadSpec {
+    /// Whether the flow runs during step `k`.
+    pub fn active_at(&self, k: usize) -> bool {
+        active(self.from_step, self.until_step, k)
+    }
+}
+
+impl FromStr for NetLoadSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<NetLoadSpec, String> {
+        let bad = |why: &str| {
+            format!("net load `{text}`: {why} (expected NODE[:MBIT][@STEP[-END]], e.g. node2:50@3)")
+        };
+        let (node, mbit, steps) = split_spec(text);
+        if node.trim().is_empty() {
+            return Err(bad("NODE is empty"));
+        }
+        let mbit = match mbit {
+            Some(m) => match m.trim().parse::<f64>() {
+                Ok(x) if x.is_finite() && x > 0.0 => Some(x),
+                _ => return Err(bad(&format!("MBIT `{m}` is not a rate > 0"))),
+            },
+            None => None,
+        };
+        let (from_step, until_step) = parse_steps(steps, &bad)?;
+        Ok(NetLoadSpec {
+            node: node.trim().to_string(),
+            mbit,
+            from_step,
+            until_step,
+        })
+    }
+}
+
+impl fmt::Display for NetLoadSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.node)?;
+        if let Some(m) = self.mbit {
+            write!(f, ":{m}")?;
+        }
+        write_steps(f, self.from_step, self.until_step)
+    }
+}
+
 impl fmt::Display for LoadSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}@{}", self.rank, self.procs, self.from_step)?;
-        if let Some(u) = self.until_step {
-            write!(f, "-{u}")?;
-        }
-        Ok(())
+        write!(f, "{}:{}", self.rank, self.procs)?;
+        write_steps(f, self.from_step, self.until_step)
     }
 }
 
@@ -103,6 +198,9 @@ pub struct LoadReport {
     pub seconds: f64,
     /// CPU time the processes used, seconds (from the kernel's accounting at reaping).
     pub cpu_seconds: f64,
+    /// For a flow: the bytes the sink had acknowledged when it stopped (the kernel's
+    /// `tcpi_bytes_acked`).
+    pub bytes_sent: Option<u64>,
 }
 
 /// Running competing processes (see the module documentation).
@@ -111,7 +209,24 @@ pub struct Load {
     pids: Vec<libc::pid_t>,
     cpus: Vec<u32>,
     started: Instant,
+    /// A flow's connection (the parent's copy, read for the bytes sent).
+    flow: Option<TcpStream>,
 }
+
+/// What a helper process does once started.
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    /// Computes forever.
+    Spin,
+    /// Writes zeros to `fd` forever, paced to `bytes_per_s` (0: unpaced).
+    Flow { fd: libc::c_int, bytes_per_s: f64 },
+}
+
+/// What a flow writes: zeros, never touched (so the child needs no allocation).
+static FLOW_BUFFER: [u8; 64 * 1024] = [0; 64 * 1024];
+
+/// How long a flow may take to connect to its sink.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The CPUs the calling thread may run on.
 fn allowed_cpus() -> Result<Vec<u32>> {
@@ -133,7 +248,87 @@ fn allowed_cpus() -> Result<Vec<u32>> {
         .collect())
 }
 
+/// The CPU set of `cpus`, each checked to be one this thread may use.
+fn cpu_set(cpus: &[u32]) -> Result<libc::cpu_set_t> {
+    let allowed = allowed_cpus()?;
+    if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(Error::Load(format!(
+            "CPU {c} is not one this process may use (allowed: {allowed:?})"
+        )));
+    }
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: c is an allowed CPU, below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Forks one helper process doing `job` on `set` (`None`: the caller's CPUs) and waits until
+/// it has armed its parent-death signal. Returns its pid; `load` takes it (so that dropping
+/// `load` reaps it) even when the child failed to start.
+fn fork_helper(load: &mut Load, set: Option<&libc::cpu_set_t>, job: Job) -> Result<()> {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // The child reports on this pipe once its parent-death signal is armed, so the thread
+    // that forked it (whose end fires the signal) is alive when it is.
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::Load(format!(
+            "cannot create a pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: the child branch below calls only async-signal-safe functions and never
+    // returns, so the fork of a multi-threaded process is sound.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: async-signal-safe calls only; `set` and `job` were built before fork.
+        unsafe { helper(parent, set, fds, job) }
+    }
+    let fork_err = std::io::Error::last_os_error();
+    let mut byte = 0u8;
+    // SAFETY: closing our copy of the write end, then a one-byte read into `byte`.
+    let got = unsafe {
+        libc::close(fds[1]);
+        let mut n;
+        loop {
+            n = libc::read(fds[0], (&mut byte as *mut u8).cast(), 1);
+            if !(n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted)
+            {
+                break;
+            }
+        }
+        libc::close(fds[0]);
+        n
+    };
+    if pid < 0 {
+        return Err(Error::Load(format!(
+            "cannot fork a load process: {fork_err}"
+        )));
+    }
+    load.pids.push(pid);
+    if got != 1 {
+        return Err(Error::Load(format!(
+            "load process {pid} did not start (it could not arm its parent-death signal or \
+             pin itself)"
+        )));
+    }
+    Ok(())
+}
+
 impl Load {
+    fn empty(cpus: &[u32]) -> Load {
+        Load {
+            pids: Vec::new(),
+            cpus: cpus.to_vec(),
+            started: Instant::now(),
+            flow: None,
+        }
+    }
+
     /// Starts `procs` compute-bound processes pinned to `cpus` (all of them may run on any
     /// CPU of the list). Errors: no CPU, a CPU this process may not use, `fork` failing (the
     /// processes already started are stopped).
@@ -141,76 +336,40 @@ impl Load {
         if cpus.is_empty() {
             return Err(Error::Load("no CPU to put the load on".into()));
         }
-        let allowed = allowed_cpus()?;
-        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
-            return Err(Error::Load(format!(
-                "CPU {c} is not one this process may use (allowed: {allowed:?})"
-            )));
-        }
-        // Everything the child needs is prepared before fork: it only makes system calls.
-        // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpus {
-            // SAFETY: c is an allowed CPU, below CPU_SETSIZE.
-            unsafe { libc::CPU_SET(c as usize, &mut set) };
-        }
-        let mut load = Load {
-            pids: Vec::with_capacity(procs),
-            cpus: cpus.to_vec(),
-            started: Instant::now(),
-        };
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
+        let set = cpu_set(cpus)?;
+        let mut load = Load::empty(cpus);
         for _ in 0..procs {
-            // The child reports on this pipe once its parent-death signal is armed, so the
-            // thread that forked it (whose end fires the signal) is alive when it is.
-            let mut fds = [0; 2];
-            // SAFETY: fds has room for the two descriptors.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-                return Err(Error::Load(format!(
-                    "cannot create a pipe: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-            // SAFETY: the child branch below calls only async-signal-safe functions and never
-            // returns, so the fork of a multi-threaded process is sound.
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
-                // SAFETY: async-signal-safe calls only; `set` was built before fork.
-                unsafe { spin(parent, &set, fds) }
-            }
-            let fork_err = std::io::Error::last_os_error();
-            let mut byte = 0u8;
-            // SAFETY: closing our copy of the write end, then a one-byte read into `byte`.
-            let got = unsafe {
-                libc::close(fds[1]);
-                let mut n;
-                loop {
-                    n = libc::read(fds[0], (&mut byte as *mut u8).cast(), 1);
-                    if !(n < 0
-                        && std::io::Error::last_os_error().kind()
-                            == std::io::ErrorKind::Interrupted)
-                    {
-                        break;
-                    }
-                }
-                libc::close(fds[0]);
-                n
-            };
-            if pid < 0 {
-                return Err(Error::Load(format!(
-                    "cannot fork a load process: {fork_err}"
-                )));
-            }
-            load.pids.push(pid);
-            if got != 1 {
-                // Dropping `load` reaps this one and stops the others.
-                return Err(Error::Load(format!(
-                    "load process {pid} did not start (it could not arm its parent-death \
-                     signal or pin itself)"
-                )));
-            }
+            // On an error, dropping `load` stops the processes already started.
+            fork_helper(&mut load, Some(&set), Job::Spin)?;
         }
+        Ok(load)
+    }
+
+    /// Starts one process that sends a TCP stream to `sink` at `mbit` Mbit/s (`None`: as fast
+    /// as the link allows), pinned to `cpus` (empty: the caller's CPUs). The connection is
+    /// made here, so an unreachable sink is this call's error. The process ends when the sink
+    /// closes the connection, when [`Load::stop`] is called or the `Load` dropped, and when
+    /// the thread that started it ends.
+    pub fn flow(cpus: &[u32], sink: SocketAddr, mbit: Option<f64>) -> Result<Load> {
+        let bytes_per_s = match mbit {
+            Some(m) if m.is_finite() && m > 0.0 => m * 1e6 / 8.0,
+            Some(m) => return Err(Error::Load(format!("flow rate {m} Mbit/s is not > 0"))),
+            None => 0.0,
+        };
+        let set = if cpus.is_empty() {
+            None
+        } else {
+            Some(cpu_set(cpus)?)
+        };
+        let stream = TcpStream::connect_timeout(&sink, CONNECT_TIMEOUT)
+            .map_err(|e| Error::Load(format!("cannot connect to the flow's sink {sink}: {e}")))?;
+        let mut load = Load::empty(cpus);
+        let job = Job::Flow {
+            fd: stream.as_raw_fd(),
+            bytes_per_s,
+        };
+        load.flow = Some(stream);
+        fork_helper(&mut load, set.as_ref(), job)?;
         Ok(load)
     }
 
@@ -219,12 +378,12 @@ impl Load {
         &self.pids
     }
 
-    /// The CPUs they are pinned to.
+    /// The CPUs they are pinned to (empty: a flow on the caller's CPUs).
     pub fn cpus(&self) -> &[u32] {
         &self.cpus
     }
 
-    /// Kills and reaps the processes; reports their CPU time.
+    /// Kills and reaps the processes; reports their CPU time (and a flow's bytes).
     pub fn stop(mut self) -> Result<LoadReport> {
         self.kill_all()
     }
@@ -257,12 +416,14 @@ impl Load {
                 break;
             }
         }
+        let bytes_sent = self.flow.take().map(|s| bytes_acked(&s));
         match first_err {
             Some(e) => Err(e),
             None => Ok(LoadReport {
                 procs,
                 seconds: self.started.elapsed().as_secs_f64(),
                 cpu_seconds: cpu,
+                bytes_sent,
             }),
         }
     }
@@ -274,6 +435,24 @@ impl Drop for Load {
             let _ = self.kill_all();
         }
     }
+}
+
+/// The bytes of `stream` its peer acknowledged (`TCP_INFO`; 0 if the kernel does not say).
+fn bytes_acked(stream: &TcpStream) -> u64 {
+    // SAFETY: tcp_info is plain data; all-zero is valid.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` has `len` bytes; the descriptor is the stream's, open.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 { info.tcpi_bytes_acked } else { 0 }
 }
 
 /// True while process `pid` exists and is not a zombie (from `/proc/PID/stat`): how a caller
@@ -290,11 +469,17 @@ pub fn is_running(pid: u32) -> bool {
     }
 }
 
-/// The load process: dies with the thread that forked it, runs on `set`, computes forever.
+/// A helper process: dies with the thread that forked it, runs on `set` (if any), then does
+/// its job forever.
 ///
 /// # Safety
 /// Only for the child of `fork`: it makes async-signal-safe system calls and never returns.
-unsafe fn spin(parent: libc::pid_t, set: &libc::cpu_set_t, pipe: [libc::c_int; 2]) -> ! {
+unsafe fn helper(
+    parent: libc::pid_t,
+    set: Option<&libc::cpu_set_t>,
+    pipe: [libc::c_int; 2],
+    job: Job,
+) -> ! {
     // SAFETY: plain system calls with valid arguments; see the function's contract.
     unsafe {
         libc::close(pipe[0]);
@@ -316,18 +501,76 @@ unsafe fn spin(parent: libc::pid_t, set: &libc::cpu_set_t, pipe: [libc::c_int; 2
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+        if let Some(set) = set
+            && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+        {
             libc::_exit(2);
         }
         let ok = 1u8;
         libc::write(pipe[1], (&ok as *const u8).cast(), 1);
         libc::close(pipe[1]);
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        loop {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            std::ptr::write_volatile(&mut x, x);
+        match job {
+            Job::Spin => spin(),
+            Job::Flow { fd, bytes_per_s } => flow(fd, bytes_per_s),
+        }
+    }
+}
+
+/// Computes forever.
+fn spin() -> ! {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    loop {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // SAFETY: a volatile write to a local.
+        unsafe { std::ptr::write_volatile(&mut x, x) };
+    }
+}
+
+/// Seconds on the monotonic clock (async-signal-safe).
+fn monotonic() -> f64 {
+    // SAFETY: timespec is plain data; clock_gettime writes it.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Writes [`FLOW_BUFFER`] to `fd` until a write fails (the sink closed: SIGPIPE or EPIPE end
+/// the process), sleeping so that the bytes sent never run ahead of `bytes_per_s` (0: never
+/// sleeps). Only async-signal-safe calls: it runs in the child of a fork.
+fn flow(fd: libc::c_int, bytes_per_s: f64) -> ! {
+    // Paced: chunks of 5 ms of traffic, so the rate is even at the scale of a window.
+    let chunk = if bytes_per_s > 0.0 {
+        ((bytes_per_s * 0.005) as usize).clamp(1024, FLOW_BUFFER.len())
+    } else {
+        FLOW_BUFFER.len()
+    };
+    let t0 = monotonic();
+    let mut sent = 0.0;
+    loop {
+        // SAFETY: FLOW_BUFFER holds at least `chunk` bytes.
+        let n = unsafe { libc::write(fd, FLOW_BUFFER.as_ptr().cast(), chunk) };
+        if n < 0 {
+            // SAFETY: errno of this thread.
+            if unsafe { *libc::__errno_location() } == libc::EINTR {
+                continue;
+            }
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(3) };
+        }
+        sent += n as f64;
+        if bytes_per_s > 0.0 {
+            let ahead = sent / bytes_per_s - (monotonic() - t0);
+            if ahead > 0.0 {
+                let ts = libc::timespec {
+                    tv_sec: ahead as libc::time_t,
+                    tv_nsec: (ahead.fract() * 1e9) as libc::c_long,
+                };
+                // SAFETY: a valid timespec; the remainder is not wanted.
+                unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+            }
         }
     }
 }
@@ -435,6 +678,126 @@ mod tests {
         let mut status = 0;
         // SAFETY: pid is our child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
+    }
+
+    #[test]
+    fn net_spec_parses() {
+        let s: NetLoadSpec = "node2".parse().unwrap();
+        assert_eq!(
+            (s.node.as_str(), s.mbit, s.from_step, s.until_step),
+            ("node2", None, 0, None)
+        );
+        assert_eq!(s.to_string(), "node2@0");
+        let s: NetLoadSpec = "site-b.n1:12.5@3-7".parse().unwrap();
+        assert_eq!(
+            (s.node.as_str(), s.mbit, s.from_step, s.until_step),
+            ("site-b.n1", Some(12.5), 3, Some(7))
+        );
+        assert_eq!(s.to_string(), "site-b.n1:12.5@3-7");
+        assert!(!s.active_at(2) && s.active_at(3) && !s.active_at(7));
+        for bad in [
+            "", ":5", "n:0", "n:-1", "n:x", "n:inf", "n@", "n@4-4", "n@x",
+        ] {
+            let e = bad.parse::<NetLoadSpec>().unwrap_err();
+            assert!(
+                e.contains("expected NODE[:MBIT][@STEP[-END]]"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    /// A sink on the loopback: counts what it reads until the sender closes.
+    fn sink() -> (SocketAddr, std::thread::JoinHandle<u64>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            std::io::copy(&mut conn, &mut std::io::sink()).unwrap_or(0)
+        });
+        (addr, h)
+    }
+
+    #[test]
+    fn a_flow_sends_at_most_its_rate_and_stops() {
+        let (addr, received) = sink();
+        let cpu = allowed_cpus().unwrap()[0];
+        let load = Load::flow(&[cpu], addr, Some(8.0)).unwrap(); // 1 MB/s
+        let pid = load.pids()[0];
+        assert_eq!(load.cpus(), &[cpu]);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(alive(pid));
+        let r = load.stop().unwrap();
+        assert!(!alive(pid), "flow process {pid} outlived stop()");
+        let acked = r.bytes_sent.unwrap();
+        // The sink sees the end of the stream once the sender is gone, with every byte
+        // acknowledged at the stop (the kernel's count may include the SYN's one) and at most
+        // what was written: never ahead of 1 MB/s (a slow machine only sends less).
+        let received = received.join().unwrap();
+        assert!(acked > 0 && received + 1 >= acked, "{r:?}, {received}");
+        assert!(
+            received as f64 <= 1e6 * r.seconds + 5e3,
+            "{r:?}, {received}"
+        );
+    }
+
+    #[test]
+    fn flows_stop_on_drop_panic_and_thread_end() {
+        let (addr, received) = sink();
+        let load = Load::flow(&[], addr, None).unwrap();
+        let pid = load.pids()[0];
+        drop(load);
+        assert!(!alive(pid));
+        assert!(received.join().unwrap() > 0);
+
+        let (addr, received) = sink();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = std::thread::spawn(move || {
+            let load = Load::flow(&[], addr, None).unwrap();
+            tx.send(load.pids()[0]).unwrap();
+            panic!("the run fails");
+        });
+        let pid = rx.recv().unwrap();
+        assert!(h.join().is_err());
+        assert!(!alive(pid));
+        received.join().unwrap();
+
+        // Leaked: the parent-death signal ends it with the thread that started it.
+        let (addr, received) = sink();
+        let pid = std::thread::spawn(move || {
+            let load = Load::flow(&[], addr, Some(1.0)).unwrap();
+            let pid = load.pids()[0];
+            std::mem::forget(load);
+            pid
+        })
+        .join()
+        .unwrap();
+        let t0 = Instant::now();
+        while alive(pid) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!alive(pid), "flow process {pid} outlived its thread");
+        let mut status = 0;
+        // SAFETY: pid is our child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        // The leaked parent copy of the socket keeps the stream open; the sink thread is
+        // left to end with the test process.
+        drop(received);
+    }
+
+    #[test]
+    fn an_unreachable_sink_is_an_error() {
+        // A port nobody listens on: bind, note it, close.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let e = Load::flow(&[], addr, None).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("cannot connect to the flow's sink {addr}")),
+            "{e}"
+        );
+        let e = Load::flow(&[], addr, Some(0.0)).unwrap_err().to_string();
+        assert!(e.contains("not > 0"), "{e}");
     }
 
     #[test]

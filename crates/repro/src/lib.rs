@@ -35,6 +35,7 @@ mod report;
 mod sim;
 mod studies;
 mod svg;
+mod vcluster;
 
 pub use error::{Error, Result};
 pub use studies::Scale;
@@ -56,6 +57,24 @@ pub struct Options {
     pub repeats: Option<usize>,
     /// The mesh size (vertices); `None`: the scale's (PHAML's 524,500, or 4,000 when tiny).
     pub target_vertices: Option<usize>,
+    /// Experiment 2 measured on the namespace cluster: runs made by `cargo xtask reproduce`,
+    /// or why it could not make them.
+    pub net: NetStudy,
+}
+
+/// The runs of experiment 2 on a network (`cargo xtask vcluster`), which this library does
+/// not make: xtask brings the namespaces up, runs `fem-laplace` under `mpirun` across them
+/// and passes the directory on.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum NetStudy {
+    /// Nothing was said: the report says the study was not run.
+    #[default]
+    NotAsked,
+    /// It could not run here, and why (not root, no iproute2, …).
+    Skipped(String),
+    /// One subdirectory per run under this directory, each with `run.json` (`balance`,
+    /// `w_comm`, `flow_on`) and the run's `summary.json`.
+    Runs(PathBuf),
 }
 
 impl Options {
@@ -66,6 +85,7 @@ impl Options {
             out,
             repeats: None,
             target_vertices: None,
+            net: NetStudy::NotAsked,
         }
     }
 }
@@ -176,6 +196,15 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
     let cal = calibrate(&cases, &measured_runs, &seq, host_mflops, items.progress)?;
     let (mut records, validation) =
         simulate_all(&cases, &measured_runs, &seq, &cal, host_mflops, &mut items)?;
+    let net = match &opts.net {
+        NetStudy::Runs(dir) => {
+            let runs = vcluster::read_runs(dir).context("the vcluster runs of experiment 2")?;
+            records.extend(vcluster::records(&runs));
+            report::Net::Runs(runs)
+        }
+        NetStudy::Skipped(why) => report::Net::Skipped(why.clone()),
+        NetStudy::NotAsked => report::Net::NotAsked,
+    };
     report::relative_changes(&mut records);
     let setup = report::Setup {
         scale: format!("{scale:?}").to_lowercase(),
@@ -188,7 +217,7 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         calibration: cal.calib.clone(),
         seconds: t0.elapsed().as_secs_f64(),
     };
-    report::write(out, &setup, &records, &validation)?;
+    report::write(out, &setup, &records, &validation, &net)?;
     items.progress.message(&format!(
         "drum-repro: {} runs in {:.0} s; report in {}",
         records.len(),

@@ -5,6 +5,7 @@ use crate::calib::Calib;
 use crate::error::{Context, Result};
 use crate::studies::STUDIES;
 use crate::svg;
+use crate::vcluster::{self, NetRun};
 use crate::{Record, Validation};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -23,6 +24,16 @@ pub struct Setup {
     pub host_mflops: f64,
     pub calibration: Calib,
     pub seconds: f64,
+}
+
+/// Experiment 2 on the namespace cluster, as the report gets it.
+pub enum Net {
+    /// No runs were given.
+    NotAsked,
+    /// Not run here, and why.
+    Skipped(String),
+    /// The runs read.
+    Runs(Vec<NetRun>),
 }
 
 /// Sets each record's RC against the uniform run of its configuration and mode.
@@ -199,6 +210,7 @@ pub fn write(
     setup: &Setup,
     records: &[Record],
     validation: &[Validation],
+    net: &Net,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut doc = Doc {
@@ -284,7 +296,10 @@ pub fn write(
         }
         match key {
             "exp1" => exp1(&mut doc, &recs)?,
-            "exp2" => exp2(&mut doc, &recs)?,
+            "exp2" => {
+                exp2(&mut doc, &recs)?;
+                exp2_net(&mut doc, records, net);
+            }
             "exp3" => exp3(&mut doc, &recs)?,
             "exp4" => exp4(&mut doc, &recs)?,
             "sensing" => sensing(&mut doc, &recs)?,
@@ -294,9 +309,9 @@ pub fn write(
     let md = dir.join("report.md");
     std::fs::write(&md, &doc.md).with_context(|| format!("writing {}", md.display()))?;
     let mut studies = serde_json::Map::new();
-    for key in STUDIES {
-        let v: Vec<&Record> = records.iter().filter(|r| r.study == key).collect();
-        studies.insert(key.into(), serde_json::to_value(v)?);
+    for key in STUDIES.iter().chain([&vcluster::STUDY]) {
+        let v: Vec<&Record> = records.iter().filter(|r| r.study == *key).collect();
+        studies.insert((*key).into(), serde_json::to_value(v)?);
     }
     let json = serde_json::json!({
         "setup": setup,
@@ -547,6 +562,126 @@ fn exp2(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
         "the monitors' overhead is low on fast-only runs (8 and 16 processes)",
     );
     Ok(())
+}
+
+/// Experiment 2 measured on the namespace cluster: the part DRUM gives the node whose link
+/// carries a competing flow, against w_comm, and what the weight does to the time.
+fn exp2_net(doc: &mut Doc, records: &[Record], net: &Net) {
+    let _ = writeln!(
+        doc.md,
+        "\n### Experiment 2 measured on a network (`cargo xtask vcluster`)\n"
+    );
+    let runs = match net {
+        Net::NotAsked => {
+            let _ = writeln!(
+                doc.md,
+                "Not run: no vcluster runs were given (`cargo xtask reproduce` makes them where \
+                 it can make network namespaces)."
+            );
+            return;
+        }
+        Net::Skipped(why) => {
+            let _ = writeln!(doc.md, "Not run here: {why}.");
+            return;
+        }
+        Net::Runs(r) => r,
+    };
+    let _ = writeln!(
+        doc.md,
+        "Measured, not simulated: `machines/vcluster-2.xml` as two network namespaces of one \
+         CPU each, their links shaped to 100 Mbit/s in both directions (tbf), `fem-laplace`'s \
+         MPI ranks talking TCP across them, each node's DRUM agent reading its own namespace's \
+         interface counters (the communication power is the available bandwidth, DRUM 2005 \
+         §3.3). The competing flow is an unpaced TCP stream from the node to a sink outside the \
+         compute nodes for the whole run. One run per configuration; the two namespaces share \
+         this host's cores, so the times show the network's effect, not a cluster's speed.\n"
+    );
+    let recs: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.study == vcluster::STUDY)
+        .collect();
+    doc.md += &table(&recs, true);
+    let nodes: Vec<String> = runs
+        .first()
+        .map(|r| r.parts.iter().map(|p| p.node.clone()).collect())
+        .unwrap_or_default();
+    let _ = write!(doc.md, "\n| configuration | variant | time |");
+    for n in &nodes {
+        let _ = write!(doc.md, " {n}'s part (work held) |");
+    }
+    let _ = writeln!(doc.md, "\n|---|---|---:|{}", "---:|".repeat(nodes.len()));
+    for r in runs {
+        let _ = write!(
+            doc.md,
+            "| {} | {} | {:.3} s |",
+            r.config(),
+            r.variant(),
+            r.time_s
+        );
+        for n in &nodes {
+            match r.part_of(n) {
+                Some(p) => {
+                    let _ = write!(
+                        doc.md,
+                        " {:.1} % ({:.1} %) |",
+                        100.0 * p.target,
+                        100.0 * p.work_share
+                    );
+                }
+                None => doc.md += " – |",
+            }
+        }
+        doc.md += "\n";
+    }
+    let _ = writeln!(doc.md, "\nWhat the weight does, from these runs:\n");
+    let parts = vcluster::loaded_parts(runs, 0.5);
+    verdict(
+        &mut doc.md,
+        "with a competing flow on one node's link, w_comm = 0.5 gives that node a part at \
+         least 5 points smaller than w_comm = 0",
+        parts.as_ref().map(|p| p.1 - p.2 >= 0.05),
+        parts.as_ref().map_or("no pair of runs".into(), |p| {
+            format!(
+                "{}'s part {:.1} % at w_comm 0, {:.1} % at 0.5",
+                p.0,
+                100.0 * p.1,
+                100.0 * p.2
+            )
+        }),
+    );
+    for (config, rs) in by_config(&recs) {
+        let Some(base) = rs
+            .iter()
+            .find(|r| r.balance != "uniform" && r.w_comm == 0.0)
+        else {
+            continue;
+        };
+        let effects: Vec<String> = rs
+            .iter()
+            .filter(|r| r.balance != "uniform" && r.w_comm > 0.0)
+            .map(|r| {
+                let d = r.time_s / base.time_s - 1.0;
+                let word = match d {
+                    d if d < -0.02 => "helps",
+                    d if d > 0.02 => "hurts",
+                    _ => "no clear change",
+                };
+                format!("w_comm {}: {word} ({:+.1} %)", r.w_comm, 100.0 * d)
+            })
+            .collect();
+        let _ = writeln!(
+            doc.md,
+            "- {config}: against w_comm 0, {}",
+            effects.join("; ")
+        );
+    }
+    let _ = writeln!(
+        doc.md,
+        "\nThe simulator is not checked against these runs: it has no model of a competing \
+         flow sharing a shaped link (TCP's share of the bottleneck, the queue the flow builds \
+         in tbf, the retransmissions), nor of two nodes sharing this host's cores, so its \
+         time would not say whether the model holds."
+    );
 }
 
 /// Spearman's rank correlation.

@@ -3,7 +3,7 @@
 //! `repro` does the work; this is its command line and progress bar).
 
 use clap::Parser;
-use repro::{Options, Scale};
+use repro::{NetStudy, Options, Scale};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,6 +30,13 @@ struct Args {
     /// The mesh size (vertices); default 524,500 (PHAML's).
     #[arg(long)]
     target_vertices: Option<usize>,
+    /// Experiment 2 measured on the namespace cluster: the runs `cargo xtask reproduce` made
+    /// (one subdirectory each with run.json and summary.json).
+    #[arg(long, value_name = "DIR")]
+    vcluster_runs: Option<PathBuf>,
+    /// Why the namespace runs could not be made here (the report says so).
+    #[arg(long, value_name = "WHY", conflicts_with = "vcluster_runs")]
+    vcluster_skipped: Option<String>,
 }
 
 /// Progress on stderr: a bar redrawn in place on a terminal, else a line per item.
@@ -76,6 +83,11 @@ fn main() {
     let opts = Options {
         repeats: args.repeats,
         target_vertices: args.target_vertices,
+        net: match (args.vcluster_runs, args.vcluster_skipped) {
+            (Some(dir), _) => NetStudy::Runs(dir),
+            (None, Some(why)) => NetStudy::Skipped(why),
+            (None, None) => NetStudy::NotAsked,
+        },
         ..Options::new(scale, args.out)
     };
     let mut bar = Bar {

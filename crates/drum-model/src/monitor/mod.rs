@@ -90,8 +90,9 @@ pub struct MonitorTarget {
     pub processes: Vec<ProcessRef>,
     /// Whether to report the host's interfaces for this node.
     pub ifaces: bool,
-    /// Capacity to report for interfaces whose speed sysfs does not give (e.g. the node's
-    /// `bandwidth`).
+    /// The node's link capacity (e.g. its `bandwidth`): reported for interfaces whose speed
+    /// sysfs does not give, and caps the speed of those whose it does (the link, not the
+    /// interface, is the bottleneck: a veth reports 10 Gbit/s behind a shaped 100 Mbit/s).
     pub default_capacity_mbps: Option<f64>,
 }
 
@@ -466,7 +467,7 @@ mod tests {
                     cpus: Some(vec![0]),
                     processes: vec![ProcessRef::SelfProcess],
                     ifaces: true,
-                    default_capacity_mbps: None,
+                    default_capacity_mbps: Some(1000.0),
                 },
                 MonitorTarget {
                     node: 2,
@@ -510,6 +511,25 @@ mod tests {
         assert_eq!(out[1].cpu_idle, vec![0.1]);
         assert_eq!(out[1].proc_util, vec![0.8]);
         assert!(out[1].ifaces.is_empty());
+    }
+
+    #[test]
+    fn the_link_caps_the_interface_speed() {
+        use super::sampler::link_capacity;
+        // A veth reports 10 Gbit/s; the machine file's 100 Mbit/s link is what it carries.
+        assert_eq!(link_capacity(Some(10_000.0), Some(100.0)), Some(100.0));
+        assert_eq!(link_capacity(Some(100.0), Some(48_000.0)), Some(100.0));
+        assert_eq!(link_capacity(None, Some(100.0)), Some(100.0));
+        assert_eq!(link_capacity(Some(1000.0), None), Some(1000.0));
+        assert_eq!(link_capacity(None, None), None);
+        let fake = FakeProc::new("capped");
+        fake.state([(0, 0), (0, 0)], 0, 0, [0, 0, 0, 0]);
+        let mut cfg = config(&fake);
+        cfg.targets[0].default_capacity_mbps = Some(10.0);
+        let mut s = Sampler::new(cfg).unwrap();
+        let a = s.snapshot().unwrap();
+        let b = s.snapshot().unwrap();
+        assert_eq!(s.samples(&a, &b)[0].ifaces[0].capacity_mbps, Some(10.0));
     }
 
     #[test]

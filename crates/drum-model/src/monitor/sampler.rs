@@ -253,7 +253,10 @@ impl Sampler {
                     ifaces
                         .iter()
                         .map(|f| IfaceUsage {
-                            capacity_mbps: f.capacity_mbps.or(target.default_capacity_mbps),
+                            capacity_mbps: link_capacity(
+                                f.capacity_mbps,
+                                target.default_capacity_mbps,
+                            ),
                             ..f.clone()
                         })
                         .collect()
@@ -305,5 +308,15 @@ impl Sampler {
                 }
             })
             .collect()
+    }
+}
+
+/// The capacity C_i of an interface (DRUM 2005 §3.3.2): the smaller of the speed its driver
+/// reports and the node's link capacity from the machine file, whichever are known. A
+/// 10 Gbit/s interface (a veth reports 10000) behind a 100 Mbit/s link carries 100 Mbit/s.
+pub(super) fn link_capacity(speed: Option<f64>, link: Option<f64>) -> Option<f64> {
+    match (speed, link) {
+        (Some(s), Some(l)) => Some(s.min(l)),
+        (s, l) => s.or(l),
     }
 }

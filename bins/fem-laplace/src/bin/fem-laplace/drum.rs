@@ -4,10 +4,12 @@
 use anyhow::{Context, Result, bail};
 use drum_loop::rebalance::Policy;
 use drum_loop::{LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
-use drum_model::load::{Load, LoadReport, LoadSpec};
+use drum_model::load::{Load, LoadReport, LoadSpec, NetLoadSpec};
 use drum_model::{Machine, PowerConfig, PowerModel, UtilBasis};
 use fem_laplace::dist::{Balancer, DistStepReport};
+use std::fmt;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// `--util-basis`.
@@ -67,6 +69,21 @@ pub struct DrumArgs {
     /// such node's first rank, from step 0).
     #[arg(long)]
     pub machine_load: bool,
+    /// `NODE[:MBIT][@STEP[-END]]`: a competing TCP flow from the machine node named NODE to
+    /// `--net-sink` at MBIT Mbit/s (default: as fast as the link allows), from the start of
+    /// step STEP (default 0) to the start of step END (default: the end), started by the
+    /// node's first rank (so from the node's network namespace on a vcluster); repeatable.
+    /// It always stops with the run.
+    #[arg(
+        long = "net-load",
+        value_name = "NODE[:MBIT][@STEP[-END]]",
+        requires = "net_sink"
+    )]
+    pub net_load: Vec<NetLoadSpec>,
+    /// Where the flows of `--net-load` go: the ADDR:PORT of a TCP sink outside the compute
+    /// nodes (`cargo xtask run-laplace --vcluster` runs one).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub net_sink: Option<SocketAddr>,
     /// Do not pin each rank to its node's `cpus`.
     #[arg(long)]
     pub no_pin: bool,
@@ -154,6 +171,70 @@ impl DrumArgs {
         }
         Ok(specs)
     }
+
+    /// The flows to run (`--net-load`), each with the rank that starts it: its node's first.
+    pub fn net_loads(&self, machine: &Machine) -> Result<Vec<NetLoad>> {
+        let Some(sink) = self.net_sink else {
+            return Ok(Vec::new());
+        };
+        self.net_load
+            .iter()
+            .map(|spec| {
+                let mut named = machine.computing_nodes().filter(|n| n.name == spec.node);
+                let (Some(node), None) = (named.next(), named.next()) else {
+                    let names: Vec<&str> =
+                        machine.computing_nodes().map(|n| n.name.as_str()).collect();
+                    bail!(
+                        "--net-load {spec}: {} has no single computing node named {:?} (its \
+                         computing nodes: {names:?})",
+                        machine.source(),
+                        spec.node
+                    );
+                };
+                Ok(NetLoad {
+                    rank: node.rank_range().start,
+                    spec: spec.clone(),
+                    sink,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A `--net-load` flow with the rank that starts it and its sink.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetLoad {
+    /// The first rank of the flow's node.
+    pub rank: usize,
+    /// The flag.
+    pub spec: NetLoadSpec,
+    /// Where it sends.
+    pub sink: SocketAddr,
+}
+
+/// One competing load of a rank: compute-bound processes or a flow.
+#[derive(Debug, Clone, PartialEq)]
+enum Competing {
+    Cpu(LoadSpec),
+    Net(NetLoad),
+}
+
+impl Competing {
+    fn steps(&self) -> (usize, Option<usize>) {
+        match self {
+            Competing::Cpu(s) => (s.from_step, s.until_step),
+            Competing::Net(n) => (n.spec.from_step, n.spec.until_step),
+        }
+    }
+}
+
+impl fmt::Display for Competing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Competing::Cpu(s) => write!(f, "--load {s}"),
+            Competing::Net(n) => write!(f, "--net-load {}", n.spec),
+        }
+    }
 }
 
 /// The CPUs of each rank's node, if every computing node lists them.
@@ -169,27 +250,60 @@ pub fn rank_cpus(machine: &Machine) -> Option<Vec<Vec<usize>>> {
         .collect()
 }
 
-/// One rank's competing loads: started at their steps, stopped (and reaped) at their end
-/// step, at the end of the run, or when dropped.
+/// One rank's competing loads and flows: started at their steps, stopped (and reaped) at
+/// their end step, at the end of the run, or when dropped.
 pub struct Loads<'m> {
     machine: &'m Machine,
     rank: usize,
-    specs: Vec<LoadSpec>,
+    specs: Vec<Competing>,
     /// Each running load with the index of its spec.
     running: Vec<(usize, Load)>,
-    /// Processes and CPU seconds of the loads already stopped.
-    stopped: (usize, f64),
+    /// What the loads already stopped did.
+    stopped: Stopped,
+}
+
+/// The figures of stopped loads: processes, CPU seconds, bytes the flows sent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stopped {
+    /// Compute-bound processes.
+    pub procs: usize,
+    /// Their CPU seconds.
+    pub cpu_s: f64,
+    /// Bytes the flows' sinks acknowledged.
+    pub net_bytes: u64,
+}
+
+impl Stopped {
+    fn add(&mut self, spec: &Competing, r: &LoadReport) {
+        match spec {
+            Competing::Cpu(_) => {
+                self.procs += r.procs;
+                self.cpu_s += r.cpu_seconds;
+            }
+            Competing::Net(_) => self.net_bytes += r.bytes_sent.unwrap_or(0),
+        }
+    }
 }
 
 impl<'m> Loads<'m> {
-    /// The loads of `rank` among `specs`.
-    pub fn new(machine: &'m Machine, rank: usize, specs: &[LoadSpec]) -> Loads<'m> {
+    /// The loads of `rank` among `specs` and its flows among `nets`.
+    pub fn new(
+        machine: &'m Machine,
+        rank: usize,
+        specs: &[LoadSpec],
+        nets: &[NetLoad],
+    ) -> Loads<'m> {
+        let cpu = specs.iter().filter(|s| s.rank == rank).copied();
+        let net = nets.iter().filter(|n| n.rank == rank).cloned();
         Loads {
             machine,
             rank,
-            specs: specs.iter().filter(|s| s.rank == rank).copied().collect(),
+            specs: cpu
+                .map(Competing::Cpu)
+                .chain(net.map(Competing::Net))
+                .collect(),
             running: Vec::new(),
-            stopped: (0, 0.0),
+            stopped: Stopped::default(),
         }
     }
 
@@ -197,15 +311,15 @@ impl<'m> Loads<'m> {
     pub fn at_step(&mut self, step: usize) -> Result<()> {
         let mut i = 0;
         while i < self.running.len() {
-            if self.specs[self.running[i].0].until_step == Some(step) {
+            if self.specs[self.running[i].0].steps().1 == Some(step) {
                 let (k, load) = self.running.swap_remove(i);
                 let r: LoadReport = load.stop()?;
-                self.stopped.0 += r.procs;
-                self.stopped.1 += r.cpu_seconds;
-                eprintln!(
-                    "load: --load {} stopped at step {step} ({:.2} CPU s)",
-                    self.specs[k], r.cpu_seconds
-                );
+                self.stopped.add(&self.specs[k], &r);
+                let what = match r.bytes_sent {
+                    Some(b) => format!("{:.2} MB sent", b as f64 / 1e6),
+                    None => format!("{:.2} CPU s", r.cpu_seconds),
+                };
+                eprintln!("load: {} stopped at step {step} ({what})", self.specs[k]);
             } else {
                 i += 1;
             }
@@ -216,35 +330,48 @@ impl<'m> Loads<'m> {
             .as_ref()
             .map(|c| c.cpus().to_vec())
             .unwrap_or_default();
-        for (k, s) in self.specs.iter().enumerate() {
-            if s.from_step != step {
+        for (k, spec) in self.specs.iter().enumerate() {
+            if spec.steps().0 != step {
                 continue;
             }
-            let load = Load::start(&cpus, s.procs)
-                .with_context(|| format!("--load {s} (rank {})", self.rank))?;
-            eprintln!(
-                "load: {} competing process{} (pid {:?}) on CPU {:?} of rank {} ({}) from step {step}",
-                s.procs,
-                if s.procs == 1 { "" } else { "es" },
-                load.pids(),
-                load.cpus(),
-                self.rank,
-                node.label()
-            );
+            let load = match spec {
+                Competing::Cpu(s) => Load::start(&cpus, s.procs),
+                Competing::Net(n) => Load::flow(&cpus, n.sink, n.spec.mbit),
+            }
+            .with_context(|| format!("{spec} (rank {})", self.rank))?;
+            match spec {
+                Competing::Cpu(s) => eprintln!(
+                    "load: {} competing process{} (pid {:?}) on CPU {:?} of rank {} ({}) from step {step}",
+                    s.procs,
+                    if s.procs == 1 { "" } else { "es" },
+                    load.pids(),
+                    load.cpus(),
+                    self.rank,
+                    node.label()
+                ),
+                Competing::Net(n) => eprintln!(
+                    "load: a TCP flow (pid {:?}) from rank {} ({}) to {} at {} from step {step}",
+                    load.pids(),
+                    self.rank,
+                    node.label(),
+                    n.sink,
+                    n.spec
+                        .mbit
+                        .map_or("the link's speed".into(), |m| format!("{m} Mbit/s")),
+                ),
+            }
             self.running.push((k, load));
         }
         Ok(())
     }
 
-    /// Stops every load; the processes and CPU seconds of all of them over the run.
-    pub fn stop(&mut self) -> Result<(usize, f64)> {
-        let mut out = self.stopped;
-        for (_, l) in self.running.drain(..) {
+    /// Stops every load; what all of them did over the run.
+    pub fn stop(&mut self) -> Result<Stopped> {
+        for (k, l) in std::mem::take(&mut self.running) {
             let r: LoadReport = l.stop()?;
-            out.0 += r.procs;
-            out.1 += r.cpu_seconds;
+            self.stopped.add(&self.specs[k], &r);
         }
-        Ok(out)
+        Ok(self.stopped)
     }
 }
 
@@ -257,11 +384,13 @@ pub struct RankEnd {
     pub load_procs: usize,
     /// Their CPU seconds.
     pub load_cpu_s: f64,
+    /// Bytes its `--net-load` flows sent (acknowledged by the sink).
+    pub net_load_bytes: u64,
 }
 
 impl RankEnd {
     /// As numbers for a gather.
-    pub fn to_words(self) -> [f64; 8] {
+    pub fn to_words(self) -> [f64; 9] {
         let m = self.monitor;
         [
             f64::from(u8::from(m.is_some())),
@@ -272,6 +401,7 @@ impl RankEnd {
             m.map_or(0.0, |m| m.windows as f64),
             self.load_procs as f64,
             self.load_cpu_s,
+            self.net_load_bytes as f64,
         ]
     }
 
@@ -287,6 +417,7 @@ impl RankEnd {
             }),
             load_procs: w[6] as usize,
             load_cpu_s: w[7],
+            net_load_bytes: w[8] as u64,
         }
     }
 }
@@ -352,6 +483,8 @@ pub struct RankSummary {
     pub rank: usize,
     /// Its node's name.
     pub node: String,
+    /// The host it ran on (its processor name: the node's hostname on a vcluster).
+    pub host: String,
     /// Its part size at the last rebalance (the sizing's).
     pub target: f64,
     /// Its monitored part size at the end.
@@ -367,10 +500,11 @@ pub struct RankSummary {
 }
 
 impl Summary {
-    /// Builds the summary.
+    /// Builds the summary; `hosts[r]` is where rank r ran.
     pub fn new(
         reports: &[DistStepReport],
         ends: &[RankEnd],
+        hosts: &[String],
         machine: Option<&Machine>,
         loads: &[LoadSpec],
     ) -> Summary {
@@ -402,6 +536,7 @@ impl Summary {
             per_rank.push(RankSummary {
                 rank: k,
                 node: machine.map_or(String::new(), |m| m.node(m.rank_node(k)).name.clone()),
+                host: hosts.get(k).cloned().unwrap_or_default(),
                 target: bal.map_or(1.0 / ranks as f64, |b| b.targets[k]),
                 monitored: bal.map_or(f64::NAN, |b| b.monitored_sizes[k]),
                 work_share: last.map_or(0.0, |l| l.ranks[k].work / work_total.max(1.0)),
@@ -544,6 +679,16 @@ impl Summary {
             writeln!(
                 out,
                 "RC_ideal (DRUM 2005 §4.1) of this machine with its loads: {rc:.3}"
+            )?;
+        }
+        for r in self.per_rank.iter().filter(|r| r.end.net_load_bytes > 0) {
+            writeln!(
+                out,
+                "net load: rank {} ({} on {}) sent {:.2} MB",
+                r.rank,
+                r.node,
+                r.host,
+                r.end.net_load_bytes as f64 / 1e6
             )?;
         }
         for w in &self.warnings {

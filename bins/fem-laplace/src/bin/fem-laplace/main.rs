@@ -6,7 +6,7 @@ mod plot;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
-use drum::{DrumArgs, Loads, RankEnd, Summary};
+use drum::{DrumArgs, Loads, NetLoad, RankEnd, Summary};
 use drum_model::Machine;
 use drum_model::load::LoadSpec;
 use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, mesh_hash};
@@ -115,6 +115,8 @@ struct Setup {
     machine: Option<Machine>,
     /// The competing loads to run.
     loads: Vec<LoadSpec>,
+    /// The competing flows to run.
+    net_loads: Vec<NetLoad>,
 }
 
 fn run() -> Result<()> {
@@ -144,15 +146,19 @@ fn run() -> Result<()> {
         ),
         None => {
             let d = &args.drum;
-            if d.balance.is_some() || !d.load.is_empty() || d.machine_load {
-                bail!("--balance, --load and --machine-load need --machine (the ranks' nodes)");
+            if d.balance.is_some() || !d.load.is_empty() || d.machine_load || !d.net_load.is_empty()
+            {
+                bail!(
+                    "--balance, --load, --machine-load and --net-load need --machine (the ranks' \
+                     nodes)"
+                );
             }
             None
         }
     };
-    let loads = match &machine {
-        Some(m) => args.drum.loads(m)?,
-        None => Vec::new(),
+    let (loads, net_loads) = match &machine {
+        Some(m) => (args.drum.loads(m)?, args.drum.net_loads(m)?),
+        None => (Vec::new(), Vec::new()),
     };
     let setup = Setup {
         args,
@@ -161,6 +167,7 @@ fn run() -> Result<()> {
         cfg,
         machine,
         loads,
+        net_loads,
     };
     match (setup.args.backend, setup.args.ranks, &setup.args.machine) {
         (Backend::Mpi, ..) => run_mpi(&setup),
@@ -382,6 +389,8 @@ fn fail_at(s: &Setup) -> Result<Option<(usize, usize)>> {
 /// What rank 0 passes to the printer.
 enum Event {
     Step(Box<DistStepReport>),
+    /// Every rank's host (its processor name), before the first step.
+    Hosts(Vec<String>),
     /// Every rank's end figures (monitor cost, loads).
     End(Vec<RankEnd>),
     Done,
@@ -399,7 +408,18 @@ fn rank_loop<C: comm::Comm>(
     cfg.mesh_hash = !s.args.no_hash && (s.args.json || s.args.jsonl.is_some());
     cfg.fail_at = fail_at(s)?;
     let rank = comm.rank();
-    let mut loads = s.machine.as_ref().map(|m| Loads::new(m, rank, &s.loads));
+    let host = comm.processor_name();
+    if let Some(all) = comm.gatherv_bytes(0, host.as_bytes())? {
+        let hosts = all
+            .iter()
+            .map(|h| String::from_utf8_lossy(h).into_owned())
+            .collect();
+        tx(Event::Hosts(hosts));
+    }
+    let mut loads = s
+        .machine
+        .as_ref()
+        .map(|m| Loads::new(m, rank, &s.loads, &s.net_loads));
     let mut run = RankRun::new(comm, exact, cfg, balancer)?;
     let mut pvtus = Vec::new();
     let mut last = None;
@@ -428,14 +448,15 @@ fn rank_loop<C: comm::Comm>(
         pvtus.push((k, name));
     }
     let monitor = run.stop_monitoring()?;
-    let (load_procs, load_cpu_s) = match &mut loads {
+    let stopped = match &mut loads {
         Some(l) => l.stop()?,
-        None => (0, 0.0),
+        None => drum::Stopped::default(),
     };
     let end = RankEnd {
         monitor,
-        load_procs,
-        load_cpu_s,
+        load_procs: stopped.procs,
+        load_cpu_s: stopped.cpu_s,
+        net_load_bytes: stopped.net_bytes,
     };
     if let Some(all) = run.comm().gatherv(0, &end.to_words())? {
         let ends = (0..run.comm().size())
@@ -501,6 +522,8 @@ struct Printer {
     total: f64,
     reports: Vec<DistStepReport>,
     ends: Vec<RankEnd>,
+    /// Each rank's host, once known.
+    hosts: Vec<String>,
     progress: Progress,
     last_step: Option<usize>,
     jsonl: Option<std::io::BufWriter<std::fs::File>>,
@@ -520,6 +543,7 @@ impl Printer {
             total: 0.0,
             reports: Vec::new(),
             ends: Vec::new(),
+            hosts: Vec::new(),
             progress: Progress::of(s),
             last_step: planned_steps(s),
             jsonl,
@@ -531,7 +555,13 @@ impl Printer {
             eprint!("\r\x1b[K");
         }
         self.total += r.wall_s;
-        let line = serde_json::to_string(r)?;
+        let mut v = serde_json::to_value(r)?;
+        if let Some(ranks) = v["ranks"].as_array_mut() {
+            for (entry, host) in ranks.iter_mut().zip(&self.hosts) {
+                entry["host"] = host.as_str().into();
+            }
+        }
+        let line = v.to_string();
         if let Some(f) = &mut self.jsonl {
             writeln!(f, "{line}")?;
         }
@@ -611,7 +641,13 @@ impl Printer {
         if let Some(f) = &mut self.jsonl {
             f.flush()?;
         }
-        let summary = Summary::new(&self.reports, &self.ends, s.machine.as_ref(), &s.loads);
+        let summary = Summary::new(
+            &self.reports,
+            &self.ends,
+            &self.hosts,
+            s.machine.as_ref(),
+            &s.loads,
+        );
         if let Some(p) = &s.args.summary_json {
             std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
                 .with_context(|| format!("cannot write {}", p.display()))?;
@@ -653,6 +689,7 @@ impl Printer {
         match e {
             Event::Step(r) => self.step(out, &r)?,
             Event::End(ends) => self.ends = ends,
+            Event::Hosts(hosts) => self.hosts = hosts,
             Event::Done => return Ok(false),
         }
         Ok(true)
@@ -775,16 +812,19 @@ fn run_mpi(s: &Setup) -> Result<()> {
             bail!("--ranks {r} but mpirun started {size} processes: they must match");
         }
         let (balancer, _) = balancer(s, Some(size))?;
-        if let Some(cpus) = s
+        let pinned = match s
             .machine
             .as_ref()
             .filter(|_| !s.args.drum.no_pin)
             .and_then(drum::rank_cpus)
         {
-            comm::pin_current_thread(rank, &cpus[rank]).with_context(|| {
+            Some(cpus) => comm::pin_current_thread(rank, &cpus[rank]).with_context(|| {
                 format!("pinning rank {rank} to its node's cpus (--no-pin skips it)")
-            })?;
-        }
+            }),
+            None => Ok(()),
+        };
+        // One rank may fail alone (its CPUs are not its to use): all stop here together.
+        cli_support::collective(world, pinned)?;
         let exact = s.problem.solution();
         let stdout = std::io::stdout();
         let out = std::cell::RefCell::new(stdout.lock());
