@@ -83,6 +83,28 @@ where
     }
 }
 
+/// The error of a run over thread ranks: the lowest rank's own failure, preferred to the
+/// other ranks' reactions to it (`is_reaction`: a failed peer, a failed collective), as
+/// `rank R: …`; `Ok` when every rank succeeded.
+pub fn first_rank_error<E>(
+    results: Vec<Result<(), E>>,
+    is_reaction: impl Fn(&E) -> bool,
+) -> Result<()>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let mut errs: Vec<(usize, E)> = results
+        .into_iter()
+        .enumerate()
+        .filter_map(|(r, x)| x.err().map(|e| (r, e)))
+        .collect();
+    errs.sort_by_key(|(_, e)| is_reaction(e));
+    match errs.into_iter().next() {
+        None => Ok(()),
+        Some((r, e)) => Err(anyhow::Error::new(e).context(format!("rank {r}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,224 @@
+//! The `samr` command: JSON steps with the same hashes for 1–4 thread ranks and every
+//! partitioner, and clear errors for bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn samr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_samr"))
+        .args(args)
+        .output()
+        .expect("run samr")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = samr(args);
+    assert!(
+        o.status.success(),
+        "samr {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn err(args: &[&str]) -> String {
+    let o = samr(args);
+    assert!(!o.status.success(), "samr {args:?} succeeded");
+    String::from_utf8(o.stderr).unwrap()
+}
+
+fn tmp(name: &str, text: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A machine of `r` single-processor nodes of speeds 1, 2, …
+fn machine(r: usize) -> PathBuf {
+    let mut xml = String::from(
+        r#"<machinemodel><node type="NETWORK" nodenum="0" name="sw" parent="-1"><lbmethod lbm="HSFC"/></node>"#,
+    );
+    for k in 0..r {
+        xml.push_str(&format!(
+            r#"<node type="SINGLE_COMPUTING" nodenum="{}" name="n{k}" parent="0" mflops="{}"/>"#,
+            k + 1,
+            100 * (k + 1)
+        ));
+    }
+    xml.push_str("</machinemodel>");
+    tmp(&format!("samr-cli-{r}.xml"), &xml)
+}
+
+const SMALL: [&str; 8] = [
+    "--n0",
+    "32",
+    "--steps",
+    "4",
+    "--regrid-every",
+    "2",
+    "--json",
+    "--max-level=2",
+];
+
+/// The steps' hashes, checking that stdout holds one JSON object per step and nothing else.
+fn hashes(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<&str> = SMALL.to_vec();
+    args.extend_from_slice(extra);
+    let out = ok(&args);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    lines
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON object per line");
+            for r in v["ranks"].as_array().unwrap() {
+                assert!(
+                    r["work"].as_u64().is_some() && r["boxes"].as_u64().is_some(),
+                    "{r}"
+                );
+            }
+            v["hash"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn same_hashes_for_every_rank_count_and_partitioner() {
+    let reference = hashes(&["--ranks", "1", "--partitioner", "sfc"]);
+    for r in 1..=4 {
+        let rs = r.to_string();
+        let m = machine(r);
+        let m = m.to_str().unwrap();
+        for extra in [
+            vec!["--ranks", &rs, "--partitioner", "sfc"],
+            vec!["--ranks", &rs, "--partitioner", "ace"],
+            vec!["--machine", m, "--partitioner", "hier"],
+            vec![
+                "--machine",
+                m,
+                "--partitioner",
+                "ace",
+                "--scheme",
+                "two-phase",
+                "--link",
+                "1e-4,1e-8",
+            ],
+            vec![
+                "--ranks",
+                &rs,
+                "--scheme",
+                "two-phase",
+                "--groups",
+                "1",
+                "--link",
+                "0,0",
+            ],
+        ] {
+            assert_eq!(hashes(&extra), reference, "{extra:?}");
+        }
+    }
+    let two = hashes(&[
+        "--ranks",
+        "4",
+        "--partitioner",
+        "sfc",
+        "--scheme",
+        "two-phase",
+        "--link",
+        "1e-4,1e-8",
+        "--model-clock",
+        "1e-5",
+    ]);
+    assert_eq!(two, reference);
+}
+
+#[test]
+fn text_output_has_a_header_and_a_line_per_step() {
+    let out = ok(&[
+        "--n0",
+        "32",
+        "--steps",
+        "3",
+        "--ranks",
+        "2",
+        "--capacities",
+        "1,3",
+    ]);
+    assert!(out.starts_with("samr: 32 x 32 cells at level 0"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("step")).count(),
+        3,
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let e = err(&["--n0", "16", "--min-box", "17"]);
+    assert!(
+        e.contains("minimum box size 17 is larger than the domain (16 x 16 cells at level 0)"),
+        "{e}"
+    );
+    let e = err(&["--ranks", "2", "--capacities", "1,0"]);
+    assert!(
+        e.contains("capacity of rank 1 is 0; expected a finite number > 0"),
+        "{e}"
+    );
+    let e = err(&["--ranks", "3", "--capacities", "1,2"]);
+    assert!(e.contains("--capacities has 2 values for 3 ranks"), "{e}");
+    let e = err(&["--partitioner", "hier"]);
+    assert!(e.contains("--partitioner hier needs --machine"), "{e}");
+    let m = machine(2);
+    let e = err(&["--ranks", "3", "--machine", m.to_str().unwrap()]);
+    assert!(e.contains("--ranks 3 but the machine has 2 ranks"), "{e}");
+    let partition_err = |file: &str, text: &str| {
+        let boxes = tmp(file, text);
+        err(&[
+            "partition",
+            "--boxes",
+            boxes.to_str().unwrap(),
+            "--n0",
+            "16",
+        ])
+    };
+    let e = partition_err(
+        "samr-out.txt",
+        "# level x0 y0 x1 y1\n0 0 0 16 16\n1 20 0 40 8\n",
+    );
+    let want = "samr-out.txt:3: box 1 (level 1, [20, 40) x [0, 8)) lies outside the level-1 \
+                domain [0, 32) x [0, 32)";
+    assert!(e.contains(want), "{e}");
+    let e = partition_err("samr-overlap.txt", "0 0 0 8 16\n\n0 4 0 16 16\n");
+    let want = "samr-overlap.txt:1 and 3: boxes 0 and 1 of level 0 overlap in [4, 8) x [0, 16)";
+    assert!(e.contains(want), "{e}");
+    let e = partition_err("samr-garbage.txt", "0 0 0 8\n");
+    assert!(
+        e.contains("samr-garbage.txt:1: expected `LEVEL X0 Y0 X1 Y1`"),
+        "{e}"
+    );
+    #[cfg(not(feature = "mpi"))]
+    assert!(err(&["--backend", "mpi"]).contains("built without MPI"));
+}
+
+#[test]
+fn partition_follows_the_capacities() {
+    let boxes = tmp("samr-one.txt", "0 0 0 64 64\n");
+    let out = ok(&[
+        "partition",
+        "--boxes",
+        boxes.to_str().unwrap(),
+        "--capacities",
+        "0.16,0.19,0.31,0.34",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let work: Vec<f64> = v["work"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_f64().unwrap())
+        .collect();
+    for (w, c) in work.iter().zip([0.16, 0.19, 0.31, 0.34]) {
+        assert!((w / 4096.0 - c).abs() < 0.03, "{work:?}");
+    }
+}
