@@ -101,6 +101,15 @@ struct Setup {
 }
 
 fn run(a: &RunArgs) -> Result<()> {
+    match a.backend {
+        Backend::Threads => run_threads(&setup(a, 1)?),
+        Backend::Mpi => run_mpi(a),
+    }
+}
+
+/// The settings of a run; `default_ranks` when neither --ranks, --machine nor --capacities
+/// says how many.
+fn setup(a: &RunArgs, default_ranks: usize) -> Result<Setup> {
     let cfg = SamrConfig {
         n0: a.n0,
         max_level: a.max_level,
@@ -114,13 +123,13 @@ fn run(a: &RunArgs) -> Result<()> {
         problem: Problem::default(),
     };
     cfg.validate()?;
-    let ranks = a.ranks.resolve()?;
+    let ranks = a.ranks.resolve(default_ranks)?;
     let balancer = a.scheme.balancer(&a.ranks, &ranks, a.n0)?;
     let groups = match (&balancer, RankArgs::plan(&ranks)?) {
         (Balancer::Flat(_), Some(plan)) => Some(plan.rank_groups(1)),
         _ => None,
     };
-    let s = Setup {
+    Ok(Setup {
         cfg,
         balancer,
         figures: Figures {
@@ -130,11 +139,7 @@ fn run(a: &RunArgs) -> Result<()> {
         ranks,
         steps: a.steps,
         json: a.json,
-    };
-    match a.backend {
-        Backend::Threads => run_threads(&s),
-        Backend::Mpi => run_mpi(&s),
-    }
+    })
 }
 
 /// One rank's loop: the steps, printed by rank 0 as they come.
@@ -168,11 +173,13 @@ fn run_threads(s: &Setup) -> Result<()> {
     cli_support::first_rank_error(results, |e| matches!(e, SamrError::Comm(_)))
 }
 
-/// One MPI process per rank, under mpirun.
+/// One MPI process per rank, under mpirun (as many as mpirun started unless --ranks,
+/// --machine or --capacities say otherwise, which must then agree).
 #[cfg(feature = "mpi")]
-fn run_mpi(s: &Setup) -> Result<()> {
+fn run_mpi(a: &RunArgs) -> Result<()> {
     cli_support::mpi::main(|world| {
         let size = world.size();
+        let s = setup(a, size)?;
         if size != s.ranks.ranks {
             bail!(
                 "{} ranks asked for (--ranks, --machine or --capacities) but mpirun started {size} processes: they must match",
@@ -181,13 +188,13 @@ fn run_mpi(s: &Setup) -> Result<()> {
         }
         // The run owns its communicator: a duplicate of the world's.
         let comm = world.split(0, world.rank() as i32)?;
-        rank_loop(comm, s)?;
+        rank_loop(comm, &s)?;
         Ok(())
     })
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run_mpi(_: &Setup) -> Result<()> {
+fn run_mpi(_: &RunArgs) -> Result<()> {
     bail!(
         "this samr was built without MPI: build it with `cargo build --release -p samr-cli --features mpi` and run it under mpirun"
     )

@@ -35,7 +35,7 @@ pub fn run(a: &PartitionArgs) -> Result<()> {
     let domain = Domain::new(a.n0, a.max_level).context("--n0/--max-level")?;
     domain.check_min_box(a.min_box).context("--min-box")?;
     let list = read_boxes(&a.boxes, domain)?;
-    let r = a.ranks.resolve()?;
+    let r = a.ranks.resolve(1)?;
     let method = a.ranks.method(&r)?;
     let p = method.partition(&list, a.min_box)?;
     let text = if a.json {

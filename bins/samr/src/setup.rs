@@ -27,7 +27,8 @@ pub enum PartitionerArg {
 /// Who the ranks are and what they can do: the flags every command shares.
 #[derive(Debug, Clone, Args)]
 pub struct RankArgs {
-    /// Number of ranks (default: the machine's ranks, or 1).
+    /// Number of ranks (default: the machine's ranks, the capacities' count, or 1; under
+    /// --backend mpi the processes mpirun started).
     #[arg(long)]
     pub ranks: Option<usize>,
     /// The machine description; its ranks are the run's. Its powers (see --model) are the
@@ -60,8 +61,9 @@ pub struct Ranks {
 }
 
 impl RankArgs {
-    /// Reads the machine, checks the rank count and the capacities.
-    pub fn resolve(&self) -> Result<Ranks> {
+    /// Reads the machine, checks the rank count and the capacities; `default_ranks` when
+    /// neither --ranks, --machine nor --capacities gives the count.
+    pub fn resolve(&self, default_ranks: usize) -> Result<Ranks> {
         if self.ranks == Some(0) {
             bail!("--ranks 0: a run needs at least one rank");
         }
@@ -81,7 +83,7 @@ impl RankArgs {
             ),
             (Some(r), _) => r,
             (None, Some((m, _))) => m.num_ranks(),
-            (None, None) => self.capacities.as_ref().map_or(1, Vec::len),
+            (None, None) => self.capacities.as_ref().map_or(default_ranks, Vec::len),
         };
         let raw = match (&self.capacities, &machine) {
             (Some(c), _) => {

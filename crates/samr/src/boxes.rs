@@ -278,6 +278,32 @@ pub(crate) fn break_box(b: &LevelBox, budget: f64, min_box: i64) -> Option<(Leve
     cut_at(b, axis, b.rect.lo[axis] + len, min_box)
 }
 
+/// What a processor (or part) that can still take `budget` work takes of box `b`: the whole
+/// box when it fits; else the largest piece that fits ([`break_box`]); else, when no
+/// allowed piece fits, the smallest allowed piece (`min_box` cells across the longest axis)
+/// or the whole box when it cannot be cut, but only if that leaves the processor nearer its
+/// target than taking nothing (`work < 2 · budget`). The piece and the rest, or `None`.
+pub(crate) fn take(
+    b: &LevelBox,
+    budget: f64,
+    min_box: i64,
+) -> Option<(LevelBox, Option<LevelBox>)> {
+    if b.work() as f64 <= budget {
+        return Some((*b, None));
+    }
+    if let Some((piece, rest)) = break_box(b, budget, min_box) {
+        return Some((piece, Some(rest)));
+    }
+    let axis = b.rect.longest_axis();
+    let (m, align) = (min_box.max(1), b.align());
+    let at = b.rect.lo[axis] + m;
+    let smallest = cut_at(b, axis, at + (align - at.rem_euclid(align)) % align, m)
+        .map(|(p, r)| (p, Some(r)))
+        .unwrap_or((*b, None));
+    (smallest.0.work() as f64 > 0.0 && (smallest.0.work() as f64) < 2.0 * budget)
+        .then_some(smallest)
+}
+
 /// Halves `b` across its longest axis (keeping `min_box` and the alignment), `None` when it
 /// cannot be cut.
 pub(crate) fn halve_box(b: &LevelBox, min_box: i64) -> Option<(LevelBox, LevelBox)> {
@@ -356,6 +382,13 @@ mod tests {
         let (a, c) = halve_box(&lb(0, [0, 0], [5, 3]), 1).unwrap();
         assert_eq!((a.rect.len(0), c.rect.len(0)), (2, 3));
         assert!(halve_box(&lb(0, [0, 0], [3, 3]), 2).is_none());
+        // take: whole when it fits, else the largest piece that fits, else the smallest
+        // allowed piece (4 strips of 8 = 32 work) when that is nearer the target.
+        assert_eq!(take(&b, 80.0, 2).unwrap().0.work(), 80);
+        assert_eq!(take(&b, 1000.0, 4).unwrap(), (b, None));
+        let (p, r) = take(&b, 20.0, 4).unwrap();
+        assert_eq!((p.rect.len(0), r.unwrap().rect.len(0)), (4, 6));
+        assert!(take(&b, 16.0, 4).is_none());
         // Alignment is absolute: a level-1 box starting at an odd index is cut at an even one.
         let (a, _) = halve_box(&lb(1, [1, 0], [9, 2]), 1).unwrap();
         assert_eq!(a.rect, Rect::new([1, 0], [4, 2]));

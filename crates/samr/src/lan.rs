@@ -258,8 +258,8 @@ impl TwoPhase {
         c
     }
 
-    /// The layout of the initial hierarchy: the grids assigned to groups afresh
-    /// ([`TwoPhase::assign_grids`], with the finer work of `list`), then as
+    /// The layout of the initial hierarchy: the grids assigned to groups afresh (runs along
+    /// the curve balancing their columns, with the finer work of `list`), then as
     /// [`TwoPhase::layout`].
     pub fn initial_layout(
         &mut self,

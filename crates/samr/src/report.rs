@@ -85,10 +85,11 @@ pub(crate) fn cell_term(level: u8, i: i64, j: i64, value: f64) -> u64 {
     mix(mix(key ^ 0x9e37_79b9_7f4a_7c15) ^ value.to_bits())
 }
 
-/// The composite hash: the wrapping sum of [`cell_term`] over the cells of the composite
-/// solution (each level's cells not covered by the next finer level). A sum, so it needs no
-/// order and reduces exactly over ranks; it depends on the hierarchy and the values, not on
-/// how boxes were cut into patches or spread over ranks.
+/// The composite hash: the wrapping sum of one term per cell of the composite solution (each
+/// level's cells not covered by the next finer level), the term a 64-bit mix of the cell's
+/// level, indices and value bits. A sum, so it needs no order and reduces exactly over
+/// ranks; it depends on the hierarchy and the values, not on how boxes were cut into
+/// patches or spread over ranks.
 pub fn composite_hash(terms: impl IntoIterator<Item = u64>) -> u64 {
     terms.into_iter().fold(0u64, u64::wrapping_add)
 }

@@ -1,7 +1,7 @@
 //! ACEHeterogeneous: Sinha & Parashar's system-sensitive box partitioner.
 
 use crate::SamrError;
-use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, break_box, normalise_capacities};
+use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, normalise_capacities, take};
 use std::collections::BTreeSet;
 
 /// Sinha & Parashar's *ACEHeterogeneous* (§5.3): boxes go to processors in proportion to their
@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 /// of capacity, each from the smallest boxes up, until it holds about `L_k`; a box whose work
 /// exceeds what the processor can still take is broken in two along its longest axis so that
 /// one piece fits (the aspect-ratio constraint), both pieces keeping the minimum box size;
-/// the rest goes back into the sorted list. When no cut is allowed the box is taken only if
-/// that brings the processor closer to `L_k`. The processor of largest capacity takes what
-/// is left. The paper's imbalance `I_k` (eq. 2) comes from the minimum box size:
+/// the rest goes back into the sorted list. When no allowed piece fits, the smallest allowed
+/// piece (or the box, if it cannot be cut) is taken only if that brings the processor nearer
+/// `L_k`. The processor of largest capacity takes what is left. The paper's imbalance `I_k` (eq. 2) comes from the minimum box size:
 /// [`BoxPartition::imbalance_percent`].
 ///
 /// ```
@@ -27,9 +27,10 @@ use std::collections::BTreeSet;
 /// let list = BoxList::new(domain, vec![LevelBox { level: 0, rect: Rect::square(32) }])?;
 /// // The four capacities of Sinha & Parashar §6.1.3.
 /// let p = Ace { min_box: 2 }.partition(&list, &[0.16, 0.19, 0.31, 0.34])?;
-/// // Each processor but the last stops a strip (32 cells) short of L_k; the last takes the rest.
-/// assert_eq!(p.work, vec![160, 189, 300, 375]);
-/// assert!(p.imbalance_percent().iter().all(|i| *i < 8.0));
+/// // L_k = 163.84, 194.56, 317.44, 348.16: each processor but the last ends within a strip
+/// // (a row of the box it broke) of L_k, the last takes the rest.
+/// assert_eq!(p.work, vec![160, 189, 330, 345]);
+/// assert!(p.imbalance_percent().iter().all(|i| *i < 4.0));
 /// # Ok::<(), samr_kernel::SamrError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +63,7 @@ impl Ace {
     }
 
     /// Gives processor `rank` boxes from the small end of `queue` until it holds about
-    /// `budget` work.
+    /// `budget` work ([`take`]).
     fn fill(
         &self,
         queue: &mut BTreeSet<(u64, LevelBox)>,
@@ -70,27 +71,16 @@ impl Ace {
         rank: u32,
         out: &mut Vec<Patch>,
     ) {
-        while let Some(&(w, b)) = queue.first() {
-            let w = w as f64;
-            if w <= budget {
-                queue.pop_first();
-                out.push(Patch { b, rank });
-                budget -= w;
-                continue;
+        while let Some(&(_, b)) = queue.first() {
+            let Some((piece, rest)) = take(&b, budget, self.min_box) else {
+                break;
+            };
+            queue.pop_first();
+            out.push(Patch { b: piece, rank });
+            budget -= piece.work() as f64;
+            if let Some(r) = rest {
+                queue.insert((r.work(), r));
             }
-            if let Some((piece, rest)) = break_box(&b, budget, self.min_box) {
-                queue.pop_first();
-                out.push(Patch { b: piece, rank });
-                budget -= piece.work() as f64;
-                queue.insert((rest.work(), rest));
-                continue;
-            }
-            // No allowed cut: take the box only if that leaves the processor nearer L_k.
-            if w < 2.0 * budget {
-                queue.pop_first();
-                out.push(Patch { b, rank });
-            }
-            break;
         }
     }
 }

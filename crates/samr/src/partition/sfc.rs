@@ -2,7 +2,7 @@
 //! Parashar §6.
 
 use crate::SamrError;
-use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, break_box, normalise_capacities};
+use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, normalise_capacities, take};
 use hsfc::dist::Serial;
 use hsfc::{Hsfc, Partitioner, Points};
 
@@ -13,8 +13,7 @@ use hsfc::{Hsfc, Partitioner, Points};
 /// The boxes are ordered by the Hilbert key of their centres on `hsfc`'s curve over the
 /// level-0 domain, and the ordered list is cut into consecutive runs of `L · t_k` work; a box
 /// that straddles a cut is broken across its longest axis so that its first piece fills the
-/// part (minimum box size and alignment as for [`crate::Ace`]); when no cut is allowed the
-/// box stays whole in the part it brings nearer its target.
+/// part, with the minimum box size, alignment and fallbacks of [`crate::Ace`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sfc {
     /// Minimum box size along a cut axis.
@@ -37,26 +36,27 @@ impl Sfc {
         let (mut k, mut done) = (0usize, 0.0f64);
         let mut out = Vec::with_capacity(ordered.len() + c.len());
         for b in ordered {
-            let mut cur = b;
-            loop {
-                let (w, rank) = (cur.work() as f64, k as u32);
-                if k == c.len() - 1 || w <= ends[k] - done {
-                    out.push(Patch { b: cur, rank });
-                    done += w;
+            let mut cur = Some(b);
+            while let Some(b) = cur {
+                if k == c.len() - 1 {
+                    out.push(Patch { b, rank: k as u32 });
+                    done += b.work() as f64;
                     break;
                 }
-                let gap = ends[k] - done;
-                if let Some((piece, rest)) = break_box(&cur, gap, self.min_box) {
-                    out.push(Patch { b: piece, rank });
-                    done += piece.work() as f64;
-                    cur = rest;
-                } else if w < 2.0 * gap {
-                    out.push(Patch { b: cur, rank });
-                    done += w;
+                // The part takes what fits (or nothing: the box waits for the next part).
+                let Some((piece, rest)) = take(&b, ends[k] - done, self.min_box) else {
                     k += 1;
-                    break;
+                    continue;
+                };
+                out.push(Patch {
+                    b: piece,
+                    rank: k as u32,
+                });
+                done += piece.work() as f64;
+                if rest.is_some() || done >= ends[k] {
+                    k += 1;
                 }
-                k += 1;
+                cur = rest;
             }
         }
         Ok(BoxPartition::from_pieces(out, &c))
