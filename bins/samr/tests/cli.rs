@@ -85,51 +85,52 @@ fn hashes(extra: &[&str]) -> Vec<String> {
 #[test]
 fn same_hashes_for_every_rank_count_and_partitioner() {
     let reference = hashes(&["--ranks", "1", "--partitioner", "sfc"]);
+    let two_phase = "--scheme=two-phase";
+    let mut runs: Vec<Vec<String>> = vec![
+        // Lan et al.'s scheme with a modelled clock and link: it redistributes.
+        [
+            "--ranks=4",
+            "--partitioner=sfc",
+            two_phase,
+            "--link=1e-4,1e-8",
+            "--model-clock=1e-5",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
     for r in 1..=4 {
-        let rs = r.to_string();
-        let m = machine(r);
-        let m = m.to_str().unwrap();
+        let (ranks, m) = (
+            format!("--ranks={r}"),
+            format!("--machine={}", machine(r).display()),
+        );
         for extra in [
-            vec!["--ranks", &rs, "--partitioner", "sfc"],
-            vec!["--ranks", &rs, "--partitioner", "ace"],
-            vec!["--machine", m, "--partitioner", "hier"],
-            vec![
-                "--machine",
-                m,
-                "--partitioner",
-                "ace",
-                "--scheme",
-                "two-phase",
-                "--link",
-                "1e-4,1e-8",
-            ],
-            vec![
-                "--ranks",
-                &rs,
-                "--scheme",
-                "two-phase",
-                "--groups",
-                "1",
-                "--link",
-                "0,0",
-            ],
+            vec![ranks.as_str(), "--partitioner=sfc"],
+            vec![&ranks, "--partitioner=ace"],
+            vec![&m, "--partitioner=hier"],
+            vec![&m, "--partitioner=ace", two_phase, "--link=1e-4,1e-8"],
+            vec![&ranks, two_phase, "--groups=1", "--link=0,0"],
         ] {
-            assert_eq!(hashes(&extra), reference, "{extra:?}");
+            runs.push(extra.into_iter().map(String::from).collect());
         }
     }
-    let two = hashes(&[
-        "--ranks",
-        "4",
-        "--partitioner",
-        "sfc",
-        "--scheme",
-        "two-phase",
-        "--link",
-        "1e-4,1e-8",
-        "--model-clock",
-        "1e-5",
-    ]);
-    assert_eq!(two, reference);
+    // Two runs at a time.
+    for pair in runs.chunks(2) {
+        std::thread::scope(|s| {
+            let got: Vec<_> = pair
+                .iter()
+                .map(|extra| {
+                    s.spawn(move || {
+                        let args: Vec<&str> = extra.iter().map(String::as_str).collect();
+                        (hashes(&args), extra)
+                    })
+                })
+                .collect();
+            for g in got {
+                let (h, extra) = g.join().unwrap();
+                assert_eq!(h, reference, "{extra:?}");
+            }
+        });
+    }
 }
 
 #[test]
@@ -157,6 +158,11 @@ fn bad_input_is_a_clear_error() {
     let e = err(&["--n0", "16", "--min-box", "17"]);
     assert!(
         e.contains("minimum box size 17 is larger than the domain (16 x 16 cells at level 0)"),
+        "{e}"
+    );
+    let e = err(&["--n0", "2048", "--max-level", "2"]);
+    assert!(
+        e.contains("cells per side on the finest level (n0 * 2^max_level) is 8192"),
         "{e}"
     );
     let e = err(&["--ranks", "2", "--capacities", "1,0"]);

@@ -16,8 +16,13 @@ pub struct Domain {
 /// The finest level a domain may have (cell indices of level `l` reach `n0 · 2^l`).
 pub const MAX_LEVEL: u8 = 10;
 
+/// The most cells per side a domain's finest level may have.
+pub const MAX_CELLS_PER_SIDE: i64 = 1 << 24;
+
 impl Domain {
-    /// Checks the sizes: `n0 >= 1`, `max_level <= MAX_LEVEL`, `n0 · 2^max_level` below 2^31.
+    /// Checks the sizes: `n0 >= 1`, `max_level <= MAX_LEVEL`, and at most
+    /// [`MAX_CELLS_PER_SIDE`] cells per side on the finest level (so that cell counts and
+    /// work fit a `u64` with room to spare).
     pub fn new(n0: i64, max_level: u8) -> Result<Domain, SamrError> {
         let bad = |what: &str, value: f64, expected| SamrError::BadValue {
             what: what.into(),
@@ -31,11 +36,11 @@ impl Domain {
                 "at most 10 levels of refinement",
             ));
         }
-        if !(1..=(1i64 << 31) >> max_level).contains(&n0) {
+        if !(1..=MAX_CELLS_PER_SIDE >> max_level).contains(&n0) {
             return Err(bad(
                 "n0",
                 n0 as f64,
-                "at least 1 cell, and n0 * 2^max_level below 2^31",
+                "at least 1 cell, and n0 * 2^max_level at most 2^24",
             ));
         }
         Ok(Domain { n0, max_level })

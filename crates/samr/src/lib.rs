@@ -58,7 +58,10 @@ mod run;
 mod schedule;
 mod wire;
 
-pub use boxes::{BoxList, BoxPartition, Domain, LevelBox, MAX_LEVEL, Patch, normalise_capacities};
+pub use boxes::{
+    BoxList, BoxPartition, Domain, LevelBox, MAX_CELLS_PER_SIDE, MAX_LEVEL, Patch,
+    normalise_capacities,
+};
 pub use cluster::Cluster;
 pub use error::SamrError;
 pub use geom::{Mask, RATIO, Rect};
@@ -66,4 +69,4 @@ pub use lan::{Clock, LinkSource, LocalMethod, TwoPhase, TwoPhaseConfig};
 pub use partition::{Ace, BoxMethod, HierBoxes, Sfc};
 pub use problem::Problem;
 pub use report::{LevelFigures, Moved, RankFigures, StepReport, composite_hash};
-pub use run::{Balancer, Figures, RankRun, SamrConfig};
+pub use run::{Balancer, Figures, MAX_REGRID_SIDE, RankRun, SamrConfig};

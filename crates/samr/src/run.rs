@@ -13,6 +13,10 @@ use crate::schedule::{Schedule, migration};
 use crate::{BoxList, BoxPartition, Domain, LevelBox, Mask, Problem, Rect, SamrError};
 use comm::{Comm, ReduceOp};
 
+/// The most cells per side of a run's finest level: the regrid builds bitmaps of whole levels
+/// on every rank (a few of 16 MB at this size).
+pub const MAX_REGRID_SIDE: i64 = 4096;
+
 /// The kernel's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SamrConfig {
@@ -54,6 +58,14 @@ impl SamrConfig {
     /// Checks every setting; the domain they describe.
     pub fn validate(&self) -> Result<Domain, SamrError> {
         let domain = Domain::new(self.n0, self.max_level)?;
+        let finest = self.n0 << self.max_level;
+        if finest > MAX_REGRID_SIDE {
+            return Err(SamrError::BadValue {
+                what: "cells per side on the finest level (n0 * 2^max_level)".into(),
+                value: finest as f64,
+                expected: "at most 4096: the regrid holds whole-level bitmaps on every rank",
+            });
+        }
         let bad = |what: &str, value: f64, expected| {
             Err(SamrError::BadValue {
                 what: what.into(),
