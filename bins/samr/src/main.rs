@@ -48,8 +48,8 @@ struct RunArgs {
     /// `threads` or `mpi` (under mpirun, -np equal to the ranks).
     #[arg(long, value_enum, default_value_t = Backend::Threads)]
     backend: Backend,
-    /// Level-0 steps.
-    #[arg(long, default_value_t = 40)]
+    /// Level-0 steps (100: the pulse moves about 24 level-0 cells).
+    #[arg(long, default_value_t = 100)]
     steps: usize,
     /// Level-0 cells per side.
     #[arg(long, default_value_t = SamrConfig::default().n0)]
