@@ -170,7 +170,23 @@ fn run_threads(s: &Setup) -> Result<()> {
         rank_loop(c, s)
     })
     .context("the run over threads")?;
-    cli_support::first_rank_error(results, |e| matches!(e, SamrError::Comm(_)))
+    first_rank_error(results)
+}
+
+/// The error of a run over thread ranks: the lowest rank's own failure, preferred to the
+/// other ranks' reactions to it (a failed peer, a failed collective), as `rank R: …`; `Ok`
+/// when every rank succeeded.
+fn first_rank_error(results: Vec<Result<(), SamrError>>) -> Result<()> {
+    let mut errs: Vec<(usize, SamrError)> = results
+        .into_iter()
+        .enumerate()
+        .filter_map(|(r, x)| x.err().map(|e| (r, e)))
+        .collect();
+    errs.sort_by_key(|(_, e)| matches!(e, SamrError::Comm(_)));
+    match errs.into_iter().next() {
+        None => Ok(()),
+        Some((r, e)) => Err(anyhow::Error::new(e).context(format!("rank {r}"))),
+    }
 }
 
 /// One MPI process per rank, under mpirun (as many as mpirun started unless --ranks,

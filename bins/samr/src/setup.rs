@@ -8,8 +8,8 @@ use drum_model::{Machine, Powers};
 use hier_part::Plan;
 use samr_kernel::lan::{LinkModel, Policy};
 use samr_kernel::{
-    Balancer, BoxMethod, Clock, LinkSource, LocalMethod, TwoPhase, TwoPhaseConfig,
-    normalise_capacities,
+    Balancer, BoxMethod, Clock, LinkSource, LocalMethod, SwitchNode, TwoPhase, TwoPhaseConfig,
+    normalise_capacities, switch_plan,
 };
 use std::path::PathBuf;
 
@@ -234,32 +234,19 @@ impl TwoPhaseArgs {
     }
 }
 
-/// A machine of `groups` equal nodes over `ranks` ranks (consecutive ranks per node), for
-/// the two-phase scheme without --machine.
+/// A machine of `groups` equal nodes over `ranks` ranks (consecutive ranks per node, as
+/// `part_api::block_range` deals them), for the two-phase scheme without --machine.
 fn group_plan(ranks: usize, groups: usize) -> Result<Plan> {
     if groups == 0 || groups > ranks {
         bail!("--groups {groups}: between 1 and the {ranks} ranks");
     }
-    let mut xml = String::from(
-        r#"<machinemodel><node type="NETWORK" nodenum="0" name="groups" parent="-1"/>"#,
-    );
-    for g in 0..groups {
-        // Consecutive ranks, as `hsfc::dist::block_range` deals them.
-        let n = ranks * (g + 1) / groups - ranks * g / groups;
-        let (kind, procs) = if n == 1 {
-            ("SINGLE_COMPUTING", String::new())
-        } else {
-            ("MULTIPLE_COMPUTING", format!(r#" numprocs="{n}""#))
-        };
-        xml.push_str(&format!(
-            r#"<node type="{kind}"{procs} nodenum="{}" name="group{g}" parent="0" mflops="1000"/>"#,
-            g + 1
-        ));
-    }
-    xml.push_str("</machinemodel>");
-    let m = Machine::parse_str(&xml, "--groups").context("the groups' machine")?;
-    let p = drum_model::uniform_powers(&m, drum_model::PowerModel::Drum { w_comm: 0.0 })?;
-    Plan::new(&m, &p).context("the groups' plan")
+    let nodes: Vec<SwitchNode> = (0..groups)
+        .map(|g| SwitchNode {
+            ranks: ranks * (g + 1) / groups - ranks * g / groups,
+            mflops: 1000.0,
+        })
+        .collect();
+    switch_plan(&nodes, "HSFC").context("the groups' machine")
 }
 
 /// `--link ALPHA,BETA`: two finite numbers >= 0.

@@ -72,12 +72,20 @@ pub enum SamrError {
     /// The communicator failed (a peer died, ranks disagreed).
     #[error(transparent)]
     Comm(#[from] comm::CommError),
-    /// A message between ranks was not what the sender and receiver agreed on.
-    #[error("message from rank {from}: {what}")]
+    /// A message between ranks ended early (`comm::wire`'s error names what was short).
+    #[error("message from rank {from}: {source}")]
     Wire {
         /// The sending rank.
         from: usize,
-        /// What was wrong or short.
+        /// What was short.
+        source: comm::wire::WireError,
+    },
+    /// A message between ranks held something else than the schedule both ends computed.
+    #[error("message from rank {from}: {what}")]
+    Garbled {
+        /// The sending rank.
+        from: usize,
+        /// What was wrong.
         what: String,
     },
     /// The data a step needs was not there (a broken nesting or schedule: a bug).
@@ -95,7 +103,26 @@ pub enum SamrError {
     /// The curve ordering of `hsfc` failed.
     #[error("space-filling curve: {0}")]
     Hsfc(#[from] hsfc::Error),
-    /// The hierarchical partitioner or the rebalance test failed.
+    /// A machine made on the fly was not valid (a rank count of 0, a rating that is not a
+    /// finite number > 0).
+    #[error("a switch machine: {0}")]
+    Model(Box<drum_model::Error>),
+    /// The hierarchical partitioner failed.
     #[error(transparent)]
     HierPart(#[from] hier_part::Error),
+    /// The rebalance test or the link measurement of the runtime failed.
+    #[error(transparent)]
+    Loop(Box<drum_loop::Error>),
+}
+
+impl From<drum_model::Error> for SamrError {
+    fn from(e: drum_model::Error) -> Self {
+        SamrError::Model(Box::new(e))
+    }
+}
+
+impl From<drum_loop::Error> for SamrError {
+    fn from(e: drum_loop::Error) -> Self {
+        SamrError::Loop(Box::new(e))
+    }
 }

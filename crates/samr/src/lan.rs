@@ -1,23 +1,22 @@
 //! Lan, Taylor & Bryan (2001): distributed dynamic load balancing in two phases, global
 //! (between groups of processors joined by a slow network) and local (inside each group).
 //!
-//! This is the one module of the crate that uses the rebalance test of `hier-part`
-//! (`hier_part::rebalance`: Lan's Gain, Cost and γ, Watts' efficiency), which is to move into
-//! the runtime crate `drum-loop`: the import below is the only line to change then.
+//! This is the one module of the crate that uses the rebalance test of the runtime
+//! (`drum_loop::rebalance`: Lan's Gain, Cost and γ, Watts' efficiency).
 
 use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, normalise_capacities};
 use crate::partition::{Ace, Sfc};
 use crate::{Rect, SamrError};
 use comm::{Comm, LinkProbe};
+use drum_loop::rebalance::{Decision, Migration, Observation, measure_group_link};
 use hier_part::Plan;
-use hier_part::rebalance::{Decision, Migration, Observation, measure_group_link};
-use hsfc::dist::Serial;
-use hsfc::{Hsfc, Partitioner, Points};
+use hsfc::Hsfc;
+use part_api::{Partitioner, Points, Serial};
 use serde::Serialize;
 
-/// The rebalance test's settings and link model (`hier_part::rebalance`), re-exported from
+/// The rebalance test's settings and link model (`drum_loop::rebalance`), re-exported from
 /// here alone.
-pub use hier_part::rebalance::{LinkModel, Policy};
+pub use drum_loop::rebalance::{LinkModel, Policy};
 
 /// Bytes that move per unit of level-0 work: one `f64` per cell (level-0 work is one per cell
 /// and step), Lan's `W` in `Cost = α + β·W + δ`.
@@ -39,7 +38,7 @@ pub enum LinkSource {
     /// Given (a modelled link, or a measurement made elsewhere).
     Fixed(LinkModel),
     /// Measured between the groups, the children of the root of `plan`
-    /// (`hier_part::rebalance::measure_group_link`: "the scheme sends two messages between
+    /// (`drum_loop::rebalance::measure_group_link`: "the scheme sends two messages between
     /// groups, and calculates the network performance parameters α and β", Lan §4.2), at
     /// the first global phase and then at every `every`-th (1: at each, as in the paper;
     /// a probe costs many small steps of a small run).
@@ -155,7 +154,7 @@ pub struct GlobalPhase {
 /// - **Global phase**, after each level-0 step ([`TwoPhase::global`]): the groups' workloads
 ///   `W_group` over all levels (eq. 2–3) against their capacities `n·p`; when Watts'
 ///   efficiency is below `eff_min` and `Gain > γ·Cost` (eq. 4 and 1, from
-///   `hier_part::rebalance::Policy::decide`), only level-0 grids move between groups: the runs
+///   `drum_loop::rebalance::Policy::decide`), only level-0 grids move between groups: the runs
 ///   are re-cut so that each group's columns (its level-0 grids with the finer work above
 ///   them) come to `W · n_g p_g / Σ n p` (Lan: the workload split "in proportion to
 ///   `n_A p_A`" by "moving the groups' boundaries"); the finer boxes stay where they are and
@@ -500,13 +499,13 @@ fn measure<C: Comm>(
     for _ in 0..LINK_TRIES {
         match measure_group_link(comm, plan, plan.root(), probe) {
             Ok(m) => return Ok((m, None)),
-            Err(hier_part::Error::DegenerateTimings(e)) => failure = Some(e),
+            Err(drum_loop::Error::DegenerateTimings(e)) => failure = Some(e),
             Err(e) => return Err(e.into()),
         }
     }
     let e = failure.expect("LINK_TRIES > 0");
     match last {
         Some(m) => Ok((m, Some(format!("kept the previous link model: {e}")))),
-        None => Err(hier_part::Error::DegenerateTimings(e).into()),
+        None => Err(drum_loop::Error::DegenerateTimings(e).into()),
     }
 }

@@ -51,12 +51,12 @@ mod exchange;
 mod field;
 mod geom;
 pub mod lan;
+mod machine;
 mod partition;
 mod problem;
 mod report;
 mod run;
 mod schedule;
-mod wire;
 
 pub use boxes::{
     BoxList, BoxPartition, Domain, LevelBox, MAX_CELLS_PER_SIDE, MAX_LEVEL, Patch,
@@ -66,6 +66,7 @@ pub use cluster::Cluster;
 pub use error::SamrError;
 pub use geom::{Mask, RATIO, Rect};
 pub use lan::{Clock, LinkSource, LocalMethod, TwoPhase, TwoPhaseConfig};
+pub use machine::{SwitchNode, switch_plan};
 pub use partition::{Ace, BoxMethod, HierBoxes, Sfc};
 pub use problem::Problem;
 pub use report::{LevelFigures, Moved, RankFigures, StepReport, composite_hash};

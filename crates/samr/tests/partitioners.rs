@@ -1,11 +1,12 @@
 //! The box partitioners: no cell lost or duplicated, ACE's work follows the capacities, bad
 //! input gives errors that name it.
 
-mod common;
-
 use hier_part::Plan;
 use proptest::prelude::*;
-use samr_kernel::{Ace, BoxList, BoxPartition, Domain, HierBoxes, LevelBox, Mask, Rect, Sfc};
+use samr_kernel::{
+    Ace, BoxList, BoxPartition, Domain, HierBoxes, LevelBox, Mask, Rect, Sfc, SwitchNode,
+    switch_plan,
+};
 
 /// Disjoint boxes of levels 0..=2 on a 16 x 16 level-0 domain: each level's domain cut by
 /// random kd-splits (at even indices above level 0), a random subset kept.
@@ -93,7 +94,13 @@ fn check_whole(list: &BoxList, p: &BoxPartition, k: usize) {
 }
 
 fn plan(caps: &[f64]) -> Plan {
-    common::flat_plan(&caps.iter().map(|c| c * 1000.0).collect::<Vec<_>>(), "RCB")
+    let nodes: Vec<SwitchNode> = (caps.iter())
+        .map(|c| SwitchNode {
+            ranks: 1,
+            mflops: c * 1000.0,
+        })
+        .collect();
+    switch_plan(&nodes, "RCB").unwrap()
 }
 
 proptest! {

@@ -2,14 +2,12 @@
 //! every partitioner; the two-phase scheme's global phase moves only level-0 grids across
 //! groups.
 
-mod common;
-
 use comm::{ThreadComm, ThreadOptions};
 use hier_part::Plan;
 use samr_kernel::lan::{LinkModel, Policy};
 use samr_kernel::{
     Balancer, BoxMethod, Clock, Cluster, Figures, LinkSource, LocalMethod, RankRun, SamrConfig,
-    StepReport, TwoPhase, TwoPhaseConfig,
+    StepReport, SwitchNode, TwoPhase, TwoPhaseConfig, switch_plan,
 };
 
 /// A small run: 32 x 32 cells at level 0, two finer levels, a regrid every 2 steps.
@@ -28,10 +26,13 @@ fn small() -> SamrConfig {
 
 /// A machine of `r` single-processor nodes of speeds 100, 200, …
 fn machine(r: usize) -> Plan {
-    common::flat_plan(
-        &(1..=r).map(|k| 100.0 * k as f64).collect::<Vec<_>>(),
-        "HSFC",
-    )
+    let nodes: Vec<SwitchNode> = (1..=r)
+        .map(|k| SwitchNode {
+            ranks: 1,
+            mflops: 100.0 * k as f64,
+        })
+        .collect();
+    switch_plan(&nodes, "HSFC").unwrap()
 }
 
 fn run(ranks: usize, steps: usize, cfg: SamrConfig, balancer: &Balancer) -> Vec<StepReport> {

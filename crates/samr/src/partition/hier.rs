@@ -2,7 +2,8 @@
 
 use crate::SamrError;
 use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, halve_box, normalise_capacities};
-use hier_part::{Hier, Plan, Points, Serial};
+use hier_part::{Hier, Plan};
+use part_api::{Points, Serial};
 
 /// Boxes as weighted points along the machine tree: every box larger than `max_share` of the
 /// smallest rank's share `s_min · L` is first halved across its longest axis (minimum box size

@@ -3,8 +3,8 @@
 
 use crate::SamrError;
 use crate::boxes::{BoxList, BoxPartition, LevelBox, Patch, normalise_capacities, take};
-use hsfc::dist::Serial;
-use hsfc::{Hsfc, Partitioner, Points};
+use hsfc::Hsfc;
+use part_api::{Partitioner, Points, Serial};
 
 /// Boxes along a space-filling curve into parts of given sizes: GrACE's default partitioner,
 /// which "assumes homogeneous processors and performs an equal distribution of the workload"
