@@ -3,17 +3,22 @@
 //! tree) and optionally Lan, Taylor & Bryan's two-phase balancing; `samr partition`
 //! partitions one box list.
 
+mod drum;
 mod partition;
 mod setup;
+mod svg;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use comm::Comm;
+use drum::{DrumArgs, DrumSetup, RankDrum};
+use samr_kernel::lan::LinkModel;
 use samr_kernel::{
     Balancer, Cluster, Figures, Problem, RankRun, SamrConfig, SamrError, StepReport,
 };
-use setup::{RankArgs, Ranks, TwoPhaseArgs};
+use setup::{RankArgs, Ranks, TwoPhaseArgs, parse_link};
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 /// A structured AMR kernel (a pulse carried round the unit square on a Berger–Oliger
 /// hierarchy) over ranks, with the box partitioners of Sinha & Parashar and the two-phase
@@ -75,10 +80,21 @@ struct RunArgs {
     /// One JSON object per level-0 step on stdout, nothing else.
     #[arg(long)]
     json: bool,
+    /// Model a slow link between the groups ("ALPHA,BETA": seconds, seconds per byte; Lan
+    /// et al.'s two sites on one host): a rank that received values from another group
+    /// waits ALPHA + BETA * bytes before reading them. Needs groups (a --machine whose root
+    /// has several children, or --scheme two-phase).
+    #[arg(long, value_name = "ALPHA,BETA", value_parser = parse_link)]
+    slow_link: Option<LinkModel>,
+    /// Write the final hierarchy as an SVG picture (patches coloured by rank) to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
     #[command(flatten)]
     ranks: RankArgs,
     #[command(flatten)]
     scheme: TwoPhaseArgs,
+    #[command(flatten)]
+    drum: DrumArgs,
 }
 
 fn main() -> Result<()> {
@@ -96,8 +112,10 @@ struct Setup {
     balancer: Balancer,
     figures: Figures,
     ranks: Ranks,
+    drum: DrumSetup,
     steps: usize,
     json: bool,
+    svg: Option<PathBuf>,
 }
 
 fn run(a: &RunArgs) -> Result<()> {
@@ -129,47 +147,102 @@ fn setup(a: &RunArgs, default_ranks: usize) -> Result<Setup> {
         (Balancer::Flat(_), Some(plan)) => Some(plan.rank_groups(1)),
         _ => None,
     };
+    let drum = a.drum.setup(
+        ranks.machine.as_ref().map(|(m, _)| m),
+        a.ranks.power.config(),
+    )?;
+    if a.drum.balance.is_some()
+        && matches!(balancer, Balancer::Flat(samr_kernel::BoxMethod::Sfc { .. }))
+    {
+        eprintln!(
+            "samr: note: --partitioner sfc splits into equal parts whatever the capacities DRUM senses (GrACE's default)"
+        );
+    }
     Ok(Setup {
         cfg,
         balancer,
         figures: Figures {
             capacities: Some(ranks.capacities.clone()),
             groups,
+            slow_link: a.slow_link,
         },
         ranks,
+        drum,
         steps: a.steps,
         json: a.json,
+        svg: a.svg.clone(),
     })
 }
 
-/// One rank's loop: the steps, printed by rank 0 as they come.
-fn rank_loop<C: Comm>(comm: C, s: &Setup) -> Result<(), SamrError> {
-    let print = comm.rank() == 0;
+/// One rank's loop: the steps, printed by rank 0 as they come; `pin_self` when the rank
+/// is a process of its own (MPI) and pins itself.
+fn rank_loop<C: Comm + part_api::Reduce>(
+    comm: C,
+    s: &Setup,
+    pin_self: bool,
+) -> Result<(), SamrError> {
+    let print = Comm::rank(&comm) == 0;
+    let mut drum = RankDrum::start(&comm, &s.drum, pin_self)?;
     let mut run = RankRun::new(comm, s.cfg, s.balancer.clone(), s.figures.clone())?;
     if print && !s.json {
         let _ = cli_support::emit(&header(s, &run));
     }
-    for _ in 0..s.steps {
+    for k in 0..s.steps {
+        let (events, sensed) = drum.before_step(&mut run, k)?;
+        for e in &events {
+            eprintln!(
+                "samr: rank {}: {}",
+                Comm::rank(run.comm()),
+                drum::describe(e, k)
+            );
+        }
         let r = run.step()?;
         if print {
             let line = if s.json {
-                serde_json::to_string(&r).expect("a report serialises") + "\n"
+                json_line(&r, run.capacities(), sensed.as_ref())
             } else {
-                line(&r)
+                line(&r, sensed.as_ref())
             };
             // A closed stdout stops the printing, not the ranks' collectives.
             let _ = cli_support::emit(&line);
         }
     }
+    let (procs, cpu_s) = drum.stop()?;
+    if procs > 0 {
+        eprintln!(
+            "samr: rank {}: its {procs} competing process(es) used {cpu_s:.2} CPU s",
+            Comm::rank(run.comm())
+        );
+    }
+    if print && let Some(path) = &s.svg {
+        let picture = svg::hierarchy(run.layout(), run.hierarchy().domain(), s.ranks.ranks);
+        std::fs::write(path, picture).map_err(|e| {
+            SamrError::Unsupported(format!("writing the picture {}: {e}", path.display()))
+        })?;
+    }
     Ok(())
+}
+
+/// A step's JSON object: the report, the capacities in force and what DRUM sensed.
+fn json_line(r: &StepReport, capacities: &[f64], sensed: Option<&drum::Sensed>) -> String {
+    let mut v = serde_json::to_value(r).expect("a report serialises");
+    if let Some(o) = v.as_object_mut() {
+        o.insert("capacities".into(), serde_json::json!(capacities));
+        if let Some(x) = sensed {
+            o.insert("sensed".into(), serde_json::json!(x));
+        }
+    }
+    v.to_string() + "\n"
 }
 
 /// Ranks as threads of this process.
 fn run_threads(s: &Setup) -> Result<()> {
-    let results = comm::ThreadComm::run(s.ranks.ranks, &comm::ThreadOptions::default(), |c| {
-        rank_loop(c, s)
-    })
-    .context("the run over threads")?;
+    let opts = comm::ThreadOptions {
+        cpus: s.drum.cpus.clone(),
+        ..comm::ThreadOptions::default()
+    };
+    let results = comm::ThreadComm::run(s.ranks.ranks, &opts, |c| rank_loop(c, s, false))
+        .context("the run over threads")?;
     first_rank_error(results)
 }
 
@@ -204,7 +277,7 @@ fn run_mpi(a: &RunArgs) -> Result<()> {
         }
         // The run owns its communicator: a duplicate of the world's.
         let comm = world.split(0, world.rank() as i32)?;
-        rank_loop(comm, &s)?;
+        rank_loop(comm, &s, true)?;
         Ok(())
     })
 }
@@ -237,7 +310,7 @@ fn header<C: Comm>(s: &Setup, run: &RankRun<C>) -> String {
 }
 
 /// One line per step.
-fn line(r: &StepReport) -> String {
+fn line(r: &StepReport, sensed: Option<&drum::Sensed>) -> String {
     let mut s = format!(
         "step {:>4}  t {:.4}  hash {}  cells",
         r.step, r.time, r.hash
@@ -263,6 +336,10 @@ fn line(r: &StepReport) -> String {
     }
     if let Some(m) = &r.rebalanced {
         let _ = write!(s, " (moved {} B)", m.bytes);
+    }
+    if let Some(x) = sensed {
+        let c: Vec<String> = x.capacities.iter().map(|c| format!("{c:.3}")).collect();
+        let _ = write!(s, "  capacities {}", c.join(" "));
     }
     s.push('\n');
     s

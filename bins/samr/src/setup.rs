@@ -250,7 +250,7 @@ fn group_plan(ranks: usize, groups: usize) -> Result<Plan> {
 }
 
 /// `--link ALPHA,BETA`: two finite numbers >= 0.
-fn parse_link(s: &str) -> Result<LinkModel, String> {
+pub fn parse_link(s: &str) -> Result<LinkModel, String> {
     let v: Vec<f64> = s
         .split(',')
         .map(|x| x.trim().parse::<f64>())

@@ -46,6 +46,8 @@ pub(crate) struct Received {
     local: Vec<f64>,
     /// Bytes this rank sent to other ranks.
     pub(crate) bytes_sent: u64,
+    /// Bytes this rank sent to each rank (none to itself; empty when nothing was exchanged).
+    pub(crate) sent_to: Vec<usize>,
 }
 
 /// Packs this rank's pieces with `pack` (which appends `region.cells()` values in row-major
@@ -75,6 +77,7 @@ pub(crate) fn send<C: Comm>(
             data: None,
             local,
             bytes_sent: 0,
+            sent_to: Vec::new(),
         });
     }
     let bytes_sent = out.total_len() as u64;
@@ -84,10 +87,16 @@ pub(crate) fn send<C: Comm>(
         data: Some(data),
         local,
         bytes_sent,
+        sent_to: counts,
     })
 }
 
 impl Received {
+    /// Bytes received from each rank (empty when nothing was exchanged).
+    pub(crate) fn received_from(&self) -> Vec<usize> {
+        self.data.as_ref().map_or_else(Vec::new, |d| d.counts())
+    }
+
     /// Hands every piece for rank `me` to `f` with its values, in list order.
     pub(crate) fn unpack(
         &self,
@@ -163,6 +172,7 @@ mod tests {
             data: Some(PerRank::from_counts(from_rank_1, &[0, n])),
             local: Vec::new(),
             bytes_sent: 0,
+            sent_to: Vec::new(),
         }
     }
 

@@ -352,6 +352,22 @@ impl TwoPhase {
         Ok(BoxPartition::from_pieces(all, &self.caps))
     }
 
+    /// New relative performances `p` of the ranks (finite, > 0; one per rank): the groups'
+    /// capacities `n·p` and the local phase follow them from the next phase on.
+    pub fn set_capacities(&mut self, capacities: &[f64]) -> Result<(), SamrError> {
+        let caps = normalise_capacities(capacities)?;
+        if caps.len() != self.caps.len() {
+            return Err(SamrError::Length {
+                what: "capacities",
+                got: caps.len(),
+                expected: self.caps.len(),
+            });
+        }
+        self.cfg.capacities = capacities.to_vec();
+        self.caps = caps;
+        Ok(())
+    }
+
     /// Records δ, the time the last global redistribution took (for [`Clock::Measured`]).
     pub fn record_delta(&mut self, seconds: f64) {
         self.delta = seconds;

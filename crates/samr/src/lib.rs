@@ -71,3 +71,4 @@ pub use partition::{Ace, BoxMethod, HierBoxes, Sfc};
 pub use problem::Problem;
 pub use report::{LevelFigures, Moved, RankFigures, StepReport, composite_hash};
 pub use run::{Balancer, Figures, MAX_REGRID_SIDE, RankRun, SamrConfig};
+pub use schedule::{Exchange, step_exchanges};

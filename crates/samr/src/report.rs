@@ -33,6 +33,13 @@ pub struct RankFigures {
     pub ideal: f64,
     /// `I_k = |W_k − L_k| / L_k × 100` (Sinha & Parashar eq. 2).
     pub imbalance_percent: f64,
+    /// Wall seconds of its patch updates in the step (the arithmetic, no communication).
+    pub compute_s: f64,
+    /// CPU seconds its thread used in the step (`CLOCK_THREAD_CPUTIME_ID`): the updates,
+    /// packing, regrid and balancing, and any spinning in collectives.
+    pub cpu_s: f64,
+    /// Seconds it waited on the modelled slow link in the step (0 without one).
+    pub link_wait_s: f64,
 }
 
 /// What a change of layout moved between ranks.
@@ -71,6 +78,9 @@ pub struct StepReport {
     pub balance_seconds: f64,
     /// Bytes all ranks sent to other ranks during the step, regrid and balancing included.
     pub bytes: u64,
+    /// The part of `bytes` sent between groups (over the slow link, when the run has
+    /// groups).
+    pub link_bytes: Option<u64>,
 }
 
 /// One cell's term of the composite hash: a 64-bit mix (SplitMix64's finaliser) of its level,
@@ -94,37 +104,40 @@ pub fn composite_hash(terms: impl IntoIterator<Item = u64>) -> u64 {
     terms.into_iter().fold(0u64, u64::wrapping_add)
 }
 
-/// The cells that changed rank (and group) from `old` to `new` patches.
-pub(crate) fn moved(old: &[Patch], new: &[Patch], groups: Option<&[u32]>) -> Moved {
-    let levels = old
-        .iter()
-        .chain(new)
-        .map(|p| p.b.level as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let mut m = Moved {
-        cells: vec![0; levels],
-        cross_group: groups.map(|_| vec![0; levels]),
-        bytes: 0,
-    };
-    for q in new {
-        for p in old
+impl Moved {
+    /// The cells that changed rank (and, with the ranks' `groups`, group) from the `old` to
+    /// the `new` patches.
+    pub fn between(old: &[Patch], new: &[Patch], groups: Option<&[u32]>) -> Moved {
+        let levels = old
             .iter()
-            .filter(|p| p.b.level == q.b.level && p.rank != q.rank)
-        {
-            if let Some(common) = p.b.rect.intersect(&q.b.rect) {
-                let l = q.b.level as usize;
-                m.cells[l] += common.cells();
-                if let (Some(g), Some(c)) = (groups, m.cross_group.as_mut())
-                    && g[p.rank as usize] != g[q.rank as usize]
-                {
-                    c[l] += common.cells();
+            .chain(new)
+            .map(|p| p.b.level as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut m = Moved {
+            cells: vec![0; levels],
+            cross_group: groups.map(|_| vec![0; levels]),
+            bytes: 0,
+        };
+        for q in new {
+            for p in old
+                .iter()
+                .filter(|p| p.b.level == q.b.level && p.rank != q.rank)
+            {
+                if let Some(common) = p.b.rect.intersect(&q.b.rect) {
+                    let l = q.b.level as usize;
+                    m.cells[l] += common.cells();
+                    if let (Some(g), Some(c)) = (groups, m.cross_group.as_mut())
+                        && g[p.rank as usize] != g[q.rank as usize]
+                    {
+                        c[l] += common.cells();
+                    }
                 }
             }
         }
+        m.bytes = 8 * m.cells.iter().sum::<u64>();
+        m
     }
-    m.bytes = 8 * m.cells.iter().sum::<u64>();
-    m
 }
 
 /// Each rank's figures in `layout`, against the run's relative capacities `c` (sum 1).
@@ -138,6 +151,9 @@ pub(crate) fn rank_figures(layout: &BoxPartition, c: &[f64]) -> Vec<RankFigures>
             cells: 0,
             ideal: c[rank] * total as f64,
             imbalance_percent: 0.0,
+            compute_s: 0.0,
+            cpu_s: 0.0,
+            link_wait_s: 0.0,
         })
         .collect();
     for p in &layout.patches {

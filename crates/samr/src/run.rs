@@ -6,12 +6,12 @@ use crate::exchange::{Kind, Piece, Received, send};
 use crate::field::{Field, Window};
 use crate::lan::TwoPhase;
 use crate::partition::BoxMethod;
-use crate::report::{
-    LevelFigures, Moved, StepReport, cell_term, composite_hash, moved, rank_figures,
-};
+use crate::report::{LevelFigures, Moved, StepReport, cell_term, composite_hash, rank_figures};
 use crate::schedule::{Schedule, migration};
 use crate::{BoxList, BoxPartition, Domain, LevelBox, Mask, Problem, Rect, SamrError};
-use comm::{Comm, ReduceOp};
+use comm::{Comm, LinkModel, ReduceOp};
+use drum_model::monitor::thread_cpu_seconds;
+use std::time::Duration;
 
 /// The most cells per side of a run's finest level: the regrid builds bitmaps of whole levels
 /// on every rank (a few of 16 MB at this size).
@@ -115,8 +115,32 @@ impl Balancer {
         }
     }
 
-    /// The layout of a new hierarchy; `initial` for the hierarchy of the initial data.
-    fn layout(
+    /// Gives the ranks new relative capacities `C_k` (finite, > 0; normalised here): the
+    /// next layout follows them. [`BoxMethod::Sfc`], GrACE's default, splits into equal parts
+    /// whatever the capacities (it is the papers' capacity-blind baseline); [`BoxMethod::Hier`]
+    /// takes them as its plan's part sizes; the two-phase scheme as its processors'
+    /// performance `p`.
+    pub fn set_capacities(&mut self, capacities: &[f64]) -> Result<(), SamrError> {
+        let caps = crate::boxes::normalise_capacities(capacities)?;
+        if caps.len() != self.ranks() {
+            return Err(SamrError::Length {
+                what: "capacities",
+                got: caps.len(),
+                expected: self.ranks(),
+            });
+        }
+        match self {
+            Balancer::Flat(BoxMethod::Ace { capacities }) => *capacities = caps,
+            Balancer::Flat(BoxMethod::Sfc { .. }) => {}
+            Balancer::Flat(BoxMethod::Hier { plan, .. }) => **plan = plan.with_part_sizes(&caps)?,
+            Balancer::TwoPhase(t) => t.set_capacities(&caps)?,
+        }
+        Ok(())
+    }
+
+    /// The layout of a new hierarchy; `initial` for the hierarchy of the initial data (the
+    /// two-phase scheme then assigns its level-0 grids to the groups afresh).
+    pub fn layout(
         &mut self,
         list: &BoxList,
         min_box: i64,
@@ -131,13 +155,19 @@ impl Balancer {
 }
 
 /// What the run reports besides the solution: the capacities `C_k` the ideal loads
-/// `L_k = C_k·L` come from, and the groups whose crossings are counted.
+/// `L_k = C_k·L` come from, the groups whose crossings are counted, and the link between
+/// them when it is modelled.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Figures {
     /// Relative capacity of each rank (`None`: equal).
     pub capacities: Option<Vec<f64>>,
     /// Group of each rank (`None`: the two-phase scheme's groups, or none).
     pub groups: Option<Vec<u32>>,
+    /// A modelled slow link between the groups (Lan et al.'s two sites on one host, labelled
+    /// as such in every report): after each exchange of patch values, a rank that received
+    /// bytes from another group waits `α + β·bytes` (`LinkModel`'s latency and seconds per
+    /// byte) before it reads them, as if they had crossed that link. Needs groups.
+    pub slow_link: Option<LinkModel>,
 }
 
 /// Where the coarse values of a ghost fill come from.
@@ -165,7 +195,13 @@ pub struct RankRun<C: Comm> {
     sched: Schedule,
     covered: Vec<Mask>,
     step: usize,
+    /// This step's bytes sent to other ranks, and to other groups.
     bytes: u64,
+    link_bytes: u64,
+    /// This step's seconds in the patch updates, and waiting on the modelled link.
+    compute_s: f64,
+    link_wait_s: f64,
+    slow_link: Option<LinkModel>,
 }
 
 impl<C: Comm> RankRun<C> {
@@ -206,6 +242,9 @@ impl<C: Comm> RankRun<C> {
             (Balancer::TwoPhase(t), None) => Some(t.groups().to_vec()),
             _ => None,
         };
+        if let Some(link) = figures.slow_link {
+            check_link(&link, groups.is_some())?;
+        }
         let list = BoxList::new(
             domain,
             vec![LevelBox {
@@ -228,6 +267,10 @@ impl<C: Comm> RankRun<C> {
             covered: Vec::new(),
             step: 0,
             bytes: 0,
+            link_bytes: 0,
+            compute_s: 0.0,
+            link_wait_s: 0.0,
+            slow_link: figures.slow_link,
         };
         run.start(list)?;
         Ok(run)
@@ -336,10 +379,34 @@ impl<C: Comm> RankRun<C> {
         &self.comm
     }
 
+    /// Whether the next level-0 step ends with a regrid (and so with a new layout from the
+    /// capacities then in force): the point at which a caller senses the ranks' capacities
+    /// ([`RankRun::set_capacities`]).
+    pub fn regrid_due(&self) -> bool {
+        self.cfg.max_level > 0 && (self.step + 1).is_multiple_of(self.cfg.regrid_every)
+    }
+
+    /// Gives the ranks new relative capacities `C_k` (finite, > 0; normalised here): the
+    /// reports' ideal loads `L_k = C_k·L` and the balancer's next layout follow them (see
+    /// [`Balancer::set_capacities`]; the current layout stays until the next regrid).
+    /// Every rank must pass the same capacities.
+    pub fn set_capacities(&mut self, capacities: &[f64]) -> Result<(), SamrError> {
+        self.balancer.set_capacities(capacities)?;
+        self.capacities = crate::boxes::normalise_capacities(capacities)?;
+        Ok(())
+    }
+
+    /// The relative capacities in force (normalised).
+    pub fn capacities(&self) -> &[f64] {
+        &self.capacities
+    }
+
     /// Advances one level-0 step (Berger–Oliger), regrids when due, lets the balancer act,
     /// and reports. Collective.
     pub fn step(&mut self) -> Result<StepReport, SamrError> {
-        self.bytes = 0;
+        (self.bytes, self.link_bytes) = (0, 0);
+        (self.compute_s, self.link_wait_s) = (0.0, 0.0);
+        let cpu0 = thread_cpu_seconds();
         let t0 = self.comm.wtime();
         self.advance(0, CoarseTime::Now)?;
         let step_seconds = self.max_over_ranks(self.comm.wtime() - t0)?;
@@ -356,20 +423,32 @@ impl<C: Comm> RankRun<C> {
         };
         let (global, rebalanced) = self.global_phase(step_seconds)?;
         let balance_seconds = self.max_over_ranks(self.comm.wtime() - t1)?;
-        let mut sums = [self.local_hash(), self.bytes];
+        let mut sums = [self.local_hash(), self.bytes, self.link_bytes];
         self.comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+        let mine = [
+            self.compute_s,
+            thread_cpu_seconds() - cpu0,
+            self.link_wait_s,
+        ];
+        let mut times = vec![0.0; 3 * self.comm.size()];
+        self.comm.allgather(&mine, &mut times)?;
+        let mut ranks = rank_figures(&self.layout, &self.capacities);
+        for (r, t) in ranks.iter_mut().zip(times.chunks_exact(3)) {
+            (r.compute_s, r.cpu_s, r.link_wait_s) = (t[0], t[1], t[2]);
+        }
         Ok(StepReport {
             step: self.step,
             time: self.step as f64 * self.dt0,
             hash: format!("{:016x}", sums[0]),
             levels: self.level_figures(),
-            ranks: rank_figures(&self.layout, &self.capacities),
+            ranks,
             regrid,
             global,
             rebalanced,
             step_seconds,
             balance_seconds,
             bytes: sums[1],
+            link_bytes: self.groups.as_ref().map(|_| sums[2]),
         })
     }
 
@@ -429,6 +508,7 @@ impl<C: Comm> RankRun<C> {
         let finer = l + 1 < self.levels();
         let h = 1.0 / (self.cfg.n0 << l) as f64;
         let dt = self.dt0 / f64::from(1u32 << l);
+        let t = self.comm.wtime();
         for k in self.sched.levels[l].clone() {
             if let Some(f) = &mut self.fields[k] {
                 let mut next = f.u.clone();
@@ -437,6 +517,7 @@ impl<C: Comm> RankRun<C> {
                 f.old = finer.then_some(before);
             }
         }
+        self.compute_s += self.comm.wtime() - t;
         if finer {
             self.advance(l + 1, CoarseTime::Between(0.0))?;
             self.advance(l + 1, CoarseTime::Between(0.5))?;
@@ -546,7 +627,7 @@ impl<C: Comm> RankRun<C> {
     /// below (levels in order, one exchange each). Collective.
     fn relayout(&mut self, list: BoxList, layout: BoxPartition) -> Result<Moved, SamrError> {
         let groups = self.groups.as_deref();
-        let m = moved(&self.layout.patches, &layout.patches, groups);
+        let m = Moved::between(&self.layout.patches, &layout.patches, groups);
         let old_layout = std::mem::replace(&mut self.layout, layout);
         let old_list = std::mem::replace(&mut self.list, list);
         let old_fields = std::mem::take(&mut self.fields);
@@ -604,6 +685,7 @@ impl<C: Comm> RankRun<C> {
         l: usize,
     ) -> Result<Vec<Option<Window>>, SamrError> {
         self.bytes += recv.bytes_sent;
+        self.cross_groups(recv);
         let coarse = self.domain.level_rect(l.saturating_sub(1) as u8);
         let mut windows: Vec<Option<Window>> = vec![None; self.fields.len()];
         let fields = &mut self.fields;
@@ -623,11 +705,60 @@ impl<C: Comm> RankRun<C> {
     }
 }
 
+impl<C: Comm> RankRun<C> {
+    /// Counts the bytes this rank sent to other groups in an exchange and, on a modelled
+    /// slow link, waits `α + β·b` for the `b > 0` bytes it received from other groups.
+    fn cross_groups(&mut self, recv: &Received) {
+        let Some(groups) = &self.groups else {
+            return;
+        };
+        let me = groups[self.comm.rank()];
+        let other = |r: &usize| groups[*r] != me;
+        self.link_bytes += (recv.sent_to.iter().enumerate())
+            .filter(|(r, _)| other(r))
+            .map(|(_, &b)| b as u64)
+            .sum::<u64>();
+        let Some(link) = self.slow_link else {
+            return;
+        };
+        let got: usize = (recv.received_from().iter().enumerate())
+            .filter(|(r, _)| other(r))
+            .map(|(_, &b)| b)
+            .sum();
+        if got > 0 {
+            let wait = link.alpha + link.beta * got as f64;
+            std::thread::sleep(Duration::from_secs_f64(wait));
+            self.link_wait_s += wait;
+        }
+    }
+}
+
 /// What [`RankRun::own_fields`] hands to its initialiser.
 struct Init<'a> {
     rect: Rect,
     level: u8,
     field: &'a mut Field,
+}
+
+/// A modelled link needs groups, and an `α` and `β` that are finite and ≥ 0.
+fn check_link(link: &LinkModel, has_groups: bool) -> Result<(), SamrError> {
+    if !has_groups {
+        return Err(SamrError::Unsupported(
+            "a modelled slow link joins groups, but the run has none (give the groups, or use \
+             the two-phase scheme)"
+                .into(),
+        ));
+    }
+    for (what, x) in [("alpha", link.alpha), ("beta", link.beta)] {
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(SamrError::BadValue {
+                what: format!("the modelled link's {what}"),
+                value: x,
+                expected: "finite and >= 0",
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The number of levels of a box list.

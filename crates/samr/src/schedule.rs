@@ -2,7 +2,7 @@
 
 use crate::exchange::{Kind, Piece};
 use crate::field::{GHOST, Window};
-use crate::{Domain, Mask, Patch, Rect};
+use crate::{BoxPartition, Domain, Mask, Patch, Rect};
 use std::ops::Range;
 
 /// The patches of each level, as index ranges (patches are sorted by level).
@@ -140,4 +140,48 @@ pub(crate) fn migration(
         }
     }
     (pieces, fresh)
+}
+
+/// The patch values one exchange of a level-0 step moves between ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    /// What it fills: `ghosts of level l` or `restriction onto level l − 1`.
+    pub what: String,
+    /// How many times a level-0 step performs it (level `l` steps `2^l` times).
+    pub times: usize,
+    /// Bytes from rank `a` to rank `b` at `a · R + b` (`R` ranks), as the wire carries them
+    /// (a 4-byte patch index and 8 bytes per value per piece; none from a rank to itself).
+    pub bytes: Vec<u64>,
+}
+
+/// The exchanges of a level-0 step on `layout` (Berger–Oliger, no regrid): for each level `l`
+/// its ghost fill (`2^l` times), and for `l ≥ 1` its restriction (`2^(l−1)` times), in the
+/// run's order of kinds. What a model of the run's communication needs: the same pieces the
+/// run sends ([`RankRun`](crate::RankRun)), without running it.
+pub fn step_exchanges(layout: &BoxPartition, domain: Domain) -> Vec<Exchange> {
+    let ranks = layout.work.len();
+    let s = Schedule::new(&layout.patches, domain, 0);
+    let bytes = |pieces: &[Piece]| {
+        let mut m = vec![0u64; ranks * ranks];
+        for p in pieces.iter().filter(|p| p.from != p.to) {
+            m[p.from as usize * ranks + p.to as usize] += 4 + 8 * p.region.cells();
+        }
+        m
+    };
+    let mut out = Vec::new();
+    for l in 0..s.levels.len() {
+        out.push(Exchange {
+            what: format!("ghosts of level {l}"),
+            times: 1 << l,
+            bytes: bytes(&s.fill[l]),
+        });
+        if l > 0 {
+            out.push(Exchange {
+                what: format!("restriction onto level {}", l - 1),
+                times: 1 << (l - 1),
+                bytes: bytes(&s.restrict[l]),
+            });
+        }
+    }
+    out
 }
