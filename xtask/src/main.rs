@@ -14,6 +14,7 @@ mod bench_drum_loop;
 mod bench_fem;
 mod bench_laplace;
 mod run_laplace;
+mod run_samr;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -27,6 +28,12 @@ commands:
           monitored powers (--balance monitored|static|uniform); progress per step on stderr, a
           summary on stdout, results in out/run-laplace/. --compare: uniform then monitored,
           RC and RC_ideal
+  run-samr [--machine FILE] [--compare] [--out DIR] [samr flags]
+          the structured AMR kernel with DRUM in the loop on the machine's ranks (default
+          machines/local-2core-hetero.xml with its competing process): thread ranks pinned,
+          monitored, ACEHeterogeneous with the powers sensed before each regrid; steps.jsonl,
+          hierarchy.svg and summary.json in out/run-samr/, a summary on stdout. --compare:
+          GrACE's default (SFC, equal parts) first, and the ratio of times
   reproduce [--quick] [--out DIR] [--repeats R]
           the DRUM 2005 experiments 1-4, Sinha-Parashar's sensing period and Lan et al.'s
           gain/cost decision: measured on this host (thread ranks pinned to cores, real
@@ -62,6 +69,7 @@ commands:
 enum Task {
     Ci,
     RunLaplace(Vec<String>),
+    RunSamr(Vec<String>),
     /// `reproduce [args]`.
     Reproduce(Vec<String>),
     BenchFem(Vec<String>),
@@ -81,6 +89,7 @@ fn parse(args: &[String]) -> Result<Task> {
         None | Some("help" | "-h" | "--help") => Ok(Task::Help),
         Some("ci") => Ok(Task::Ci),
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
+        Some("run-samr") => Ok(Task::RunSamr(args[1..].to_vec())),
         Some("reproduce") => Ok(Task::Reproduce(args[1..].to_vec())),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("fem") => Ok(Task::BenchFem(args[2..].to_vec())),
@@ -105,6 +114,7 @@ fn main() -> Result<()> {
         }
         Task::Ci => ci(),
         Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
+        Task::RunSamr(rest) => run_samr::run_samr(&rest),
         Task::Reproduce(rest) => reproduce(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
         Task::BenchLaplace(rest) => bench_laplace::bench_laplace(&rest),

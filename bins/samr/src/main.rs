@@ -11,7 +11,8 @@ mod svg;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use comm::Comm;
-use drum::{DrumArgs, DrumSetup, RankDrum};
+use drum::DrumArgs;
+use samr_kernel::drum::{DrumSetup, RankDrum, Sensed};
 use samr_kernel::lan::LinkModel;
 use samr_kernel::{
     Balancer, Cluster, Figures, Problem, RankRun, SamrConfig, SamrError, StepReport,
@@ -77,6 +78,10 @@ struct RunArgs {
     /// Grow the flagged region by this many cells.
     #[arg(long, default_value_t = SamrConfig::default().flag_buffer)]
     buffer: i64,
+    /// Compute each patch update this many times per step (the arithmetic of a heavier
+    /// scheme; the result is the same).
+    #[arg(long, default_value_t = SamrConfig::default().sweeps)]
+    sweeps: u32,
     /// One JSON object per level-0 step on stdout, nothing else.
     #[arg(long)]
     json: bool,
@@ -139,6 +144,7 @@ fn setup(a: &RunArgs, default_ranks: usize) -> Result<Setup> {
         flag_tol: a.flag_tol,
         flag_buffer: a.buffer,
         problem: Problem::default(),
+        sweeps: a.sweeps,
     };
     cfg.validate()?;
     let ranks = a.ranks.resolve(default_ranks)?;
@@ -224,7 +230,7 @@ fn rank_loop<C: Comm + part_api::Reduce>(
 }
 
 /// A step's JSON object: the report, the capacities in force and what DRUM sensed.
-fn json_line(r: &StepReport, capacities: &[f64], sensed: Option<&drum::Sensed>) -> String {
+fn json_line(r: &StepReport, capacities: &[f64], sensed: Option<&Sensed>) -> String {
     let mut v = serde_json::to_value(r).expect("a report serialises");
     if let Some(o) = v.as_object_mut() {
         o.insert("capacities".into(), serde_json::json!(capacities));
@@ -310,7 +316,7 @@ fn header<C: Comm>(s: &Setup, run: &RankRun<C>) -> String {
 }
 
 /// One line per step.
-fn line(r: &StepReport, sensed: Option<&drum::Sensed>) -> String {
+fn line(r: &StepReport, sensed: Option<&Sensed>) -> String {
     let mut s = format!(
         "step {:>4}  t {:.4}  hash {}  cells",
         r.step, r.time, r.hash

@@ -228,3 +228,74 @@ fn partition_follows_the_capacities() {
         assert!((w / 4096.0 - c).abs() < 0.03, "{work:?}");
     }
 }
+
+fn hetero_machine() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../machines/local-2core-hetero.xml"
+    )
+    .to_string()
+}
+
+#[test]
+fn drum_in_the_loop_senses_before_each_regrid_and_keeps_the_solution() {
+    let m = hetero_machine();
+    let svg = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("samr-drum.svg");
+    let _ = std::fs::remove_file(&svg);
+    let out = ok(&[
+        "--n0=32",
+        "--steps=6",
+        "--regrid-every=2",
+        "--max-level=2",
+        "--json",
+        "--machine",
+        &m,
+        "--balance=monitored",
+        "--machine-load",
+        "--monitor-period-ms=5",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let steps: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert_eq!(steps.len(), 6, "{out}");
+    let plain = ok(&["--n0=32", "--steps=6", "--regrid-every=2", "--max-level=2"]);
+    let plain_hashes: Vec<&str> = plain
+        .lines()
+        .filter(|l| l.starts_with("step"))
+        .map(|l| l.split_whitespace().nth(5).unwrap())
+        .collect();
+    for (k, s) in steps.iter().enumerate() {
+        // The same solution whatever the capacities and ranks.
+        assert_eq!(s["hash"].as_str().unwrap(), plain_hashes[k], "step {k}");
+        let c: Vec<f64> = s["capacities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(c.len(), 2);
+        assert!((c.iter().sum::<f64>() - 1.0).abs() < 1e-9 && c.iter().all(|x| *x > 0.0));
+        // Sensed before the steps that end with a regrid (the 2nd, 4th, 6th).
+        assert_eq!(s.get("sensed").is_some(), k % 2 == 1, "step {k}: {s}");
+    }
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg") && picture.contains("rank 1"));
+}
+
+#[test]
+fn bad_drum_and_link_flags_are_clear_errors() {
+    let e = err(&["--balance", "monitored"]);
+    assert!(e.contains("need --machine"), "{e}");
+    let m = hetero_machine();
+    let e = err(&["--machine", &m, "--load", "5"]);
+    assert!(e.contains("has ranks 0..2"), "{e}");
+    let e = err(&["--machine", &m, "--load", "1:0"]);
+    assert!(e.contains("N must be at least 1"), "{e}");
+    let e = err(&["--ranks", "2", "--slow-link", "1e-3,1e-8"]);
+    assert!(e.contains("the run has none"), "{e}");
+    let e = err(&["--machine", &m, "--balance", "monitored", "--sensing", "0"]);
+    assert!(e.contains("--sensing"), "{e}");
+}

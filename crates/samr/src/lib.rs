@@ -46,6 +46,7 @@
 
 mod boxes;
 pub mod cluster;
+pub mod drum;
 mod error;
 mod exchange;
 mod field;
