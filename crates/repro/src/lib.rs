@@ -32,6 +32,7 @@ mod error;
 mod measured;
 mod meshes;
 mod report;
+mod samr;
 mod sim;
 mod studies;
 mod svg;
@@ -177,6 +178,10 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
     let (mut records, validation) =
         simulate_all(&cases, &measured_runs, &seq, &cal, host_mflops, &mut items)?;
     report::relative_changes(&mut records);
+    items
+        .progress
+        .message("drum-repro: the SAMR studies (Sinha & Parashar, Lan et al.)");
+    let samr_records = samr::run_all(scale, |what| items.progress.message(&format!("  {what}")))?;
     let setup = report::Setup {
         scale: format!("{scale:?}").to_lowercase(),
         target_vertices: target,
@@ -188,7 +193,7 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         calibration: cal.calib.clone(),
         seconds: t0.elapsed().as_secs_f64(),
     };
-    report::write(out, &setup, &records, &validation)?;
+    report::write(out, &setup, &records, &validation, &samr_records)?;
     items.progress.message(&format!(
         "drum-repro: {} runs in {:.0} s; report in {}",
         records.len(),
