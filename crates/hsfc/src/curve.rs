@@ -87,9 +87,9 @@ impl RawState {
 
 /// The generated tables for one dimension.
 #[derive(Debug)]
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "n, states, levels: read by tests and Debug")
+#[expect(
+    dead_code,
+    reason = "n, states, levels: read by Debug (states and levels by the tests too)"
 )]
 pub(crate) struct Tables {
     /// Dimension n (2 or 3).
