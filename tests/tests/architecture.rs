@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u32)] = &[
     // The applications; Zoltan's C API over the partitioners and the DRUM loop.
     ("fem-laplace", 4),
     ("zoltan-drum", 4),
+    ("samr-kernel", 4),
     // The reproduction of the papers' experiments.
     ("repro", 5),
     // The commands.
@@ -34,6 +35,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("hsfc-cli", 6),
     ("hier-part-cli", 6),
     ("fem-laplace-cli", 6),
+    ("samr-cli", 6),
     // Apart: xtask runs binaries, the tests check everything.
     ("xtask", 7),
     ("drum-tests", 7),

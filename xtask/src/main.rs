@@ -16,6 +16,7 @@ mod bench_laplace;
 mod run_laplace;
 mod zoltan;
 mod vcluster;
+mod run_samr;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -40,9 +41,15 @@ commands:
           head namespace for mpirun, a hostfile and an rsh agent in /run/drumvc/; down removes
           all of it (also after a crash: /run/drumvc/state.json). check: the vcluster part of
           ci alone (run on vcluster-2 against the thread run, faults, down)
+  run-samr [--machine FILE] [--compare] [--out DIR] [samr flags]
+          the structured AMR kernel with DRUM in the loop on the machine's ranks (default
+          machines/local-2core-hetero.xml with its competing process): thread ranks pinned,
+          monitored, ACEHeterogeneous with the powers sensed before each regrid; steps.jsonl,
+          hierarchy.svg and summary.json in out/run-samr/, a summary on stdout. --compare:
+          GrACE's default (SFC, equal parts) first, and the ratio of times
   reproduce [--quick] [--out DIR] [--repeats R]
           the DRUM 2005 experiments 1-4, Sinha-Parashar's sensing period and Lan et al.'s
-          gain/cost decision: measured on this host (thread ranks pinned to cores, real
+          gain/cost decision, and both SAMR papers on samr-kernel (studies sinha, lan): measured on this host (thread ranks pinned to cores, real
           competing processes, real monitors) and simulated on Bullpen's nodes by a model
           calibrated on the measured runs; report.md, SVG plots and results.json in DIR
           (default report/). --quick: one repeat per measured run (default 3). As root with
@@ -84,6 +91,7 @@ commands:
 enum Task {
     Ci,
     RunLaplace(Vec<String>),
+    RunSamr(Vec<String>),
     /// `reproduce [args]`.
     Reproduce(Vec<String>),
     BenchFem(Vec<String>),
@@ -107,6 +115,7 @@ fn parse(args: &[String]) -> Result<Task> {
         None | Some("help" | "-h" | "--help") => Ok(Task::Help),
         Some("ci") => Ok(Task::Ci),
         Some("run-laplace") => Ok(Task::RunLaplace(args[1..].to_vec())),
+        Some("run-samr") => Ok(Task::RunSamr(args[1..].to_vec())),
         Some("reproduce") => Ok(Task::Reproduce(args[1..].to_vec())),
         Some("vcluster") => Ok(Task::Vcluster(args[1..].to_vec())),
         Some("bench") => match args.get(1).map(String::as_str) {
@@ -133,6 +142,7 @@ fn main() -> Result<()> {
         }
         Task::Ci => ci(),
         Task::RunLaplace(rest) => run_laplace::run_laplace(&rest),
+        Task::RunSamr(rest) => run_samr::run_samr(&rest),
         Task::Reproduce(rest) => reproduce(&rest),
         Task::BenchFem(rest) => bench_fem::bench_fem(&rest),
         Task::BenchLaplace(rest) => bench_laplace::bench_laplace(&rest),

@@ -48,9 +48,11 @@ pub fn ci_mpi() -> Result<()> {
         "hier-part-cli",
         "-p",
         "cli-support",
+        "-p",
+        "samr-cli",
         "--all-targets",
         "--features",
-        "comm/mpi,hsfc-cli/mpi,hier-part-cli/mpi,cli-support/mpi",
+        "comm/mpi,hsfc-cli/mpi,hier-part-cli/mpi,cli-support/mpi,samr-cli/mpi",
         "--",
         "-D",
         "warnings",
@@ -106,12 +108,96 @@ pub fn ci_mpi() -> Result<()> {
     hier_checks(&launcher, &points)?;
     fem_checks(&launcher)?;
     crate::zoltan::ci_zoltan(&launcher, ci)?;
+    samr_checks(&launcher)?;
     println!(
         "xtask: MPI tests passed (mpirun -np {RANKS:?}; a panicking and a failing rank end the job; \
          hsfc partition and hier-part partition under mpirun write the serial parts file; \
          fem-laplace under mpirun gives the serial and thread runs' meshes and errors, and so does \
-         run-laplace --backend mpi with DRUM in the loop)"
+         run-laplace --backend mpi with DRUM in the loop; samr under mpirun gives the thread run's \
+         composite hashes)"
     );
+    Ok(())
+}
+
+/// `samr --json`'s composite hash of each step.
+fn samr_hashes(stdout: &str, what: &str) -> Result<Vec<String>> {
+    stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).with_context(|| format!("{what}: not JSON: {l}"))?;
+            v["hash"]
+                .as_str()
+                .map(String::from)
+                .with_context(|| format!("{what}: no hash in {l}"))
+        })
+        .collect()
+}
+
+/// `samr` under `mpirun -np 2` and `-np 4`, with ACEHeterogeneous and with Lan et al.'s two
+/// phases: the composite hash of every step equals the one-rank thread run's.
+fn samr_checks(launcher: &Launcher) -> Result<()> {
+    let dir = target_dir().join("mpi-cli");
+    std::fs::create_dir_all(&dir)?;
+    let serial_bin = build_copy("samr-cli", "samr", &[], &dir.join("samr-serial"))?;
+    let mpi_bin = build_copy(
+        "samr-cli",
+        "samr",
+        &["--features", "mpi"],
+        &dir.join("samr-mpi"),
+    )?;
+    let base = [
+        "--n0",
+        "32",
+        "--steps",
+        "6",
+        "--regrid-every",
+        "2",
+        "--json",
+    ];
+    let out = Command::new(&serial_bin)
+        .args(base)
+        .output()
+        .context("starting samr (one thread rank)")?;
+    if !out.status.success() {
+        bail!("samr failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let want = samr_hashes(&String::from_utf8_lossy(&out.stdout), "samr")?;
+    for np in RANKS {
+        for scheme in [
+            &["--partitioner", "ace"][..],
+            &[
+                "--scheme",
+                "two-phase",
+                "--link",
+                "1e-4,1e-8",
+                "--model-clock",
+                "1e-5",
+            ],
+        ] {
+            let mut args: Vec<&str> = base.to_vec();
+            args.extend(["--backend", "mpi"]);
+            args.extend(scheme);
+            let res = launcher.run(&mpi_bin, np, &args)?;
+            if !res.success {
+                bail!(
+                    "samr {scheme:?} failed under mpirun -np {np}:\n{}",
+                    res.stderr
+                );
+            }
+            let got = samr_hashes(&res.stdout, &format!("samr under mpirun -np {np}"))?;
+            if got != want {
+                bail!(
+                    "samr {scheme:?} under mpirun -np {np}: hashes {got:?}, one thread rank {want:?}"
+                );
+            }
+        }
+        println!(
+            "xtask: samr (ace and two-phase) under mpirun -np {np}: {} steps, last hash {} = one thread rank's",
+            want.len(),
+            want.last().map_or("-", String::as_str)
+        );
+    }
     Ok(())
 }
 

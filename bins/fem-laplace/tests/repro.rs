@@ -52,6 +52,38 @@ fn the_tiny_reproduction_writes_every_study_measured_and_simulated() {
         .unwrap();
     assert_eq!(sim_never["rebalances"], 1);
     assert_eq!(sim_never["migrated_elements"], 0);
+    // The SAMR studies: Sinha & Parashar simulated and measured, Lan et al. measured; every
+    // run with its work shares and a positive time.
+    for (study, modes) in [
+        ("sinha", &["measured", "simulated"][..]),
+        ("lan", &["measured"]),
+    ] {
+        let runs = v["studies"][study].as_array().unwrap();
+        for mode in modes {
+            assert!(
+                runs.iter().any(|r| r["mode"] == *mode),
+                "{study}: no {mode} run"
+            );
+        }
+        for r in runs {
+            let shares: f64 = r["work_share"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .sum();
+            assert!((shares - 1.0).abs() < 1e-6, "{study}: {r}");
+            let t = r["time_s"]
+                .as_f64()
+                .unwrap_or(r["model_time"].as_f64().unwrap());
+            assert!(t.is_finite() && t > 0.0, "{study}: {r}");
+        }
+    }
+    let lan = v["studies"]["lan"].as_array().unwrap();
+    assert!(
+        lan.iter()
+            .all(|r| r["link_bytes"].as_u64().is_some_and(|b| b > 0))
+    );
     let val = v["validation"].as_array().unwrap();
     assert!(val.len() >= 6);
     assert_eq!(val.iter().filter(|x| x["calibration"] == true).count(), 1);
@@ -72,6 +104,8 @@ fn the_tiny_reproduction_writes_every_study_measured_and_simulated() {
         "## Experiment 4",
         "## Sinha & Parashar",
         "## Lan, Taylor & Bryan",
+        "## Sinha & Parashar on the SAMR kernel",
+        "## Lan, Taylor & Bryan on the SAMR kernel",
     ] {
         assert!(md.contains(section), "report.md lacks {section}");
     }

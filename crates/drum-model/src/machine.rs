@@ -429,6 +429,17 @@ impl Machine {
         self.rank_node[rank]
     }
 
+    /// The CPUs of each rank's node (its `cpus` attribute), if every computing node lists
+    /// them: where a run pins its ranks.
+    pub fn rank_cpus(&self) -> Option<Vec<Vec<u32>>> {
+        (0..self.num_ranks())
+            .map(|r| {
+                let node = self.node(self.rank_node(r));
+                node.cpus.as_ref().map(|c| c.cpus().to_vec())
+            })
+            .collect()
+    }
+
     /// The ranks hosted in the subtree of `id`, ascending.
     pub fn subtree_ranks(&self, id: NodeId) -> Vec<usize> {
         let mut ranks: Vec<usize> = (0..self.rank_node.len())

@@ -38,6 +38,9 @@ pub enum Error {
     /// A collective of the link measurement failed.
     #[error(transparent)]
     Comm(#[from] comm::CommError),
+    /// A SAMR run failed.
+    #[error(transparent)]
+    Samr(#[from] samr_kernel::SamrError),
     /// The link timings could not be fitted.
     #[error(transparent)]
     LinkFit(#[from] comm::LinkFitError),

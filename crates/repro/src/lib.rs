@@ -32,6 +32,7 @@ mod error;
 mod measured;
 mod meshes;
 mod report;
+mod samr;
 mod sim;
 mod studies;
 mod svg;
@@ -206,6 +207,10 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         NetStudy::NotAsked => report::Net::NotAsked,
     };
     report::relative_changes(&mut records);
+    items
+        .progress
+        .message("drum-repro: the SAMR studies (Sinha & Parashar, Lan et al.)");
+    let samr_records = samr::run_all(scale, |what| items.progress.message(&format!("  {what}")))?;
     let setup = report::Setup {
         scale: format!("{scale:?}").to_lowercase(),
         target_vertices: target,
@@ -217,7 +222,7 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         calibration: cal.calib.clone(),
         seconds: t0.elapsed().as_secs_f64(),
     };
-    report::write(out, &setup, &records, &validation, &net)?;
+    report::write(out, &setup, &records, &validation, &net, &samr_records)?;
     items.progress.message(&format!(
         "drum-repro: {} runs in {:.0} s; report in {}",
         records.len(),

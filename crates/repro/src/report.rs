@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod samr;
+
 /// How the reproduction ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct Setup {
@@ -211,6 +213,7 @@ pub fn write(
     records: &[Record],
     validation: &[Validation],
     net: &Net,
+    samr_records: &[crate::samr::SamrRecord],
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut doc = Doc {
@@ -306,12 +309,30 @@ pub fn write(
             _ => gain_cost(&mut doc, &recs)?,
         }
     }
+    for (key, section) in [
+        (
+            "sinha",
+            samr::sinha as fn(&mut Doc, &[&crate::samr::SamrRecord]) -> Result<()>,
+        ),
+        ("lan", samr::lan),
+    ] {
+        let recs: Vec<&crate::samr::SamrRecord> =
+            samr_records.iter().filter(|r| r.study == key).collect();
+        if !recs.is_empty() {
+            section(&mut doc, &recs)?;
+        }
+    }
     let md = dir.join("report.md");
     std::fs::write(&md, &doc.md).with_context(|| format!("writing {}", md.display()))?;
     let mut studies = serde_json::Map::new();
     for key in STUDIES.iter().chain([&vcluster::STUDY]) {
         let v: Vec<&Record> = records.iter().filter(|r| r.study == *key).collect();
         studies.insert((*key).into(), serde_json::to_value(v)?);
+    }
+    for key in ["sinha", "lan"] {
+        let v: Vec<&crate::samr::SamrRecord> =
+            samr_records.iter().filter(|r| r.study == key).collect();
+        studies.insert(key.into(), serde_json::to_value(v)?);
     }
     let json = serde_json::json!({
         "setup": setup,
