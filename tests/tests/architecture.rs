@@ -67,7 +67,14 @@ const WORKSPACE_LIBS: &[&str] = &[
 ];
 
 /// The library crates that binaries build on.
-const LIBRARIES: &[&str] = &["drum-model", "hsfc", "comm", "hier-part", "fem-laplace"];
+const LIBRARIES: &[&str] = &[
+    "drum-model",
+    "hsfc",
+    "comm",
+    "hier-part",
+    "fem-laplace",
+    "diffusion",
+];
 
 #[test]
 fn library_targets_depend_on_no_cli_crate() {
@@ -145,19 +152,22 @@ fn library_functions_take_few_arguments() {
 
 #[test]
 fn hsfc_knows_no_machines_mpi_or_meshes() {
+    // And neither does diffusion (it sees points, weights, an adjacency and capacities).
     let map = dependency_map();
-    assert_none_of(
-        &map,
-        "hsfc",
-        &[
-            "drum-model",
-            "comm",
-            "hier-part",
-            "fem-laplace",
-            "mpi",
-            "quick-xml",
-        ],
-    );
+    for package in ["hsfc", "diffusion"] {
+        assert_none_of(
+            &map,
+            package,
+            &[
+                "drum-model",
+                "comm",
+                "hier-part",
+                "fem-laplace",
+                "mpi",
+                "quick-xml",
+            ],
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! assert!(spread > 38.0);
 //! ```
 
-use crate::ProcGraph;
+use crate::{ObjectGraph, ProcGraph};
 use hsfc::generate::{RandomSource, SplitMix64};
 
 /// The relative speeds of the ten computers of the paper's testbed (Figure 2): a spread of 39×.
@@ -56,6 +56,33 @@ pub fn random(n: usize, degree: f64, seed: u64) -> ProcGraph {
         }
     }
     ProcGraph::from_pairs(n, pairs).expect("valid random graph")
+}
+
+/// A `w × h` grid of objects (object `x + w·y` at the centre of its unit cell,
+/// `(x + 0.5, y + 0.5)`) and its 4-neighbour adjacency: a structured mesh's cells.
+pub fn object_grid(w: usize, h: usize) -> (Vec<f64>, ObjectGraph) {
+    let coords = (0..w * h)
+        .flat_map(|i| [(i % w) as f64 + 0.5, (i / w) as f64 + 0.5])
+        .collect();
+    let edges = grid(w, h)
+        .edges()
+        .iter()
+        .map(|&[a, b]| (a, b))
+        .collect::<Vec<_>>();
+    let graph = ObjectGraph::from_edges(w * h, edges).expect("valid grid");
+    (coords, graph)
+}
+
+/// `n` whole weights uniform in `1..=max`, from the [`SplitMix64`] stream of `seed`.
+pub fn integer_weights(n: usize, max: u32, seed: u64) -> Vec<f64> {
+    let mut rng = SplitMix64(seed);
+    (0..n)
+        .map(|_| {
+            1.0 + (rng.uniform() * f64::from(max))
+                .floor()
+                .min(f64::from(max) - 1.0)
+        })
+        .collect()
 }
 
 /// `n` capacities drawn from the paper's testbed speeds ([`PAPER_SPEEDS`]): each of the ten
