@@ -7,7 +7,7 @@ use crate::Error;
 /// for task selection. Listed pairs are taken as undirected for the processor graph (the parts
 /// of both ends become neighbours); task selection follows the lists as given, so a symmetric
 /// structure (every `b` in `neighbours(a)` has `a` in `neighbours(b)`) gives the best
-/// locality. Implemented by [`ObjectGraph`]; a mesh's element neighbours or a k-nearest-
+/// locality. Neighbours `>= num_objects()` are ignored. Implemented by [`ObjectGraph`]; a mesh's element neighbours or a k-nearest-
 /// neighbour graph can implement it without copying.
 pub trait Adjacency: Sync {
     /// Number of objects.

@@ -9,7 +9,7 @@ use hsfc::{Par, Partitioner, Points};
 /// Incremental repartitioning by load transfer (Watts, Rieffel & Taylor 1998): from the
 /// current partition, compute how much load to move between neighbouring parts so that the
 /// utilisation `load / capacity` equalises ([`Transfer`]), choose the objects that carry it
-/// ([`select`]), and repeat with the transfers recomputed until the imbalance meets
+/// ([`crate::select`]), and repeat with the transfers recomputed until the imbalance meets
 /// [`Diffusion::tolerance`] or [`Diffusion::max_rounds`] is reached. Objects move only between
 /// parts that touch, boundary first, so a small change of load or capacity moves little.
 ///
@@ -69,17 +69,17 @@ impl Default for Diffusion {
 pub struct Round {
     /// `max_i L_i / L_i*` before the round.
     pub imbalance: f64,
-    /// Edges of the processor graph, and how many were added to join its components.
+    /// Edges of the processor graph (bridges included).
     pub edges: usize,
     /// Edges added to join components (parts that touch no other, e.g. empty ones).
     pub bridges: usize,
-    /// Iterations of the transfer calculation, and its `eff` at the end.
+    /// Iterations of the transfer calculation.
     pub iterations: usize,
     /// `eff` the transfers would reach if met exactly.
     pub planned_eff: f64,
     /// Load the transfers asked to move (sum of `|flow|`, caller's weight units).
     pub planned: f64,
-    /// Objects that moved, and their weight.
+    /// Objects that moved.
     pub moved_objects: usize,
     /// The weight of the objects that moved (caller's units).
     pub moved_weight: f64,

@@ -28,11 +28,7 @@ pub(super) fn run(p: &Problem) -> Result<Flows, Error> {
     let units = p.caps.units();
     let mut virt: Vec<i128> = p.loads.iter().map(|&l| i128::from(l)).collect();
     let mut flows = vec![0i128; g.num_edges()];
-    let (comp, count) = &p.comps;
-    let mut sets: Vec<Vec<u32>> = vec![Vec::new(); *count];
-    for v in 0..n as u32 {
-        sets[comp[v as usize] as usize].push(v);
-    }
+    let mut sets = p.members();
     let mut scratch = Scratch {
         tag: vec![0; n],
         seen: vec![0; n],

@@ -104,15 +104,17 @@ impl<'a> System<'a> {
         out
     }
 
-    /// The paper's Jacobi iteration from `u = L / C`, `⌈ln acc / ln ρ⌉` sweeps.
+    /// The paper's Jacobi iteration from `u = L / C`, `⌈ln acc / ln ρ⌉` sweeps (at most
+    /// `10 n + 1000`: a huge time step makes ρ close to 1, and then CG is the solver to use).
     fn jacobi(&self, rhs: &[f64], acc: f64) -> (Vec<f64>, usize) {
         let rho = (0..self.c.len())
             .map(|i| (self.diag[i] - self.c[i]) / self.diag[i])
             .fold(0.0, f64::max);
+        let cap = 10 * self.c.len() + 1000;
         let m = if rho <= 0.0 {
             1
         } else {
-            (acc.ln() / rho.ln()).ceil().max(1.0) as usize
+            ((acc.ln() / rho.ln()).ceil().max(1.0) as usize).min(cap)
         };
         let mut u: Vec<f64> = rhs.iter().zip(&self.c).map(|(l, c)| l / c).collect();
         for _ in 0..m {
@@ -168,10 +170,9 @@ fn round_flows(p: &Problem, real: &[f64], loads: &[f64]) -> Vec<i128> {
     let n = g.num_vertices();
     let mut flows: Vec<i128> = real.iter().map(|f| f.round() as i128).collect();
     let got = apply(g, p.loads, &flows);
-    let (comp, count) = &p.comps;
     let mut want = vec![0u64; n];
-    for c in 0..*count as u32 {
-        let members: Vec<usize> = (0..n).filter(|&v| comp[v] == c).collect();
+    for members in p.members() {
+        let members: Vec<usize> = members.into_iter().map(|v| v as usize).collect();
         let total: u64 = members.iter().map(|&v| p.loads[v]).sum();
         let top = members.iter().map(|&v| loads[v]).fold(0.0, f64::max);
         let mut shares: Vec<u64> = members

@@ -60,6 +60,38 @@ impl Method {
     }
 }
 
+impl std::str::FromStr for Method {
+    type Err = String;
+
+    /// `hbm`, `gde` (λ = 1) or `implicit` (the paper's α and Jacobi), ignoring ASCII case:
+    /// the names of `--transfer` and of `METHOD=` in a machine file.
+    fn from_str(s: &str) -> Result<Method, String> {
+        [Method::Hbm, Method::GDE, Method::IMPLICIT]
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("`{s}` is not a transfer method: expected hbm, gde or implicit"))
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Method::Hbm => f.write_str("hbm"),
+            Method::Gde { lambda } => write!(f, "gde λ={lambda}"),
+            Method::Implicit { alpha, solver } => {
+                let solver = match solver {
+                    Solver::Jacobi => "jacobi",
+                    Solver::Cg => "cg",
+                };
+                match alpha {
+                    Some(a) => write!(f, "implicit α={a} {solver}"),
+                    None => write!(f, "implicit α=1−eff_min {solver}"),
+                }
+            }
+        }
+    }
+}
+
 /// The linear solver of an implicit diffusion step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Solver {
@@ -204,19 +236,36 @@ struct Problem<'a> {
 }
 
 impl Problem<'_> {
-    /// The least `eff` over the components of real-valued loads.
+    /// The least `eff` over the components of real-valued loads (one pass).
     fn eff(&self, loads: impl Fn(usize) -> f64) -> f64 {
         let (comp, count) = &self.comps;
         let units = self.caps.units();
-        (0..*count as u32)
-            .map(|c| {
-                crate::capacity::efficiency_of(
-                    (0..units.len())
-                        .filter(|&v| comp[v] == c)
-                        .map(|v| (loads(v), units[v])),
-                )
+        // Per component: total load, total capacity, largest utilisation.
+        let mut acc = vec![(0.0, 0.0, f64::NEG_INFINITY); *count];
+        for (v, &c) in comp.iter().enumerate() {
+            let (l, u) = (loads(v), units[v] as f64);
+            let a = &mut acc[c as usize];
+            *a = (a.0 + l, a.1 + u, a.2.max(l / u));
+        }
+        acc.into_iter()
+            .map(|(l, c, umax)| {
+                if l > 0.0 && umax > 0.0 {
+                    (l / c) / umax
+                } else {
+                    1.0
+                }
             })
             .fold(1.0, f64::min)
+    }
+
+    /// The vertices of each component, ascending.
+    fn members(&self) -> Vec<Vec<u32>> {
+        let (comp, count) = &self.comps;
+        let mut out = vec![Vec::new(); *count];
+        for (v, &c) in comp.iter().enumerate() {
+            out[c as usize].push(v as u32);
+        }
+        out
     }
 
     /// The result of integer transfers `flows` (each method leaves no load `< 0`).

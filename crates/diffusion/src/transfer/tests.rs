@@ -53,6 +53,21 @@ fn check_conserved(g: &ProcGraph, loads: &[u64], f: &Flows) {
 }
 
 #[test]
+fn method_names_parse_and_print() {
+    for (name, m) in [
+        ("HBM", Method::Hbm),
+        (" gde", Method::GDE),
+        ("Implicit", Method::IMPLICIT),
+    ] {
+        assert_eq!(name.parse::<Method>(), Ok(m));
+    }
+    let err = "rcb".parse::<Method>().unwrap_err();
+    assert!(err.contains("hbm, gde or implicit"), "{err}");
+    assert_eq!(Method::Gde { lambda: 1.5 }.to_string(), "gde λ=1.5");
+    assert_eq!(Method::IMPLICIT.to_string(), "implicit α=1−eff_min jacobi");
+}
+
+#[test]
 fn hbm_by_hand() {
     // ΔL = (C_2 L_1 − C_1 L_2) / (C_1 + C_2) = (3·40 − 0) / 4 = 30.
     let g = ProcGraph::from_pairs(2, [(0, 1)]).unwrap();
