@@ -6,6 +6,10 @@ use crate::Error;
 /// capacities and signed transfers then fit `i128` and `i64` with room to spare.
 pub const MAX_TOTAL_LOAD: u64 = 1 << 62;
 
+/// Most processors: with [`CAPACITY_BITS`]-bit capacities and loads below
+/// [`MAX_TOTAL_LOAD`], every product of a sum of capacities and a load fits `i128` twice over.
+pub const MAX_PROCESSORS: usize = 1 << 24;
+
 /// Bits of resolution of a quantised capacity: the largest capacity is `2^CAPACITY_BITS`
 /// units, the others in proportion (rounded, at least 1).
 pub const CAPACITY_BITS: u32 = 32;
@@ -24,12 +28,12 @@ pub struct Capacities {
 
 impl Capacities {
     /// Capacities in proportion to `c` (finite, `> 0`; a 0 is an error: a processor without
-    /// capacity has no utilisation to equalise).
+    /// capacity has no utilisation to equalise); at most [`MAX_PROCESSORS`] of them.
     pub fn new(c: &[f64]) -> Result<Capacities, Error> {
         if c.is_empty() {
             return Err(Error::NoProcessors);
         }
-        if c.len() > u32::MAX as usize {
+        if c.len() > MAX_PROCESSORS {
             return Err(Error::TooMany {
                 what: "processors",
                 count: c.len(),

@@ -21,8 +21,9 @@ pub enum Error {
     /// No processors (no capacities, or a graph without vertices where one is needed).
     #[error("no processors: at least one capacity is needed")]
     NoProcessors,
-    /// More processors or objects than a `u32` index can name.
-    #[error("{count} {what}; at most {} are supported", u32::MAX)]
+    /// More processors than [`crate::MAX_PROCESSORS`], or more objects than a `u32` index can
+    /// name.
+    #[error("{count} {what} is more than are supported")]
     TooMany {
         /// `processors` or `objects`.
         what: &'static str,

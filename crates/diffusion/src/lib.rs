@@ -47,7 +47,7 @@ mod select;
 pub mod testbed;
 mod transfer;
 
-pub use capacity::{CAPACITY_BITS, Capacities, MAX_TOTAL_LOAD};
+pub use capacity::{CAPACITY_BITS, Capacities, MAX_PROCESSORS, MAX_TOTAL_LOAD};
 pub use error::Error;
 pub use graph::{Adjacency, ObjectGraph, ProcGraph};
 pub use knn::knn_graph;
