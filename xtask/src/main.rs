@@ -186,6 +186,13 @@ fn ci() -> Result<()> {
     test.args(["test", "--workspace"]).env("INSTA_UPDATE", "no");
     run(test)?;
 
+    // The API documentation a user reads: no broken link, no collision of a command with its
+    // library's page.
+    let mut doc = cargo();
+    doc.args(["doc", "--no-deps", "--workspace"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    run(doc)?;
+
     mpi::ci_mpi()?;
     Ok(())
 }

@@ -8,10 +8,9 @@ mod plot;
 
 use anyhow::{Context, Result, ensure};
 use clap::Parser;
-use diffusion::{
-    Adjacency, Capacities, Diffusion, Method, ObjectGraph, ProcGraph, Solver, Transfer, testbed,
-};
-use hsfc::{Partitioner, Points};
+use diffusion::{Capacities, Diffusion, Method, ProcGraph, Solver, Transfer, testbed};
+use hsfc::generate::{RandomSource, SplitMix64};
+use part_api::{Csr, Partitioner, Points, Serial};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -87,9 +86,15 @@ fn graphs(ranks: usize, seed: u64) -> Vec<(String, ProcGraph)> {
         ),
         (
             format!("random {ranks} (degree 4)"),
-            testbed::random(ranks, 4.0, seed),
+            testbed::random(ranks, 4.0, &mut uniform(seed)),
         ),
     ]
+}
+
+/// The uniform numbers of the `SplitMix64` stream of `seed`.
+fn uniform(seed: u64) -> impl FnMut() -> f64 {
+    let mut rng = SplitMix64(seed);
+    move || rng.uniform()
 }
 
 fn main() -> Result<()> {
@@ -99,7 +104,10 @@ fn main() -> Result<()> {
         args.eff_min > 0.0 && args.eff_min < 1.0,
         "--eff-min must be in (0, 1)"
     );
-    let caps = Capacities::new(&testbed::paper_capacities(args.ranks, args.seed))?;
+    let caps = Capacities::new(&testbed::paper_capacities(
+        args.ranks,
+        &mut uniform(args.seed),
+    ))?;
     let loads = vec![1u64 << 32; args.ranks];
     let mut out = String::new();
     writeln!(
@@ -183,7 +191,7 @@ struct Objects {
     k: usize,
     coords: Vec<f64>,
     weights: Vec<f64>,
-    adj: ObjectGraph,
+    adj: Csr,
 }
 
 impl Objects {
@@ -267,20 +275,13 @@ impl Objects {
             tolerance: 0.05,
             ..Default::default()
         };
-        let p = hsfc.partition(&hsfc::dist::Serial, self.points(), caps, &mut recut)?;
+        let p = hsfc.partition(&Serial, self.points(), caps, &mut recut)?;
         let rows = [("HSFC recut", recut, p)];
         let mut rows = rows.to_vec();
         if let Some(prev) = hsfc_prev {
             let mut kept = start.to_vec();
             let mut ws = hsfc::Workspace::default();
-            let p = hsfc.repartition(
-                &mut ws,
-                &hsfc::dist::Serial,
-                prev,
-                self.points(),
-                caps,
-                &mut kept,
-            )?;
+            let p = hsfc.repartition(&mut ws, &Serial, prev, self.points(), caps, &mut kept)?;
             rows.push(("HSFC KEEP_CUTS repartition", kept, p));
         }
         for (name, parts, p) in rows {
@@ -309,14 +310,14 @@ fn partition_rounds(args: &Args, out: &mut String) -> Result<()> {
         w,
         h,
         k,
-        weights: testbed::integer_weights(w * h, 9, args.seed),
+        weights: testbed::integer_weights(w * h, 9, &mut uniform(args.seed)),
         coords,
         adj,
     };
     let blocks: Vec<u32> = (0..w * h)
         .map(|i| ((i % w) / 16 + 4 * ((i / w) / 12)) as u32)
         .collect();
-    let caps = testbed::paper_capacities(k, args.seed);
+    let caps = testbed::paper_capacities(k, &mut uniform(args.seed));
     writeln!(
         out,
         "# Incremental partitioner (tolerance 5%) on {w}x{h} objects, weights 1..9, {} ranks\n\
@@ -329,7 +330,7 @@ fn partition_rounds(args: &Args, out: &mut String) -> Result<()> {
         tolerance: 0.05,
         ..Default::default()
     };
-    let prev = hsfc.partition(&hsfc::dist::Serial, objects.points(), &caps, &mut start)?;
+    let prev = hsfc.partition(&Serial, objects.points(), &caps, &mut start)?;
     let mut halved = caps.clone();
     halved[5] /= 2.0;
     writeln!(

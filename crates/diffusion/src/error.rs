@@ -114,7 +114,10 @@ pub enum Error {
         /// The edge.
         edge: usize,
     },
-    /// The thread pool of the requested [`hsfc::Par`] could not be built.
+    /// The thread pool of the requested [`part_api::Par`] could not be built.
     #[error("thread pool: {0}")]
-    ThreadPool(#[source] hsfc::Error),
+    ThreadPool(#[from] part_api::PoolError),
+    /// An object graph is malformed, or the points of a k-nearest-neighbour graph are.
+    #[error("object graph: {0}")]
+    Graph(#[from] part_api::GraphError),
 }

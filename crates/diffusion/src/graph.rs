@@ -2,13 +2,15 @@
 //! object adjacency it is built from.
 
 use crate::Error;
+use part_api::Csr;
 
 /// The neighbours of each object: what "touch" means for the processor graph and locality
 /// for task selection. Listed pairs are taken as undirected for the processor graph (the parts
 /// of both ends become neighbours); task selection follows the lists as given, so a symmetric
 /// structure (every `b` in `neighbours(a)` has `a` in `neighbours(b)`) gives the best
-/// locality. Neighbours `>= num_objects()` are ignored. Implemented by [`ObjectGraph`]; a mesh's element neighbours or a k-nearest-
-/// neighbour graph can implement it without copying.
+/// locality. Neighbours `>= num_objects()` are ignored. Implemented by [`part_api::Csr`] (a
+/// mesh's neighbours from an edge list, or the k-nearest-neighbour graph of points); a caller
+/// with its own structure implements it without copying.
 pub trait Adjacency: Sync {
     /// Number of objects.
     fn num_objects(&self) -> usize;
@@ -16,69 +18,13 @@ pub trait Adjacency: Sync {
     fn neighbours(&self, i: usize) -> &[u32];
 }
 
-/// A symmetric object graph in compressed sparse row form, built from an edge list: the
-/// neighbours of object `i` are `adjncy[xadj[i]..xadj[i + 1]]`, sorted, without `i` itself or
-/// repeats. (A caller with its own graph structure implements [`Adjacency`] for it instead.)
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectGraph {
-    xadj: Vec<usize>,
-    adjncy: Vec<u32>,
-}
-
-impl ObjectGraph {
-    /// The symmetric graph on `n` objects with the given undirected edges (either orientation;
-    /// repeats merged). An end `>= n` or a self-loop is an error naming the edge.
-    pub fn from_edges(
-        n: usize,
-        edges: impl IntoIterator<Item = (u32, u32)>,
-    ) -> Result<ObjectGraph, Error> {
-        if n > u32::MAX as usize {
-            return Err(Error::TooMany {
-                what: "objects",
-                count: n,
-            });
-        }
-        let mut both = Vec::new();
-        for (index, (a, b)) in edges.into_iter().enumerate() {
-            check_edge("object", index, a, b, n)?;
-            both.push((a, b));
-            both.push((b, a));
-        }
-        Ok(ObjectGraph::from_sorted_pairs(n, both))
-    }
-
-    fn from_sorted_pairs(n: usize, mut both: Vec<(u32, u32)>) -> ObjectGraph {
-        both.sort_unstable();
-        both.dedup();
-        let mut xadj = vec![0usize; n + 1];
-        for &(u, _) in &both {
-            xadj[u as usize + 1] += 1;
-        }
-        for v in 0..n {
-            xadj[v + 1] += xadj[v];
-        }
-        let adjncy = both.into_iter().map(|(_, v)| v).collect();
-        ObjectGraph { xadj, adjncy }
-    }
-
-    /// The CSR offsets.
-    pub fn xadj(&self) -> &[usize] {
-        &self.xadj
-    }
-
-    /// The CSR neighbour lists.
-    pub fn adjncy(&self) -> &[u32] {
-        &self.adjncy
-    }
-}
-
-impl Adjacency for ObjectGraph {
+impl Adjacency for Csr {
     fn num_objects(&self) -> usize {
-        self.xadj.len() - 1
+        self.n()
     }
 
     fn neighbours(&self, i: usize) -> &[u32] {
-        &self.adjncy[self.xadj[i]..self.xadj[i + 1]]
+        Csr::neighbours(self, i)
     }
 }
 
@@ -294,7 +240,7 @@ mod tests {
     #[test]
     fn processor_graph_of_a_partition() {
         // A path of 6 objects, parts 0 0 1 1 2 0: part 2 touches 1 and 0.
-        let objects = ObjectGraph::from_edges(6, (0..5).map(|i| (i, i + 1))).unwrap();
+        let objects = Csr::from_edges(6, (0..5).map(|i| (i, i + 1))).unwrap();
         let g = ProcGraph::from_objects(3, &[0, 0, 1, 1, 2, 0], &objects).unwrap();
         assert_eq!(g.edges(), &[[0, 1], [0, 2], [1, 2]]);
         // Unassigned objects (part >= k) join nothing.

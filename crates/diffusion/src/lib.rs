@@ -7,8 +7,8 @@
 //! and task selection, on a processor graph (ranks as vertices, an edge where ranks' objects
 //! touch):
 //!
-//! - [`ProcGraph`], from rank pairs or from each object's neighbours ([`Adjacency`],
-//!   [`ObjectGraph`]); [`Capacities`] (integers, so the arithmetic is exact);
+//! - [`ProcGraph`], from rank pairs or from each object's neighbours ([`Adjacency`], which
+//!   `part_api::Csr` implements); [`Capacities`] (integers, so the arithmetic is exact);
 //! - [`Transfer`] with a [`Method`]: the hierarchical balancing method, the generalised
 //!   dimension exchange, implicit heterogeneous heat diffusion; each returns whole-unit
 //!   transfers per edge ([`Flows`]) that conserve load exactly;
@@ -19,9 +19,11 @@
 //!
 //! ```
 //! use diffusion::{Capacities, Method, Solver, Transfer, testbed};
+//! use hsfc::generate::{RandomSource, SplitMix64};
 //! // A ring of 10 processors with the paper's testbed speeds (39× spread), equal loads.
 //! let graph = testbed::ring(10);
-//! let caps = Capacities::new(&testbed::paper_capacities(10, 1)).unwrap();
+//! let mut rng = SplitMix64(1);
+//! let caps = Capacities::new(&testbed::paper_capacities(10, &mut || rng.uniform())).unwrap();
 //! let loads = vec![1_000_000u64; 10];
 //! // Implicit diffusion is stable for any time step α; a large one needs few steps.
 //! let implicit = Method::Implicit { alpha: Some(10.0), solver: Solver::Cg };
@@ -41,7 +43,6 @@
 mod capacity;
 mod error;
 mod graph;
-mod knn;
 mod rebalance;
 mod select;
 pub mod testbed;
@@ -49,8 +50,7 @@ mod transfer;
 
 pub use capacity::{CAPACITY_BITS, Capacities, MAX_PROCESSORS, MAX_TOTAL_LOAD};
 pub use error::Error;
-pub use graph::{Adjacency, ObjectGraph, ProcGraph};
-pub use knn::knn_graph;
+pub use graph::{Adjacency, ProcGraph};
 pub use rebalance::{Diffusion, Rebalance, Round};
 pub use select::{Selection, Sent, Tasks, select};
 pub use transfer::{Flows, Method, Solver, Transfer};

@@ -2,9 +2,8 @@
 //! imbalance meets the tolerance.
 
 use crate::select::{Context, Tasks};
-use crate::{Adjacency, Capacities, Error, Method, Transfer, knn};
-use hsfc::dist::Serial;
-use hsfc::{Par, Partitioner, Points};
+use crate::{Adjacency, Capacities, Error, Method, Transfer};
+use part_api::{Csr, Par, Partitioner, Points, Serial};
 
 /// Incremental repartitioning by load transfer (Watts, Rieffel & Taylor 1998): from the
 /// current partition, compute how much load to move between neighbouring parts so that the
@@ -15,7 +14,7 @@ use hsfc::{Par, Partitioner, Points};
 ///
 /// ```
 /// use diffusion::{Diffusion, Method, Transfer};
-/// use hsfc::{Points, Par};
+/// use part_api::Points;
 /// // 8 × 8 unit objects in a grid, split into left and right halves.
 /// let coords: Vec<f64> = (0..64).flat_map(|i| [(i % 8) as f64, (i / 8) as f64]).collect();
 /// let mut parts: Vec<u32> = (0..64).map(|i| u32::from(i % 8 >= 4)).collect();
@@ -40,9 +39,7 @@ pub struct Diffusion {
     pub tolerance: f64,
     /// Most rounds of transfer calculation and task selection.
     pub max_rounds: usize,
-    /// Without an adjacency, objects are joined to their `neighbours` nearest ([`knn_graph`]).
-    ///
-    /// [`knn_graph`]: crate::knn_graph
+    /// Without an adjacency, objects are joined to their `neighbours` nearest ([`Csr::knn`]).
     pub neighbours: usize,
     /// Threads for the passes over the objects (the result is the same for every setting).
     pub par: Par,
@@ -143,7 +140,7 @@ impl Diffusion {
             }
             Some(a) => a,
             None => {
-                knn = knn::knn_graph(points.coords, points.dim, self.neighbours, self.par)?;
+                knn = Csr::knn(points.coords, points.dim, self.neighbours, self.par)?;
                 &knn
             }
         };

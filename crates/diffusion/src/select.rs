@@ -2,7 +2,7 @@
 //! across each edge of the processor graph to meet the transfer amounts.
 
 use crate::{Adjacency, Error, ProcGraph};
-use hsfc::Par;
+use part_api::Par;
 use rayon::prelude::*;
 
 /// The objects as task selection sees them: positions, integer weights (the load units of the

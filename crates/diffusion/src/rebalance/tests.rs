@@ -1,16 +1,17 @@
 use super::*;
-use crate::testbed::paper_capacities;
-use crate::{ObjectGraph, ProcGraph, Sent, Solver, select};
+use crate::testbed::{paper_capacities, stream};
+use crate::{ProcGraph, Sent, Solver, select};
+use hsfc::Hsfc;
 use hsfc::generate::{Distribution, WeightKind, points};
-use hsfc::{Hsfc, Partitioner};
+use part_api::Csr;
 use proptest::prelude::*;
 
-fn grid_objects(w: usize, h: usize) -> (Vec<f64>, ObjectGraph) {
+fn grid_objects(w: usize, h: usize) -> (Vec<f64>, Csr) {
     crate::testbed::object_grid(w, h)
 }
 
 fn random_weights(n: usize, seed: u64) -> Vec<f64> {
-    crate::testbed::integer_weights(n, 9, seed)
+    crate::testbed::integer_weights(n, 9, &mut stream(seed))
 }
 
 /// Equal parts along the Hilbert curve: the current partition the rebalances start from.
@@ -93,7 +94,7 @@ fn with(method: Method) -> Diffusion {
 fn every_method_meets_the_tolerance_with_the_papers_capacities() {
     let (coords, adj) = grid_objects(60, 40);
     let weights = random_weights(2400, 1);
-    let caps = paper_capacities(10, 2);
+    let caps = paper_capacities(10, &mut stream(2));
     let start = hsfc_parts(&coords, 2, Some(&weights), 10);
     for method in methods() {
         let mut parts = start.clone();
@@ -118,7 +119,7 @@ fn every_method_meets_the_tolerance_with_the_papers_capacities() {
 fn unit_objects_keep_parts_connected() {
     let (coords, adj) = grid_objects(48, 32);
     let k = 8;
-    let caps = paper_capacities(k, 4);
+    let caps = paper_capacities(k, &mut stream(4));
     // Eight vertical strips.
     let start: Vec<u32> = (0..48 * 32).map(|i| ((i % 48) / 6) as u32).collect();
     for method in methods() {
@@ -195,7 +196,7 @@ fn transfers_are_met_within_one_object_and_from_the_boundary() {
 fn same_result_for_every_thread_count() {
     let (coords, w) = points(3000, 2, Distribution::Graded, WeightKind::Random, 3);
     let w = w.unwrap();
-    let caps = paper_capacities(12, 5);
+    let caps = paper_capacities(12, &mut stream(5));
     let start = hsfc_parts(&coords, 2, Some(&w), 12);
     for method in methods() {
         let run = |par| {
@@ -301,7 +302,7 @@ fn bad_input_is_an_error() {
         d.rebalance(Points::new(&coords, 2, Some(&w)), None, &[1.0], &mut parts),
         Err(Error::InvalidWeight { index: 5, .. })
     ));
-    let small = ObjectGraph::from_edges(3, [(0, 1)]).unwrap();
+    let small = Csr::from_edges(3, [(0, 1)]).unwrap();
     assert!(matches!(
         d.rebalance(pts, Some(&small), &[1.0], &mut parts),
         Err(Error::LengthMismatch {

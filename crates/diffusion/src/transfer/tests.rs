@@ -1,5 +1,5 @@
 use super::*;
-use crate::testbed::{grid, paper_capacities, random, ring};
+use crate::testbed::{grid, paper_capacities, random, ring, stream};
 use hsfc::generate::{RandomSource, SplitMix64};
 use proptest::prelude::*;
 
@@ -22,11 +22,11 @@ fn graphs() -> Vec<(&'static str, ProcGraph, Capacities)> {
     [
         ("ring", ring(16)),
         ("grid", grid(6, 5)),
-        ("random", random(40, 4.0, 11)),
+        ("random", random(40, 4.0, &mut stream(11))),
     ]
     .into_iter()
     .map(|(name, g)| {
-        let c = Capacities::new(&paper_capacities(g.num_vertices(), 3)).unwrap();
+        let c = Capacities::new(&paper_capacities(g.num_vertices(), &mut stream(3))).unwrap();
         (name, g, c)
     })
     .collect()
@@ -426,7 +426,7 @@ fn bad_input_is_an_error() {
 
 fn arb_problem() -> impl Strategy<Value = (ProcGraph, Vec<f64>, Vec<u64>)> {
     (2usize..24, any::<u64>()).prop_flat_map(|(n, seed)| {
-        let g = random(n, 3.0, seed);
+        let g = random(n, 3.0, &mut stream(seed));
         (
             Just(g),
             proptest::collection::vec(1.0f64..40.0, n),

@@ -1,0 +1,89 @@
+//! `drum-repro`: the DRUM 2005 experiments, Sinha & Parashar's sensing period and Lan, Taylor
+//! & Bryan's gain/cost decision, measured here and simulated at cluster size (the library
+//! `repro` does the work; this is its command line and progress bar).
+
+use clap::Parser;
+use repro::{Options, Scale};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "drum-repro",
+    about = "Reproduce the DRUM 2005 experiments, Sinha-Parashar's sensing study and Lan et al.'s gain/cost study: measured here, simulated at cluster size"
+)]
+struct Args {
+    /// One repeat per measured configuration (instead of 3).
+    #[arg(long)]
+    quick: bool,
+    /// One small configuration per study (4,000 vertices): the end-to-end test.
+    #[arg(long, conflicts_with = "quick")]
+    tiny: bool,
+    /// Where the report goes.
+    #[arg(long, default_value = "report")]
+    out: PathBuf,
+    /// Repeats of each measured configuration (the median is kept); default 3, 1 with
+    /// --quick or --tiny.
+    #[arg(long)]
+    repeats: Option<usize>,
+    /// The mesh size (vertices); default 524,500 (PHAML's).
+    #[arg(long)]
+    target_vertices: Option<usize>,
+}
+
+/// Progress on stderr: a bar redrawn in place on a terminal, else a line per item.
+struct Bar {
+    bar: bool,
+    t0: Instant,
+}
+
+impl repro::Progress for Bar {
+    fn message(&mut self, text: &str) {
+        eprintln!("{text}");
+    }
+
+    fn item(&mut self, done: usize, total: usize, what: &str) {
+        let t = self.t0.elapsed().as_secs_f64();
+        if self.bar {
+            let w = 30;
+            let f = w * done / total.max(1);
+            eprint!(
+                "\r\x1b[2K[{}{}] {done}/{total} {t:.0}s  {}",
+                "#".repeat(f),
+                ".".repeat(w - f),
+                what.chars().take(70).collect::<String>()
+            );
+            if done == total {
+                eprintln!();
+            }
+        } else {
+            eprintln!("[{done}/{total}] {t:.0}s {what}");
+        }
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let scale = if args.tiny {
+        Scale::Tiny
+    } else if args.quick {
+        Scale::Quick
+    } else {
+        Scale::Full
+    };
+    let opts = Options {
+        repeats: args.repeats,
+        target_vertices: args.target_vertices,
+        ..Options::new(scale, args.out)
+    };
+    let mut bar = Bar {
+        bar: std::io::stderr().is_terminal(),
+        t0: Instant::now(),
+    };
+    if let Err(e) = repro::run(&opts, &mut bar) {
+        eprintln!("drum-repro: error: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,299 @@
+//! `laplace-bench`: the PHAML-size adaptive run in one process and over R ranks (threads),
+//! in one invocation: medians of whole-run times, ratios to the serial run, where the time
+//! of the distributed run goes (phases, waiting, migration), and peak heap per rank. Run it
+//! through `cargo xtask bench laplace`.
+//!
+//! Times are the method's (mark, refine, partition, migration, set-up, assembly, solve,
+//! estimate); the error against the exact solution and the mesh hash are diagnostics and
+//! are off. The serial run and R = 1 are pinned to CPU 0; rank r to CPU r mod #CPUs.
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use comm::{ThreadComm, ThreadOptions};
+use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, RankTimes};
+use fem_laplace::{AdaptConfig, Adaptive, CornerSingularity};
+use std::time::Instant;
+
+#[global_allocator]
+static ALLOC: cli_support::alloc::Counting = cli_support::alloc::Counting;
+
+/// The PHAML-size adaptive run in one process and over R thread ranks: medians of whole-run
+/// times, ratios to the serial run, where the time goes, peak heap per rank.
+#[derive(Debug, Parser)]
+#[command(name = "laplace-bench")]
+struct Opts {
+    /// Whole runs of each configuration (the medians are reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    repeats: u64,
+    /// The mesh size (vertices); PHAML's by default.
+    #[arg(long, default_value_t = fem_laplace::PHAML_TARGET_VERTICES)]
+    target_vertices: usize,
+    /// Rank counts to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    ranks: Vec<u64>,
+}
+
+/// The median of `v` (one definition for the workspace: `cli_support::median`).
+fn median(mut v: Vec<f64>) -> f64 {
+    cli_support::median(&mut v)
+}
+
+/// The CPUs of this host (read once, before the bench pins itself).
+fn cpus() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Pins the calling thread to CPU `c` (best effort; the bench says when it could not).
+fn pin(c: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(c, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// One whole serial run: method seconds and peak heap; the phase sums in `phases`
+/// (mark, refine without marking, assemble, solve, estimate).
+fn serial(cfg: AdaptConfig, phases: &mut [f64; 5]) -> Result<(f64, isize)> {
+    let exact = CornerSingularity;
+    let base = cli_support::alloc::reset_peak();
+    let t0 = Instant::now();
+    let mut run = Adaptive::new(&exact, cfg)?;
+    let mut method = 0.0;
+    *phases = [0.0; 5];
+    while let Some(r) = run.step()? {
+        method += r.times.method();
+        let t = r.times;
+        for (p, x) in
+            phases
+                .iter_mut()
+                .zip([t.mark, t.refine - t.mark, t.assemble, t.solve, t.estimate])
+        {
+            *p += x;
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    drop(run);
+    let _ = wall;
+    Ok((method, cli_support::alloc::peak() - base))
+}
+
+/// One distributed run on `r` thread ranks: the sum of step walls on rank 0, rank 0's
+/// reports, the process's peak heap (all ranks at the worst moment) and each rank's peak.
+struct DistRun {
+    wall: f64,
+    reports: Vec<DistStepReport>,
+    peak: isize,
+    rank_peaks: Vec<isize>,
+}
+
+fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
+    let exact = CornerSingularity;
+    let base = cli_support::alloc::reset_peak();
+    let n = cpus();
+    let opts = ThreadOptions {
+        cpus: Some((0..r).map(|k| vec![k % n]).collect()),
+        ..Default::default()
+    };
+    let out = ThreadComm::run(
+        r,
+        &opts,
+        |comm| -> Result<(Vec<DistStepReport>, isize), fem_laplace::FemError> {
+            cli_support::alloc::reset_thread();
+            let mut dc = DistConfig::new(cfg);
+            dc.mesh_hash = false;
+            let mut run = RankRun::new(comm, &exact, dc, Balancer::flat())?;
+            let mut reports = Vec::new();
+            while let Some(rep) = run.step()? {
+                reports.push(rep);
+            }
+            drop(run);
+            Ok((reports, cli_support::alloc::thread_peak()))
+        },
+    )
+    .context("the ranks")?;
+    let peak = cli_support::alloc::peak() - base;
+    let mut reports = Vec::new();
+    let mut rank_peaks = Vec::new();
+    for (k, x) in out.into_iter().enumerate() {
+        let (rep, p) = x?;
+        if k == 0 {
+            reports = rep;
+        }
+        rank_peaks.push(p);
+    }
+    let wall = reports.iter().map(|x| x.wall_s).sum();
+    Ok(DistRun {
+        wall,
+        reports,
+        peak,
+        rank_peaks,
+    })
+}
+
+fn main() -> Result<()> {
+    let tuned = fem_laplace::memory::keep_freed_memory();
+    let o = Opts::parse();
+    let cfg = AdaptConfig {
+        target_vertices: o.target_vertices,
+        errors: false,
+        ..AdaptConfig::default()
+    };
+    println!(
+        "laplace-bench: corner problem, double marking, target {} vertices, medians of {} runs, {} CPUs",
+        o.target_vertices,
+        o.repeats,
+        cpus()
+    );
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        println!("load average at start: {}", l.trim());
+    }
+    println!(
+        "allocator: freed blocks {} (fem_laplace::memory::keep_freed_memory)",
+        if tuned {
+            "kept in the process"
+        } else {
+            "returned to the system (not glibc)"
+        }
+    );
+    // Warm-up (page cache, allocator).
+    cpus();
+    let pinned = pin(0);
+    let mut phases = [0.0; 5];
+    serial(cfg, &mut phases)?;
+    let mut s_time = Vec::new();
+    let mut s_peak = 0isize;
+    for _ in 0..o.repeats {
+        let (t, p) = serial(cfg, &mut phases)?;
+        s_time.push(t);
+        s_peak = s_peak.max(p);
+    }
+    let ts = median(s_time.clone());
+    let vertices = o.target_vertices.max(1) as f64;
+    println!(
+        "\nserial: {:.3} s (runs {:.3}–{:.3}){}, peak heap {:.1} MB ({:.0} bytes/vertex)",
+        ts,
+        s_time.iter().copied().fold(f64::INFINITY, f64::min),
+        s_time.iter().copied().fold(0.0, f64::max),
+        if pinned { ", CPU 0" } else { "" },
+        s_peak as f64 / 1e6,
+        s_peak as f64 / vertices
+    );
+    println!(
+        "serial phases (s): mark {:.3}, refine {:.3}, assemble {:.3}, solve {:.3}, estimate {:.3}",
+        phases[0], phases[1], phases[2], phases[3], phases[4]
+    );
+    // Unpin for the ranks (each pins itself).
+    // SAFETY: as in `pin`, with every CPU of the machine in the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in 0..cpus() {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    println!(
+        "\n{:>5} {:>9} {:>9} {:>9} {:>11} {:>11} {:>9} {:>12} {:>10} {:>12}",
+        "ranks",
+        "time s",
+        "vs serial",
+        "speed-up",
+        "wait s max",
+        "moved elem",
+        "moved MB",
+        "sum peak MB",
+        "sum/serial",
+        "max rank MB"
+    );
+    let mut phase_rows = Vec::new();
+    for r in o.ranks.iter().map(|&r| r as usize) {
+        dist(cfg, r)?; // warm-up
+        let mut times = Vec::new();
+        let mut last = None;
+        let mut peak = 0isize;
+        let mut rank_peak_sum = 0isize;
+        let mut rank_peak_max = 0isize;
+        for _ in 0..o.repeats {
+            let d = dist(cfg, r)?;
+            times.push(d.wall);
+            peak = peak.max(d.peak);
+            rank_peak_sum = rank_peak_sum.max(d.rank_peaks.iter().sum());
+            rank_peak_max = rank_peak_max.max(d.rank_peaks.iter().copied().max().unwrap_or(0));
+            last = Some(d);
+        }
+        let t = median(times);
+        let d = last.expect("at least one run");
+        let wait: f64 = (0..r)
+            .map(|k| d.reports.iter().map(|x| x.ranks[k].wait_s).sum::<f64>())
+            .fold(0.0, f64::max);
+        let moved: u64 = d.reports.iter().map(|x| x.migration.elements).sum();
+        let bytes: u64 = d.reports.iter().map(|x| x.migration.bytes).sum();
+        println!(
+            "{:>5} {:>8.3} {:>9.3} {:>8.2} {:>10.3} {:>10} {:>8.2} {:>9.1} {:>9.2} {:>10.1} {:>9.2}",
+            r,
+            t,
+            t / ts,
+            ts / t,
+            wait,
+            moved,
+            bytes as f64 / 1e6,
+            peak as f64 / 1e6,
+            peak as f64 / s_peak as f64,
+            rank_peak_sum as f64 / 1e6,
+            rank_peak_sum as f64 / s_peak as f64
+        );
+        let _ = rank_peak_max;
+        // Where the time goes: per phase, the largest rank's sum over the steps.
+        let mut per = vec![RankTimes::default(); r];
+        for x in &d.reports {
+            for (k, rk) in x.ranks.iter().enumerate() {
+                let a = &mut per[k];
+                let b = &rk.times;
+                a.mark += b.mark;
+                a.refine += b.refine;
+                a.partition += b.partition;
+                a.migrate += b.migrate;
+                a.setup += b.setup;
+                a.assemble += b.assemble;
+                a.solve += b.solve;
+                a.estimate += b.estimate;
+            }
+        }
+        phase_rows.push((r, per, wait));
+    }
+    println!("\nwhere the time goes (seconds over the run, per rank; the last run of each row):");
+    println!(
+        "{:>5} {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8}",
+        "ranks",
+        "rank",
+        "mark",
+        "refine",
+        "part.",
+        "migr.",
+        "setup",
+        "assemble",
+        "solve",
+        "estimate"
+    );
+    for (r, per, _) in &phase_rows {
+        for (k, p) in per.iter().enumerate() {
+            println!(
+                "{:>5} {:>5} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>7.3} {:>8.3}",
+                r,
+                k,
+                p.mark,
+                p.refine,
+                p.partition,
+                p.migrate,
+                p.setup,
+                p.assemble,
+                p.solve,
+                p.estimate
+            );
+        }
+    }
+    Ok(())
+}

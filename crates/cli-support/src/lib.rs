@@ -1,0 +1,82 @@
+//! What the workspace's command-line tools share (after ripgrep's `grep-cli`): the binaries
+//! stay glue, and each of these ideas lives here once.
+//!
+//! - [`emit`]: print a report on stdout; a closed pipe (`hsfc … | head`) is not an error;
+//! - [`median`]: the median of repeated timings;
+//! - [`collective`]: the one error-agreement protocol (`part_api::agreed`) for `anyhow`
+//!   errors, so that every rank of a distributed command stops at the same step;
+//! - `power::PowerArgs` (feature `power`): the power-model flags of every command that reads a
+//!   machine description (`drum powers`, `drum show`, `hier-part partition`), one
+//!   `clap::Args`;
+//! - `mpi::main` (feature `mpi`): a command's body as one rank of an MPI job;
+//! - [`alloc::Counting`]: the benchmarks' counting allocator (live and peak heap bytes, per
+//!   process and per thread).
+//!
+//! Library crates never depend on this crate (nor on `clap` or `anyhow`): only binaries do.
+#![deny(missing_docs)]
+
+pub mod alloc;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+#[cfg(feature = "power")]
+pub mod power;
+
+use anyhow::{Context, Result};
+use part_api::Reduce;
+
+/// The timing flags of a partitioning command: `--threads` (the library's `Par`) and
+/// `--repeat` (the time reported is the median of the repeats).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct RunArgs {
+    /// Threads inside the partitioner (1 = on the calling thread).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Repeat the partition call this many times; the time printed is the median.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+}
+
+impl RunArgs {
+    /// The partitioner's parallelism.
+    pub fn par(&self) -> part_api::Par {
+        part_api::Par::threads(self.threads)
+    }
+}
+
+/// Prints `text` to stdout as one write; a closed pipe (`… | head`) is not an error.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+/// The workspace's one median (`part_api`'s), for the commands' timing repeats.
+pub use part_api::median;
+
+/// Makes a local step of a distributed command collective (`part_api::agreed` with the
+/// commands' message): `Ok` on every rank only if it is `Ok` on every rank; otherwise a rank
+/// keeps its own error, and ranks that succeeded say how many others failed. Every rank then
+/// stops at the same point, so no rank is left waiting in a collective for one that gave up.
+pub fn collective<R, T>(ranks: &R, local: Result<T>) -> Result<T>
+where
+    R: Reduce,
+{
+    part_api::agreed(ranks, local, |ranks, _| {
+        anyhow::anyhow!("{ranks} other rank(s) failed; see their messages")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use part_api::Serial;
+
+    #[test]
+    fn collective_on_one_rank_is_the_local_outcome() {
+        assert_eq!(collective(&Serial, Ok(3)).unwrap(), 3);
+        let e = collective::<_, ()>(&Serial, Err(anyhow::anyhow!("bad"))).unwrap_err();
+        assert_eq!(e.to_string(), "bad");
+    }
+}

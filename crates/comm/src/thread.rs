@@ -1,0 +1,742 @@
+//! `ThreadComm`: ranks as threads of one process.
+//!
+//! Design (see also `comm/README.md`): each communicator is a [`Group`] with one mutex-guarded
+//! table of "slots", one per rank, and a condition variable. A collective is a *round*: every
+//! rank deposits its contribution in its slot; the last one to arrive checks that all ranks
+//! called the same collective with consistent arguments, computes the shared outcome (a
+//! reduction folded in rank order, or the table of contributions for the gathers and
+//! exchanges, which each rank then copies from in parallel), publishes it and wakes the
+//! others. Waiting ranks sleep on the condition variable; nothing spins.
+//!
+//! Failure: the run-wide [`World`] records the first rank that panicked and which ranks have
+//! returned. Both events wake every communicator of the run; a waiting rank then returns
+//! [`CommError::RankFailed`] or [`CommError::RankExited`] unless its round had already
+//! completed (the round's result is still delivered; the *next* collective fails).
+
+use crate::{Comm, CommError, Op, PerRank, ReduceOp, affinity, fold_f64, fold_u64, send_offsets};
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+
+/// How [`ThreadComm::run`] lays out its ranks. Every field is optional.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadOptions {
+    /// Pin rank `r`'s thread to the CPUs `cpus[r]` (indices as in `/proc/cpuinfo`; typically
+    /// a machine file's `cpus` attribute, parsed by the caller). One non-empty list per rank.
+    pub cpus: Option<Vec<Vec<usize>>>,
+    /// A host label per rank, to emulate several nodes in one process:
+    /// [`Comm::split_node`] groups ranks with equal labels and [`Comm::processor_name`]
+    /// returns the label. Without labels all ranks share this host's name.
+    pub hosts: Option<Vec<String>>,
+    /// Stack size of each rank's thread in bytes (default: Rust's default for spawned
+    /// threads).
+    pub stack_size: Option<usize>,
+}
+
+/// A communicator whose ranks are threads of this process (see [`ThreadComm::run`]).
+///
+/// `part_api::Reduce` is implemented by forwarding to [`Comm`].
+#[derive(Debug, Clone)]
+pub struct ThreadComm {
+    group: Arc<Group>,
+    rank: usize,
+}
+
+/// Run-wide state shared by every communicator of one [`ThreadComm::run`].
+#[derive(Debug)]
+struct World {
+    /// The first rank that failed and its message.
+    failure: OnceLock<(usize, String)>,
+    /// Which world ranks have returned (or failed).
+    exited: Vec<AtomicBool>,
+    hosts: Option<Vec<String>>,
+    /// Every communicator created in this run, to wake them all on a failure.
+    groups: Mutex<Vec<Weak<Group>>>,
+}
+
+/// One communicator: its members and its round table.
+#[derive(Debug)]
+struct Group {
+    world: Arc<World>,
+    /// World rank of each rank of this group.
+    members: Vec<usize>,
+    state: Mutex<State>,
+    cv: Condvar,
+    /// Number of completed rounds (`State::round`, readable without the lock), so that a
+    /// waiting rank can spin briefly before it sleeps.
+    completed: AtomicU64,
+}
+
+/// How long a rank spins on [`Group::completed`] before it sleeps on the condition variable.
+/// Waking a sleeping thread costs tens of microseconds on a virtual machine, more than most
+/// rounds of an iterative solver take; a short spin keeps those rounds at memory speed, and a
+/// longer wait (a rank ahead of the others, an oversubscribed host) still sleeps.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+#[derive(Debug)]
+struct State {
+    /// Number of the round being collected.
+    round: u64,
+    arrived: usize,
+    slots: Vec<Option<Slot>>,
+    /// Outcome of the last completed round.
+    result: Option<Arc<Outcome>>,
+}
+
+/// One rank's contribution to a round.
+#[derive(Debug)]
+struct Slot {
+    op: Op,
+    data: Data,
+}
+
+#[derive(Debug)]
+enum Data {
+    None,
+    F64(Vec<f64>),
+    U64(Vec<u64>),
+    Bytes(Vec<u8>),
+    /// Root and bytes (gatherv, broadcast).
+    Rooted(usize, Vec<u8>),
+    /// Bytes and their send offsets (length `size + 1`).
+    Pieces(Vec<u8>, Vec<usize>),
+    /// Colour and key.
+    Split(u32, i32),
+}
+
+/// The shared result of a completed round.
+#[derive(Debug)]
+enum Outcome {
+    Unit,
+    F64(Vec<f64>),
+    U64(Vec<u64>),
+    /// All contributions, for each rank to copy its share from.
+    Slots(Vec<Slot>),
+    /// For each old rank: its new group and rank there.
+    Split(Vec<(Arc<Group>, usize)>),
+    Mismatch(Mismatch),
+}
+
+/// A disagreement between ranks, reported identically to all of them.
+#[derive(Debug, Clone, Copy)]
+enum Mismatch {
+    Op(Op, Op),
+    Length(Op, usize, usize),
+    Root(Op, usize, usize),
+}
+
+impl From<Mismatch> for CommError {
+    fn from(m: Mismatch) -> Self {
+        match m {
+            Mismatch::Op(a, b) => CommError::OpMismatch {
+                this: a.name(),
+                other: b.name(),
+            },
+            Mismatch::Length(op, min, max) => CommError::LengthMismatch {
+                op: op.name(),
+                min,
+                max,
+            },
+            Mismatch::Root(op, min, max) => CommError::RootMismatch {
+                op: op.name(),
+                min,
+                max,
+            },
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl World {
+    fn register(&self, group: &Arc<Group>) {
+        let mut groups = lock(&self.groups);
+        groups.retain(|g| g.strong_count() > 0);
+        groups.push(Arc::downgrade(group));
+    }
+
+    /// Wakes every waiting rank of every communicator so it re-checks for failures.
+    fn wake_all(&self) {
+        let groups: Vec<Arc<Group>> = lock(&self.groups)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for g in groups {
+            // Taking the lock orders this wake-up after any waiter's check of the flags.
+            drop(lock(&g.state));
+            g.cv.notify_all();
+        }
+    }
+
+    fn fail(&self, rank: usize, message: String) {
+        let _ = self.failure.set((rank, message));
+        self.exited[rank].store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    fn exit(&self, rank: usize) {
+        self.exited[rank].store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+}
+
+impl Group {
+    fn new(world: Arc<World>, members: Vec<usize>) -> Arc<Group> {
+        let n = members.len();
+        let g = Arc::new(Group {
+            world: Arc::clone(&world),
+            members,
+            state: Mutex::new(State {
+                round: 0,
+                arrived: 0,
+                slots: (0..n).map(|_| None).collect(),
+                result: None,
+            }),
+            cv: Condvar::new(),
+            completed: AtomicU64::new(0),
+        });
+        world.register(&g);
+        g
+    }
+
+    /// Why a rank of this group cannot complete a round of `op` (a failed or departed peer).
+    fn blocked(&self, st: &State, op: Op) -> Option<CommError> {
+        if let Some((rank, message)) = self.world.failure.get() {
+            return Some(CommError::RankFailed {
+                rank: *rank,
+                message: message.clone(),
+            });
+        }
+        self.members
+            .iter()
+            .enumerate()
+            .find(|&(gr, &wr)| {
+                st.slots[gr].is_none() && self.world.exited[wr].load(Ordering::SeqCst)
+            })
+            .map(|(_, &wr)| CommError::RankExited {
+                rank: wr,
+                op: op.name(),
+            })
+    }
+
+    /// Called by the last rank to arrive, with the lock held: checks the round and computes
+    /// its outcome.
+    fn complete(self: &Arc<Self>, slots: Vec<Slot>) -> Outcome {
+        let op = slots[0].op;
+        if let Some(other) = slots.iter().find(|s| s.op != op) {
+            return Outcome::Mismatch(Mismatch::Op(op, other.op));
+        }
+        let lens = |f: &dyn Fn(&Data) -> usize| {
+            let (mut min, mut max) = (usize::MAX, 0);
+            for s in &slots {
+                let l = f(&s.data);
+                min = min.min(l);
+                max = max.max(l);
+            }
+            (min, max)
+        };
+        match op {
+            Op::Barrier => Outcome::Unit,
+            Op::AllreduceF64Sum | Op::AllreduceF64Min | Op::AllreduceF64Max => {
+                let vecs = slots.into_iter().map(|s| match s.data {
+                    Data::F64(v) => v,
+                    _ => unreachable!("f64 reduction carries f64 data"),
+                });
+                fold_ranks(op, vecs.collect(), fold_f64)
+                    .map_or_else(Outcome::Mismatch, Outcome::F64)
+            }
+            Op::AllreduceU64Sum | Op::AllreduceU64Min | Op::AllreduceU64Max => {
+                let vecs = slots.into_iter().map(|s| match s.data {
+                    Data::U64(v) => v,
+                    _ => unreachable!("u64 reduction carries u64 data"),
+                });
+                fold_ranks(op, vecs.collect(), fold_u64)
+                    .map_or_else(Outcome::Mismatch, Outcome::U64)
+            }
+            Op::Allgather => {
+                let (min, max) = lens(&|d| match d {
+                    Data::Bytes(v) => v.len(),
+                    _ => unreachable!("allgather carries bytes"),
+                });
+                if min != max {
+                    return Outcome::Mismatch(Mismatch::Length(op, min, max));
+                }
+                Outcome::Slots(slots)
+            }
+            Op::Gatherv | Op::Broadcast => {
+                let (min, max) = lens(&|d| match d {
+                    Data::Rooted(root, _) => *root,
+                    _ => unreachable!("rooted collective carries a root"),
+                });
+                if min != max {
+                    return Outcome::Mismatch(Mismatch::Root(op, min, max));
+                }
+                Outcome::Slots(slots)
+            }
+            Op::Allgatherv | Op::Alltoallv => Outcome::Slots(slots),
+            Op::Split | Op::SplitNode => {
+                let mut by_colour: BTreeMap<u32, Vec<(i32, usize)>> = BTreeMap::new();
+                for (old, s) in slots.iter().enumerate() {
+                    let Data::Split(colour, key) = s.data else {
+                        unreachable!("split carries colour and key")
+                    };
+                    by_colour.entry(colour).or_default().push((key, old));
+                }
+                let mut out: Vec<Option<(Arc<Group>, usize)>> =
+                    (0..slots.len()).map(|_| None).collect();
+                for (_, mut ranks) in by_colour {
+                    ranks.sort_unstable();
+                    let members = ranks.iter().map(|&(_, old)| self.members[old]).collect();
+                    let g = Group::new(Arc::clone(&self.world), members);
+                    for (new, &(_, old)) in ranks.iter().enumerate() {
+                        out[old] = Some((Arc::clone(&g), new));
+                    }
+                }
+                Outcome::Split(
+                    out.into_iter()
+                        .map(|o| o.expect("every rank has a colour"))
+                        .collect(),
+                )
+            }
+        }
+    }
+}
+
+/// Folds the ranks' buffers in rank order, `((x₀ ∘ x₁) ∘ x₂) ∘ …`, after checking their
+/// lengths agree.
+fn fold_ranks<T>(
+    op: Op,
+    vecs: Vec<Vec<T>>,
+    fold: fn(ReduceOp, &mut [T], &[T]),
+) -> Result<Vec<T>, Mismatch> {
+    let min = vecs.iter().map(Vec::len).min().unwrap_or(0);
+    let max = vecs.iter().map(Vec::len).max().unwrap_or(0);
+    if min != max {
+        return Err(Mismatch::Length(op, min, max));
+    }
+    let rop = op.reduce_op().expect("a reduction");
+    let mut it = vecs.into_iter();
+    let mut acc = it.next().expect("a group has at least one rank");
+    for x in it {
+        fold(rop, &mut acc, &x);
+    }
+    Ok(acc)
+}
+
+impl ThreadComm {
+    /// Runs `f` on `n` ranks, each a thread of this process with its own communicator
+    /// handle, and returns the results in rank order.
+    ///
+    /// If a rank panics, the other ranks' pending and later collectives return
+    /// [`CommError::RankFailed`] naming it, and `run` returns that error (the first rank to
+    /// fail; later panics are usually consequences). A rank that returns while the others
+    /// still call collectives on a communicator it belongs to makes those fail with
+    /// [`CommError::RankExited`].
+    ///
+    /// Errors before any rank starts: `n == 0`, option lists whose length is not `n`, an
+    /// empty host label or CPU list ([`CommError::Options`]), a CPU this process may not use
+    /// ([`CommError::InvalidCpu`]). A thread that cannot be started or pinned fails the run
+    /// ([`CommError::Spawn`], [`CommError::Affinity`]).
+    pub fn run<R, F>(n: usize, opts: &ThreadOptions, f: F) -> Result<Vec<R>, CommError>
+    where
+        R: Send,
+        F: Fn(ThreadComm) -> R + Sync,
+    {
+        if n == 0 {
+            return Err(CommError::Options("a run needs at least one rank".into()));
+        }
+        if let Some(cpus) = &opts.cpus {
+            if cpus.len() != n {
+                return Err(CommError::Options(format!(
+                    "{} CPU lists given for {n} ranks (one per rank)",
+                    cpus.len()
+                )));
+            }
+            affinity::validate(cpus)?;
+        }
+        if let Some(hosts) = &opts.hosts {
+            if hosts.len() != n {
+                return Err(CommError::Options(format!(
+                    "{} host labels given for {n} ranks (one per rank)",
+                    hosts.len()
+                )));
+            }
+            if let Some(r) = hosts.iter().position(|h| h.trim().is_empty()) {
+                return Err(CommError::Options(format!(
+                    "rank {r} has an empty host label"
+                )));
+            }
+        }
+        let world = Arc::new(World {
+            failure: OnceLock::new(),
+            exited: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            hosts: opts.hosts.clone(),
+            groups: Mutex::new(Vec::new()),
+        });
+        let top = Group::new(Arc::clone(&world), (0..n).collect());
+
+        enum End<R> {
+            Done(R),
+            Panicked,
+            Failed(CommError),
+        }
+        let f = &f;
+        let ends: Vec<End<R>> = std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(n);
+            let mut spawn_error = None;
+            for rank in 0..n {
+                let comm = ThreadComm {
+                    group: Arc::clone(&top),
+                    rank,
+                };
+                let w = Arc::clone(&world);
+                let cpus = opts.cpus.as_ref().map(|c| c[rank].clone());
+                let mut builder = std::thread::Builder::new().name(format!("rank-{rank}"));
+                if let Some(size) = opts.stack_size {
+                    builder = builder.stack_size(size);
+                }
+                let spawned = builder.spawn_scoped(s, move || {
+                    if let Some(cpus) = cpus
+                        && let Err(e) = affinity::pin_current_thread(rank, &cpus)
+                    {
+                        w.fail(rank, e.to_string());
+                        return End::Failed(e);
+                    }
+                    match catch_unwind(AssertUnwindSafe(|| f(comm))) {
+                        Ok(r) => {
+                            w.exit(rank);
+                            End::Done(r)
+                        }
+                        Err(payload) => {
+                            w.fail(rank, panic_message(payload.as_ref()));
+                            End::Panicked
+                        }
+                    }
+                });
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(source) => {
+                        // The ranks already running must not wait for this one or later ones.
+                        world.fail(rank, format!("its thread could not be started: {source}"));
+                        (rank + 1..n).for_each(|r| world.exit(r));
+                        spawn_error = Some(CommError::Spawn { rank, source });
+                        break;
+                    }
+                }
+            }
+            let mut ends: Vec<End<R>> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(End::Panicked))
+                .collect();
+            ends.extend(spawn_error.map(End::Failed));
+            ends
+        });
+
+        let mut out = Vec::with_capacity(n);
+        let mut first_error = None;
+        for end in ends {
+            match end {
+                End::Done(r) => out.push(r),
+                End::Failed(e) => {
+                    first_error.get_or_insert(e);
+                }
+                End::Panicked => {}
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        if let Some((rank, message)) = world.failure.get() {
+            return Err(CommError::RankFailed {
+                rank: *rank,
+                message: message.clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// This rank's index in the whole run (the communicator `run` handed out).
+    pub fn world_rank(&self) -> usize {
+        self.group.members[self.rank]
+    }
+
+    /// Deposits this rank's contribution and waits for the round's outcome.
+    fn exchange(&self, op: Op, data: Data) -> Result<Arc<Outcome>, CommError> {
+        let g = &self.group;
+        let mut st = lock(&g.state);
+        if let Some(e) = g.blocked(&st, op) {
+            return Err(e);
+        }
+        assert!(
+            st.slots[self.rank].is_none(),
+            "rank {} called a collective while another call of the same rank is in progress \
+             (one ThreadComm handle used from two threads at once)",
+            self.rank
+        );
+        let round = st.round;
+        st.slots[self.rank] = Some(Slot { op, data });
+        st.arrived += 1;
+        if st.arrived == self.group.members.len() {
+            let slots: Vec<Slot> = st
+                .slots
+                .iter_mut()
+                .map(|s| s.take().expect("all arrived"))
+                .collect();
+            let outcome = Arc::new(g.complete(slots));
+            st.result = Some(Arc::clone(&outcome));
+            st.arrived = 0;
+            st.round += 1;
+            g.completed.store(st.round, Ordering::Release);
+            drop(st);
+            g.cv.notify_all();
+            return into_result(outcome);
+        }
+        drop(st);
+        let start = std::time::Instant::now();
+        let mut spins = 0u32;
+        while g.completed.load(Ordering::Acquire) <= round && g.world.failure.get().is_none() {
+            std::hint::spin_loop();
+            spins += 1;
+            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
+                break;
+            }
+        }
+        let mut st = lock(&g.state);
+        if st.round > round {
+            let outcome = Arc::clone(st.result.as_ref().expect("a completed round has a result"));
+            drop(st);
+            return into_result(outcome);
+        }
+        // A failure while this rank spun woke nobody: look before sleeping.
+        if let Some(e) = g.blocked(&st, op) {
+            return Err(e);
+        }
+        loop {
+            st = g.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+            if st.round > round {
+                let outcome =
+                    Arc::clone(st.result.as_ref().expect("a completed round has a result"));
+                drop(st);
+                return into_result(outcome);
+            }
+            if let Some(e) = g.blocked(&st, op) {
+                return Err(e);
+            }
+        }
+    }
+
+    fn slots(&self, op: Op, data: Data) -> Result<SlotsView, CommError> {
+        let outcome = self.exchange(op, data)?;
+        match &*outcome {
+            Outcome::Slots(_) => Ok(SlotsView(outcome)),
+            other => unreachable!("{} produced {other:?}", op.name()),
+        }
+    }
+}
+
+/// A completed round's contributions.
+struct SlotsView(Arc<Outcome>);
+
+impl SlotsView {
+    fn slots(&self) -> &[Slot] {
+        match &*self.0 {
+            Outcome::Slots(s) => s,
+            _ => unreachable!("checked in ThreadComm::slots"),
+        }
+    }
+}
+
+fn into_result(outcome: Arc<Outcome>) -> Result<Arc<Outcome>, CommError> {
+    match &*outcome {
+        Outcome::Mismatch(m) => Err((*m).into()),
+        _ => Ok(outcome),
+    }
+}
+
+/// The text of a panic payload (`&str` or `String`; otherwise a placeholder).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panicked with a non-string payload".to_string()
+    }
+}
+
+/// This machine's host name.
+pub(crate) fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Comm for ThreadComm {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.group.members.len()
+    }
+
+    fn barrier(&self) -> Result<(), CommError> {
+        self.exchange(Op::Barrier, Data::None).map(|_| ())
+    }
+
+    fn allreduce_f64(&self, op: ReduceOp, buf: &mut [f64]) -> Result<(), CommError> {
+        let op = Op::reduce_f64(op);
+        match &*self.exchange(op, Data::F64(buf.to_vec()))? {
+            Outcome::F64(r) => buf.copy_from_slice(r),
+            other => unreachable!("{} produced {other:?}", op.name()),
+        }
+        Ok(())
+    }
+
+    fn allreduce_u64(&self, op: ReduceOp, buf: &mut [u64]) -> Result<(), CommError> {
+        let op = Op::reduce_u64(op);
+        match &*self.exchange(op, Data::U64(buf.to_vec()))? {
+            Outcome::U64(r) => buf.copy_from_slice(r),
+            other => unreachable!("{} produced {other:?}", op.name()),
+        }
+        Ok(())
+    }
+
+    fn allgather_bytes(&self, send: &[u8], recv: &mut [u8]) -> Result<(), CommError> {
+        crate::check_allgather_len(self.size(), send.len(), recv.len());
+        let view = self.slots(Op::Allgather, Data::Bytes(send.to_vec()))?;
+        for (chunk, s) in recv.chunks_exact_mut(send.len().max(1)).zip(view.slots()) {
+            let Data::Bytes(b) = &s.data else {
+                unreachable!("allgather carries bytes")
+            };
+            chunk.copy_from_slice(b);
+        }
+        Ok(())
+    }
+
+    fn allgatherv_bytes(&self, send: &[u8]) -> Result<PerRank<u8>, CommError> {
+        let view = self.slots(Op::Allgatherv, Data::Bytes(send.to_vec()))?;
+        Ok(concat(view.slots().iter().map(|s| match &s.data {
+            Data::Bytes(b) => b.as_slice(),
+            _ => unreachable!("allgatherv carries bytes"),
+        })))
+    }
+
+    fn gatherv_bytes(&self, root: usize, send: &[u8]) -> Result<Option<PerRank<u8>>, CommError> {
+        assert!(
+            root < self.size(),
+            "gatherv: root {root} out of range for {} ranks",
+            self.size()
+        );
+        let view = self.slots(Op::Gatherv, Data::Rooted(root, send.to_vec()))?;
+        if self.rank != root {
+            return Ok(None);
+        }
+        Ok(Some(concat(view.slots().iter().map(|s| match &s.data {
+            Data::Rooted(_, b) => b.as_slice(),
+            _ => unreachable!("gatherv carries bytes"),
+        }))))
+    }
+
+    fn broadcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> Result<(), CommError> {
+        assert!(
+            root < self.size(),
+            "broadcast: root {root} out of range for {} ranks",
+            self.size()
+        );
+        let mine = if self.rank == root {
+            buf.clone()
+        } else {
+            Vec::new()
+        };
+        let view = self.slots(Op::Broadcast, Data::Rooted(root, mine))?;
+        if self.rank != root {
+            let Data::Rooted(_, b) = &view.slots()[root].data else {
+                unreachable!("broadcast carries bytes")
+            };
+            buf.clear();
+            buf.extend_from_slice(b);
+        }
+        Ok(())
+    }
+
+    fn alltoallv_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+    ) -> Result<PerRank<u8>, CommError> {
+        let offsets = send_offsets(self.size(), send.len(), send_counts);
+        let view = self.slots(Op::Alltoallv, Data::Pieces(send.to_vec(), offsets))?;
+        let me = self.rank;
+        Ok(concat(view.slots().iter().map(|s| match &s.data {
+            Data::Pieces(b, off) => &b[off[me]..off[me + 1]],
+            _ => unreachable!("alltoallv carries pieces"),
+        })))
+    }
+
+    fn split(&self, colour: u32, key: i32) -> Result<Self, CommError> {
+        assert!(
+            i32::try_from(colour).is_ok(),
+            "split: colour {colour} exceeds i32::MAX (MPI's limit)"
+        );
+        self.split_with(Op::Split, colour, key)
+    }
+
+    fn split_node(&self) -> Result<Self, CommError> {
+        let colour = match &self.group.world.hosts {
+            None => 0,
+            Some(hosts) => {
+                let mut unique: Vec<&String> = hosts.iter().collect();
+                unique.sort();
+                unique.dedup();
+                let mine = &hosts[self.world_rank()];
+                u32::try_from(unique.binary_search(&mine).expect("own host is listed"))
+                    .expect("fewer than 2^32 hosts")
+            }
+        };
+        self.split_with(Op::SplitNode, colour, 0)
+    }
+
+    fn processor_name(&self) -> String {
+        match &self.group.world.hosts {
+            Some(hosts) => hosts[self.world_rank()].clone(),
+            None => host_name(),
+        }
+    }
+}
+
+impl ThreadComm {
+    fn split_with(&self, op: Op, colour: u32, key: i32) -> Result<Self, CommError> {
+        match &*self.exchange(op, Data::Split(colour, key))? {
+            Outcome::Split(v) => {
+                let (group, rank) = &v[self.rank];
+                Ok(ThreadComm {
+                    group: Arc::clone(group),
+                    rank: *rank,
+                })
+            }
+            other => unreachable!("{} produced {other:?}", op.name()),
+        }
+    }
+}
+
+fn concat<'a>(pieces: impl Iterator<Item = &'a [u8]> + Clone) -> PerRank<u8> {
+    let total = pieces.clone().map(<[u8]>::len).sum();
+    let mut data = Vec::with_capacity(total);
+    let mut counts = Vec::new();
+    for p in pieces {
+        data.extend_from_slice(p);
+        counts.push(p.len());
+    }
+    PerRank::from_counts(data, &counts)
+}
+
+crate::impl_reduce!(ThreadComm);

@@ -1,0 +1,772 @@
+//! [`DrumLoop`]: one rank's side of DRUM in the loop (see the crate documentation).
+
+use crate::Error;
+use crate::rebalance::{Decision, Migration, Observation, Policy, Reason, measure_group_link};
+use crate::window::RankWindow;
+use comm::wire::{Reader, Writer};
+use comm::{Comm, CommError, LinkModel, LinkProbe};
+use drum_model::monitor::{
+    Monitor, MonitorConfig, MonitorStats, MonitorTarget, ProcFs, ProcessRef, start_monitoring,
+};
+use drum_model::usage::Usage;
+use drum_model::{
+    Machine, NodeObservation, Observations, PowerConfig, Powers, compute_powers, static_powers,
+    uniform_powers,
+};
+use hier_part::{Hier, HierPartition, Plan, Workspace};
+use part_api::{Points, Reduce};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// Where the part sizes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sizing {
+    /// Equal parts (the "uniform" runs of DRUM 2005 §4).
+    Uniform,
+    /// The machine file's static ratings (`mflops`, `bandwidth`): DESIGN.md §2.
+    Static,
+    /// The powers of the monitored window since the last rebalance point.
+    #[default]
+    Monitored,
+}
+
+impl Sizing {
+    /// `uniform`, `static` or `monitored`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Sizing::Uniform => "uniform",
+            Sizing::Static => "static",
+            Sizing::Monitored => "monitored",
+        }
+    }
+}
+
+impl std::str::FromStr for Sizing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Sizing, String> {
+        match s {
+            "uniform" => Ok(Sizing::Uniform),
+            "static" => Ok(Sizing::Static),
+            "monitored" => Ok(Sizing::Monitored),
+            _ => Err(format!(
+                "`{s}` is not a balance: expected uniform, static or monitored"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Sizing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether a rebalance point may repartition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RebalanceMode {
+    /// As the [`Policy`] decides (Watts' eff_min, the power drift, Lan's gain > γ·cost).
+    #[default]
+    Policy,
+    /// At every point ("always rebalance", Lan et al.'s baseline).
+    Always,
+    /// Never after the initial partition ("never rebalance").
+    Never,
+}
+
+impl RebalanceMode {
+    /// The decision this mode imposes on the policy's (`None`: the policy's stands).
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            RebalanceMode::Policy => None,
+            RebalanceMode::Always => Some(true),
+            RebalanceMode::Never => Some(false),
+        }
+    }
+}
+
+impl std::str::FromStr for RebalanceMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RebalanceMode, String> {
+        match s {
+            "policy" => Ok(RebalanceMode::Policy),
+            "always" => Ok(RebalanceMode::Always),
+            "never" => Ok(RebalanceMode::Never),
+            _ => Err(format!(
+                "`{s}` is not a rebalance mode: expected policy, always or never"
+            )),
+        }
+    }
+}
+
+/// How often the monitored powers are renewed (Sinha & Parashar's sensing frequency).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sensing {
+    /// At the first rebalance point with a long enough window, then at every `n`-th (the
+    /// window then covers the `n` steps since).
+    Every(usize),
+    /// Once, from the first window long enough; never again.
+    Once,
+}
+
+impl Sensing {
+    /// Whether the powers are renewed at this point, `since` points after they last were
+    /// (`sensed`: whether they ever were).
+    pub fn due(self, sensed: bool, since: usize) -> bool {
+        match self {
+            Sensing::Every(n) => !sensed || since >= n,
+            Sensing::Once => !sensed,
+        }
+    }
+}
+
+impl Default for Sensing {
+    fn default() -> Self {
+        Sensing::Every(1)
+    }
+}
+
+impl std::str::FromStr for Sensing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Sensing, String> {
+        match s {
+            "once" => Ok(Sensing::Once),
+            n => match n.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(Sensing::Every(k)),
+                _ => Err(format!(
+                    "`{s}` is not a sensing period: expected a number of steps >= 1 or `once`"
+                )),
+            },
+        }
+    }
+}
+
+/// A rank that was runnable for less than this in a window had (almost) nothing to do: its
+/// window says nothing about its node's speed.
+pub const MIN_EVIDENCE: Duration = Duration::from_millis(2);
+
+/// Bytes a migration moves per unit of weight until a migration has been measured
+/// ([`DrumLoop::record_migration`]).
+pub const DEFAULT_BYTES_PER_WEIGHT: f64 = 256.0;
+
+/// Settings of a [`DrumLoop`].
+#[derive(Debug, Clone)]
+pub struct LoopConfig {
+    /// Where the part sizes come from.
+    pub sizing: Sizing,
+    /// The power model (DRUM 2005 with `w_comm`, ...), its utilisation basis and floor.
+    pub power: PowerConfig,
+    /// When to rebalance.
+    pub policy: Policy,
+    /// Whether the policy decides, or every point rebalances, or none after the first.
+    pub rebalance: RebalanceMode,
+    /// How often the monitored powers are renewed.
+    pub sensing: Sensing,
+    /// The agents' sampling period (their samples make the recording; the windows have
+    /// exact ends whatever the period).
+    pub period: Duration,
+    /// Powers are renewed only from windows at least this long (default 30 ms; shorter ones
+    /// add up into the next points): /proc/stat counts CPU time in 10 ms ticks.
+    pub min_window: Duration,
+    /// Where `/proc` and `/sys` are (tests use fake trees).
+    pub procfs: ProcFs,
+    /// How α and β are measured at start-up; `None`: no profitability test.
+    pub probe: Option<LinkProbe>,
+    /// The partitioner (its parallelism).
+    pub hier: Hier,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        LoopConfig {
+            sizing: Sizing::default(),
+            power: PowerConfig::default(),
+            policy: Policy::default(),
+            rebalance: RebalanceMode::default(),
+            sensing: Sensing::default(),
+            period: Duration::from_millis(50),
+            min_window: Duration::from_millis(30),
+            procfs: ProcFs::default(),
+            probe: Some(LinkProbe::default()),
+            hier: Hier::default(),
+        }
+    }
+}
+
+/// What one rank measured over a window, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankMeasure {
+    /// The rank.
+    pub rank: usize,
+    /// Seconds covered.
+    pub seconds: f64,
+    /// CPU fraction of the window the rank used.
+    pub util: f64,
+    /// Fraction of the window the rank was runnable (running or waiting for a CPU), if known.
+    pub runnable: Option<f64>,
+    /// Mean idle fraction of its node's CPUs.
+    pub idle: f64,
+    /// False when the window says nothing about the node (the rank barely ran, or its agent
+    /// failed): the node kept its previous observation.
+    pub evidence: bool,
+}
+
+/// The figures of a rebalance decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecisionReport {
+    /// Repartitioned?
+    pub rebalance: bool,
+    /// `initial`, `balanced`, `imbalance`, `power drift`, `imbalance and power drift`,
+    /// `not profitable`; `always` or `never` when the [`RebalanceMode`] overrides the policy
+    /// (whose figures stay).
+    pub reason: String,
+    /// Watts' `eff = U_avg / U_max` of the loads held now against the new sizes.
+    pub eff: f64,
+    /// The threshold.
+    pub eff_min: f64,
+    /// Largest relative change of a power share since the current partition was made.
+    pub drift: Option<f64>,
+    /// Lan's gain, seconds (eq. 4, over the predicted next step).
+    pub gain_s: Option<f64>,
+    /// Lan's cost, seconds (α + βW + δ).
+    pub cost_s: Option<f64>,
+    /// γ.
+    pub gamma: f64,
+    /// W: bytes the rebalance would move.
+    pub bytes: Option<f64>,
+    /// The decision as one line (the policy's own wording).
+    pub text: String,
+}
+
+impl DecisionReport {
+    fn initial() -> DecisionReport {
+        DecisionReport {
+            rebalance: true,
+            reason: "initial".into(),
+            eff: 0.0,
+            eff_min: 0.0,
+            drift: None,
+            gain_s: None,
+            cost_s: None,
+            gamma: 0.0,
+            bytes: None,
+            text: "rebalance (initial partition)".into(),
+        }
+    }
+
+    fn of(d: &Decision) -> DecisionReport {
+        let reason = match d.reason {
+            Reason::Balanced => "balanced",
+            Reason::Imbalance => "imbalance",
+            Reason::PowerDrift => "power drift",
+            Reason::ImbalanceAndDrift => "imbalance and power drift",
+            Reason::NotProfitable => "not profitable",
+        };
+        DecisionReport {
+            rebalance: d.rebalance,
+            reason: reason.into(),
+            eff: d.eff,
+            eff_min: d.eff_min,
+            drift: d.drift.map(|x| x.max_rel_change),
+            gain_s: d.profit.map(|p| p.gain),
+            cost_s: d.profit.map(|p| p.cost),
+            gamma: d.profit.map_or(0.0, |p| p.gamma),
+            bytes: d.profit.map(|p| p.bytes),
+            text: d.to_string(),
+        }
+    }
+}
+
+/// What one rebalance point did (the same on every rank, but `partition_s`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoopReport {
+    /// `uniform`, `static` or `monitored`.
+    pub sizing: &'static str,
+    /// Seconds since the previous rebalance point (the longest over the ranks).
+    pub window_s: f64,
+    /// Seconds of measurement the powers were computed from (0: the window was too short
+    /// and is being extended; the measured powers are the previous ones).
+    pub measured_s: f64,
+    /// Per rank, what its agent measured over `measured_s`.
+    pub measured: Vec<RankMeasure>,
+    /// Part sizes from the monitored powers (whatever the sizing).
+    pub monitored_sizes: Vec<f64>,
+    /// The part sizes of this rebalance (the sizing's).
+    pub targets: Vec<f64>,
+    /// The fraction of the total weight each rank held before (after the application's
+    /// refinement).
+    pub loads: Vec<f64>,
+    /// The fraction each rank holds after.
+    pub achieved: Vec<f64>,
+    /// The decision and its figures.
+    pub decision: DecisionReport,
+    /// Seconds the partitioner took on this rank (0 when the partition was kept).
+    pub partition_s: f64,
+    /// Weight that changed rank.
+    pub moved_weight: f64,
+    /// What went wrong and was worked around (each names the rank or node and the cause).
+    pub warnings: Vec<String>,
+}
+
+/// The agents' cost at the end of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LoopSummary {
+    /// Wall seconds the agent ran.
+    pub wall_s: f64,
+    /// CPU seconds of the agent thread and of the window cuts.
+    pub cpu_s: f64,
+    /// `cpu_s / wall_s` (0.004 = 0.4 % of one core).
+    pub overhead: f64,
+    /// Sampling periods completed.
+    pub periods: usize,
+    /// Windows cut.
+    pub windows: usize,
+}
+
+/// What every rank learns at a rebalance point, in one collective.
+struct Gathered {
+    /// Seconds since the previous point (the longest over the ranks).
+    window_s: f64,
+    /// The weight each rank holds.
+    loads: Vec<f64>,
+    /// Each rank's pending window.
+    windows: Vec<RankWindow>,
+}
+
+/// One rank's side of DRUM in the loop (see the module documentation).
+pub struct DrumLoop {
+    machine: Machine,
+    cfg: LoopConfig,
+    rank: usize,
+    monitor: Option<Monitor>,
+    /// Why the agent could not start, reported with the first rebalance.
+    start_warning: Option<String>,
+    /// The sizing's part sizes.
+    powers: Powers,
+    /// The monitored powers (the static ones until a window was measured).
+    monitored: Powers,
+    plan: Plan,
+    previous: Option<HierPartition>,
+    /// The part sizes the current partition was made for.
+    partition_sizes: Option<Vec<f64>>,
+    link: Option<LinkModel>,
+    pending: RankWindow,
+    /// Rebalance points since the powers were last renewed, and whether they ever were.
+    since_sensed: usize,
+    sensed: bool,
+    /// When the last rebalance point was.
+    last_point: Instant,
+    /// The last observation of every computing node (the static one until measured).
+    nodes: BTreeMap<u32, NodeObservation>,
+    last_total: Option<f64>,
+    bytes_per_weight: f64,
+    delta: f64,
+}
+
+impl fmt::Debug for DrumLoop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DrumLoop")
+            .field("rank", &self.rank)
+            .field("sizing", &self.cfg.sizing)
+            .field("parts", &self.powers.parts)
+            .finish()
+    }
+}
+
+impl DrumLoop {
+    /// Starts the loop on this rank (collective over `comm`, whose ranks are the machine's):
+    /// the sizing's powers and plan, the agent for this rank's node (measuring the calling
+    /// thread), and α, β between the root's groups. An agent that cannot start is not an
+    /// error: the rank's node keeps its static observation, and the first report says why.
+    pub fn start<C: Comm + Reduce>(
+        comm: &C,
+        machine: Machine,
+        cfg: LoopConfig,
+    ) -> Result<DrumLoop, Error> {
+        if Comm::size(comm) != machine.num_ranks() {
+            return Err(Error::RankCount {
+                comm: Comm::size(comm),
+                machine: machine.num_ranks(),
+            });
+        }
+        let rank = Comm::rank(comm);
+        let statics = static_powers(&machine, &cfg.power)?;
+        let powers = match cfg.sizing {
+            Sizing::Uniform => uniform_powers(&machine, cfg.power.model.clone())?,
+            Sizing::Static | Sizing::Monitored => statics.clone(),
+        };
+        let plan = Plan::new(&machine, &powers)?;
+        let node = machine.rank_node(rank);
+        let mcfg = MonitorConfig {
+            period: cfg.period,
+            procfs: cfg.procfs.clone(),
+            targets: vec![MonitorTarget::for_node(
+                &machine,
+                node,
+                vec![ProcessRef::current_thread()],
+            )],
+        };
+        let (monitor, start_warning) = match start_monitoring(mcfg) {
+            Ok(m) => (Some(m), None),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "rank {rank} ({}): the monitoring agent did not start ({e}); its node keeps \
+                     its static observation",
+                    machine.node(node).label()
+                )),
+            ),
+        };
+        let mut start_warning = start_warning;
+        let link = match (&cfg.probe, Comm::size(comm) > 1) {
+            (Some(probe), true) => match measure_link(comm, &plan, probe)? {
+                Ok(link) => Some(link),
+                Err(e) => {
+                    let w = format!(
+                        "the link between the root's groups could not be measured ({e}); \
+                         rebalancing without Lan's profitability test"
+                    );
+                    start_warning = Some(match start_warning {
+                        Some(s) => format!("{s}; {w}"),
+                        None => w,
+                    });
+                    None
+                }
+            },
+            _ => None,
+        };
+        let nodes = Observations::idle(&machine).nodes;
+        Ok(DrumLoop {
+            rank,
+            monitor,
+            start_warning,
+            monitored: statics,
+            powers,
+            plan,
+            previous: None,
+            partition_sizes: None,
+            link,
+            pending: RankWindow::default(),
+            since_sensed: 0,
+            sensed: false,
+            last_point: Instant::now(),
+            nodes,
+            last_total: None,
+            bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
+            delta: 0.0,
+            machine,
+            cfg,
+        })
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The part sizes in use.
+    pub fn part_sizes(&self) -> &[f64] {
+        &self.powers.parts
+    }
+
+    /// The link measured at start-up between the root's groups.
+    pub fn link(&self) -> Option<LinkModel> {
+        self.link
+    }
+
+    /// The rebalance point (collective): measures, decides and, if the decision says so,
+    /// repartitions `points` (this rank's objects with their work weights). `parts` holds
+    /// each object's current rank on entry (this rank, for objects it created) and its new
+    /// rank on return.
+    ///
+    /// Collectives: one `allgatherv` (every rank's time since the last point, load and
+    /// pending window) when the partition is kept; the partitioner's own when it is not.
+    pub fn rebalance<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<LoopReport, Error> {
+        let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
+        let point = self.gather(comm, points, parts.len())?;
+        let measured_s = self.sense(&point, &mut warnings)?;
+        let measured = point
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(r, a)| a.measure(r))
+            .collect();
+        let total: f64 = point.loads.iter().sum();
+        let fractions: Vec<f64> = point.loads.iter().map(|l| l / total.max(1e-300)).collect();
+        let targets = self.powers.parts.clone();
+        let decision = self.decide(&fractions, &targets, total, point.window_s)?;
+        self.last_total = Some(total);
+        let (achieved, partition_s, moved_weight) = if decision.rebalance && total > 0.0 {
+            self.repartition(comm, points, parts, &targets)?
+        } else {
+            (fractions.clone(), 0.0, 0.0)
+        };
+        Ok(LoopReport {
+            sizing: self.cfg.sizing.name(),
+            window_s: point.window_s,
+            measured_s,
+            measured,
+            monitored_sizes: self.monitored.parts.clone(),
+            targets,
+            loads: fractions,
+            achieved,
+            decision,
+            partition_s,
+            moved_weight,
+            warnings,
+        })
+    }
+
+    /// Cuts this rank's window into the pending measurement and gathers, in one collective,
+    /// every rank's time since the last point, load (the weight it holds) and pending
+    /// window. A cut window that is too short is not lost: the pending measurement adds it
+    /// up ([`Usage::merge`]), so cutting at every point equals keeping it open.
+    fn gather<C: Comm>(
+        &mut self,
+        comm: &C,
+        points: Points<'_>,
+        n: usize,
+    ) -> Result<Gathered, Error> {
+        let now = Instant::now();
+        let since = now.duration_since(self.last_point).as_secs_f64();
+        self.last_point = now;
+        self.cut_window();
+        let (_, _, weights) = points.into_parts();
+        let load = weights.map_or(n as f64, |w| w.iter().sum());
+        let mut w = Writer::default();
+        w.f64(since);
+        w.f64(load);
+        w.bytes(&self.pending.encode());
+        let all = comm.allgatherv_bytes(w.as_bytes())?;
+        let ranks = Comm::size(comm);
+        let mut window_s = 0.0f64;
+        let mut loads = Vec::with_capacity(ranks);
+        let mut windows = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            let mut rd = Reader::new(all.get(r), "a rank's rebalance-point figures");
+            window_s = window_s.max(rd.f64().map_err(CommError::from)?);
+            loads.push(rd.f64().map_err(CommError::from)?);
+            windows.push(RankWindow::decode(
+                rd.bytes(rd.remaining()).map_err(CommError::from)?,
+            ));
+        }
+        Ok(Gathered {
+            window_s,
+            loads,
+            windows,
+        })
+    }
+
+    /// Renews the monitored powers from the gathered windows when the longest is at least
+    /// `min_window` and sensing is due; returns the seconds measured (0: powers unchanged).
+    fn sense(&mut self, point: &Gathered, warnings: &mut Vec<String>) -> Result<f64, Error> {
+        let longest = point
+            .windows
+            .iter()
+            .map(RankWindow::seconds)
+            .fold(0.0, f64::max);
+        self.since_sensed += 1;
+        let due = self.cfg.sensing.due(self.sensed, self.since_sensed);
+        if longest >= self.cfg.min_window.as_secs_f64() && due {
+            self.observe(&point.windows, warnings);
+            self.pending = RankWindow::default();
+            self.since_sensed = 0;
+            self.sensed = true;
+            if self.cfg.sizing == Sizing::Monitored {
+                self.powers = self.monitored.clone();
+                self.plan = Plan::new(&self.machine, &self.powers)?;
+            }
+            return Ok(longest);
+        }
+        if self.cfg.sensing == Sensing::Once && self.sensed {
+            self.pending = RankWindow::default(); // measured once: windows are not kept
+        }
+        Ok(0.0)
+    }
+
+    /// The policy's decision on the loads the ranks hold now (fractions of `total`) against
+    /// `targets`, or the initial partition; [`RebalanceMode`] overrides keep its figures.
+    fn decide(
+        &self,
+        fractions: &[f64],
+        targets: &[f64],
+        total: f64,
+        window_s: f64,
+    ) -> Result<DecisionReport, Error> {
+        if self.previous.is_none() {
+            return Ok(DecisionReport::initial());
+        }
+        let growth = self.last_total.map_or(1.0, |t| total / t.max(1e-300));
+        let capacities: Vec<f64> = targets.iter().map(|&t| t.max(1e-12)).collect();
+        let obs = Observation {
+            loads: fractions,
+            capacities: &capacities,
+            partition_powers: self.partition_sizes.as_deref(),
+            step_time: Some(window_s * growth),
+            migration: self.link.map(|link| Migration {
+                link,
+                bytes_per_load: self.bytes_per_weight * total,
+                delta: self.delta,
+            }),
+        };
+        let mut d = DecisionReport::of(&self.cfg.policy.decide(&obs)?);
+        if let Some(forced) = self.cfg.rebalance.forced() {
+            let (what, mode) = if forced {
+                ("rebalance", "always")
+            } else {
+                ("keep", "never")
+            };
+            d.rebalance = forced;
+            d.reason = mode.into();
+            d.text = format!("{what} ({mode}; the policy: {})", d.text);
+        }
+        Ok(d)
+    }
+
+    /// KEEP_CUTS repartition into `targets` (a fresh partition the first time): the weight
+    /// fractions achieved, the partitioner's seconds and the weight moved.
+    fn repartition<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        points: Points<'_>,
+        parts: &mut [u32],
+        targets: &[f64],
+    ) -> Result<(Vec<f64>, f64, f64), Error> {
+        let t0 = Instant::now();
+        let hier = self.cfg.hier;
+        // A workspace per repartition: kept between steps, its buffers would sit on top of
+        // the application's peak.
+        let mut ws = Workspace::default();
+        let result = match &self.previous {
+            Some(prev) => hier.repartition(&mut ws, comm, &self.plan, prev, points, parts)?,
+            None => hier.partition_with(&mut ws, comm, &self.plan, points, parts)?,
+        };
+        let secs = t0.elapsed().as_secs_f64();
+        let achieved = result
+            .rank_weights
+            .iter()
+            .map(|w| w / result.total_weight.max(1e-300))
+            .collect();
+        let moved = result.moved.map_or(0.0, |m| m.weight);
+        self.previous = Some(result);
+        self.partition_sizes = Some(targets.to_vec());
+        Ok((achieved, secs, moved))
+    }
+
+    /// What the last migration cost, for Lan's test at the next rebalance: `seconds` of
+    /// repartition, migration and rebuild (δ), `bytes` moved for `weight` moved. Every rank
+    /// must pass the same figures (e.g. the slowest rank's time, global sums), or the ranks'
+    /// decisions could differ.
+    pub fn record_migration(&mut self, seconds: f64, bytes: f64, weight: f64) {
+        if seconds.is_finite() && seconds >= 0.0 {
+            self.delta = seconds;
+        }
+        if weight > 0.0 && bytes.is_finite() && bytes >= 0.0 {
+            self.bytes_per_weight = bytes / weight;
+        }
+    }
+
+    /// Stops the agent and reports its cost.
+    pub fn stop(mut self) -> Result<Option<LoopSummary>, Error> {
+        let Some(m) = self.monitor.take() else {
+            return Ok(None);
+        };
+        let rec = m.stop()?;
+        Ok(Some(summary(&rec.stats)))
+    }
+
+    /// Cuts this rank's window into the pending measurement; returns its length (0 if the
+    /// agent is not running or failed; a failure is kept as the pending measurement's error).
+    fn cut_window(&mut self) {
+        let Some(m) = &self.monitor else {
+            self.pending
+                .error
+                .get_or_insert_with(|| "no monitoring agent".into());
+            return;
+        };
+        match m.window() {
+            Ok(w) => self.pending.add(&w),
+            Err(e) => self.pending.error = Some(e.to_string()),
+        }
+    }
+
+    /// New node observations from the ranks' windows, then the monitored powers.
+    fn observe(&mut self, accs: &[RankWindow], warnings: &mut Vec<String>) {
+        for node in self.machine.computing_nodes() {
+            let range = node.rank_range();
+            if range.is_empty() {
+                continue;
+            }
+            let of_node = &accs[range.clone()];
+            if let Some((r, e)) = of_node
+                .iter()
+                .enumerate()
+                .find_map(|(i, a)| a.error.as_ref().map(|e| (range.start + i, e)))
+            {
+                warnings.push(format!(
+                    "rank {r} ({}): {e}; its node keeps its previous measurement",
+                    node.label()
+                ));
+                continue;
+            }
+            if !of_node.iter().all(RankWindow::evidence) {
+                continue; // a rank with (almost) nothing to do: no news of its node
+            }
+            let usages: Vec<Usage> = of_node.iter().map(|a| a.usage.clone()).collect();
+            self.nodes
+                .insert(node.nodenum, Usage::join(&usages).observation());
+        }
+        let obs = Observations {
+            nodes: self.nodes.clone(),
+            rank_work: BTreeMap::new(),
+        };
+        match compute_powers(&self.machine, &self.cfg.power, &obs) {
+            Ok(p) => {
+                warnings.extend(p.warnings.iter().map(|w| w.to_string()));
+                self.monitored = p;
+            }
+            Err(e) => warnings.push(format!(
+                "the monitored powers could not be computed ({e}); the previous part sizes stay"
+            )),
+        }
+    }
+}
+
+/// α, β between the root's groups; timings too noisy to fit (a busy host: the large message
+/// was not slower) are measured once more with three times the repeats, and then given up
+/// (the inner error) rather than failing the run.
+fn measure_link<C: Comm + Reduce>(
+    comm: &C,
+    plan: &Plan,
+    probe: &LinkProbe,
+) -> Result<Result<LinkModel, comm::LinkFitError>, Error> {
+    let mut probe = probe.clone();
+    for attempt in 0..2 {
+        match measure_group_link(comm, plan, plan.root(), &probe) {
+            Ok(link) => return Ok(Ok(link)),
+            Err(Error::DegenerateTimings(e)) if attempt == 1 => return Ok(Err(e)),
+            Err(Error::DegenerateTimings(_)) => probe.repeats *= 3,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+fn summary(s: &MonitorStats) -> LoopSummary {
+    LoopSummary {
+        wall_s: s.wall_seconds,
+        cpu_s: s.cpu_seconds + s.window_cpu_seconds,
+        overhead: s.overhead(),
+        periods: s.periods,
+        windows: s.windows,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,380 @@
+//! The loop on thread ranks over a fake `/proc` tree: what the agents read is set by the
+//! test, so powers, decisions and fallbacks are checked exactly.
+
+use super::*;
+use comm::{ThreadComm, ThreadOptions};
+use std::path::{Path, PathBuf};
+
+const MACHINE: &str = r#"<machinemodel>
+  <node type="NETWORK" nodenum="0" name="host" parent="-1">
+    <lbmethod lbm="HSFC" KEEP_CUTS="1"/>
+  </node>
+  <node type="SINGLE_COMPUTING" nodenum="1" name="c0" parent="0" cpus="0" mflops="100"/>
+  <node type="SINGLE_COMPUTING" nodenum="2" name="c1" parent="0" cpus="1" mflops="100"/>
+</machinemodel>"#;
+
+/// A fake `/proc` (and empty `/sys`) whose CPUs are always busy (no idle time).
+struct Fake {
+    dir: PathBuf,
+}
+
+impl Fake {
+    fn new(tag: &str) -> Fake {
+        let dir = std::env::temp_dir().join(format!("drum-loop-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("proc/net")).unwrap();
+        std::fs::create_dir_all(dir.join("sys")).unwrap();
+        let f = Fake { dir };
+        f.write("stat", "cpu0 100 0 0 0 0 0 0 0\ncpu1 100 0 0 0 0 0 0 0\n");
+        f.write("meminfo", "MemTotal: 1000 kB\nMemAvailable: 900 kB\n");
+        f.write("net/dev", "h\nh\n");
+        f
+    }
+
+    fn procfs(&self) -> ProcFs {
+        ProcFs {
+            proc_root: self.dir.join("proc"),
+            sys_root: self.dir.join("sys"),
+        }
+    }
+
+    /// Writes a file atomically (the other rank's agent may be reading it).
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.dir.join("proc").join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let tmp = p.with_extension(format!("tmp{:?}", std::thread::current().id()));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(tmp, p).unwrap();
+    }
+
+    /// Both CPUs busy for `k` more jiffies. Written in place: the agents keep `/proc/stat`
+    /// open (the ranks wait at a barrier before they read it again).
+    fn busy(&self, k: u64) {
+        let j = 100 + 10 * k;
+        let text = format!("cpu0 {j} 0 0 0 0 0 0 0\ncpu1 {j} 0 0 0 0 0 0 0\n");
+        std::fs::write(self.dir.join("proc/stat"), text).unwrap();
+    }
+
+    /// The calling thread's files: `stat` (no ticks) and `schedstat` (run and wait, ns).
+    fn thread(&self, run_ns: u64, delay_ns: u64) -> PathBuf {
+        let ProcessRef::Thread { pid, tid } = ProcessRef::current_thread() else {
+            unreachable!()
+        };
+        let rel = format!("{pid}/task/{tid}");
+        self.write(
+            &format!("{rel}/stat"),
+            &format!("{tid} (rank) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0\n"),
+        );
+        self.write(
+            &format!("{rel}/schedstat"),
+            &format!("{run_ns} {delay_ns} 1\n"),
+        );
+        self.dir.join("proc").join(rel)
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn config(fake: &Fake, sizing: Sizing) -> LoopConfig {
+    LoopConfig {
+        sizing,
+        procfs: fake.procfs(),
+        period: Duration::from_secs(3600),
+        min_window: Duration::from_millis(1),
+        probe: None,
+        ..LoopConfig::default()
+    }
+}
+
+/// 1000 points on a line, this rank's half (rank 0 holds all at the first call).
+fn points(rank: usize, first: bool) -> Vec<f64> {
+    let (lo, hi) = match (first, rank) {
+        (true, 0) => (0, 1000),
+        (true, _) => (0, 0),
+        (false, r) => (r * 500, r * 500 + 500),
+    };
+    (lo..hi)
+        .flat_map(|i| [(i as f64 + 0.5) / 1000.0, 0.5])
+        .collect()
+}
+
+/// Each rank runs `script(rank, step, fake thread dir)` before each of `steps` rebalances
+/// (after sleeping 20 ms, so windows are real) and returns the reports.
+fn run(
+    tag: &str,
+    sizing: Sizing,
+    steps: usize,
+    script: impl Fn(&Fake, usize, usize, &Path) + Sync,
+) -> Vec<Vec<LoopReport>> {
+    run_with(tag, sizing, |_| {}, steps, script)
+}
+
+/// [`run`] with the configuration changed by `tweak`.
+fn run_with(
+    tag: &str,
+    sizing: Sizing,
+    tweak: impl Fn(&mut LoopConfig) + Sync,
+    steps: usize,
+    script: impl Fn(&Fake, usize, usize, &Path) + Sync,
+) -> Vec<Vec<LoopReport>> {
+    let fake = Fake::new(tag);
+    let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
+    let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+        let me = Comm::rank(&c);
+        let dir = fake.thread(1, 1);
+        let mut cfg = config(&fake, sizing);
+        tweak(&mut cfg);
+        let mut lp = DrumLoop::start(&c, machine.clone(), cfg)?;
+        let mut reports = Vec::new();
+        for step in 0..steps {
+            std::thread::sleep(Duration::from_millis(20));
+            if me == 0 {
+                fake.busy(step as u64 + 1);
+            }
+            script(&fake, me, step, &dir);
+            c.barrier()?;
+            let xy = points(me, step == 0);
+            let mut parts = vec![me as u32; xy.len() / 2];
+            reports.push(lp.rebalance(&c, Points::new(&xy, 2, None), &mut parts)?);
+        }
+        lp.stop()?;
+        Ok::<_, Error>(reports)
+    })
+    .unwrap();
+    out.into_iter().map(|r| r.unwrap()).collect()
+}
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+}
+
+#[test]
+fn monitored_sizes_follow_the_cpu_share_each_rank_gets() {
+    // Rank 1 waits for its CPU as long as it runs (a competing process); rank 0 never waits.
+    // Both were runnable 10 ms of each window: rank 0 gets the whole CPU, rank 1 half.
+    let reports = run("share", Sizing::Monitored, 3, |fake, me, step, _| {
+        let k = step as u64 + 1;
+        match me {
+            0 => fake.thread(1 + 10_000_000 * k, 1),
+            _ => fake.thread(1 + 5_000_000 * k, 1 + 5_000_000 * k),
+        };
+    });
+    for per_rank in &reports {
+        let r = &per_rank[0];
+        assert_eq!(r.decision.reason, "initial");
+        assert!(r.decision.rebalance);
+        close(r.targets[0], 2.0 / 3.0);
+        close(r.targets[1], 1.0 / 3.0);
+        close(r.achieved[0] + r.achieved[1], 1.0);
+        assert!((r.achieved[0] - 2.0 / 3.0).abs() < 0.01, "{:?}", r.achieved);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        let m1 = &r.measured[1];
+        assert!(m1.evidence);
+        close(m1.runnable.unwrap() / m1.util, 2.0);
+        // Step 1: the loads are half and half again (the test's points), the sizes 2:1:
+        // eff = 0.75 < 0.9, a rebalance for imbalance.
+        let r = &per_rank[1];
+        assert!(r.decision.rebalance, "{}", r.decision.text);
+        assert_eq!(r.decision.reason, "imbalance");
+        close(r.decision.eff, 0.75);
+        close(r.loads[0], 0.5);
+    }
+    // Every rank reports the same (but its own partitioner time).
+    let same = |r: &Vec<LoopReport>| {
+        r.iter()
+            .map(|x| LoopReport {
+                partition_s: 0.0,
+                ..x.clone()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(same(&reports[0]), same(&reports[1]));
+}
+
+#[test]
+fn uniform_and_static_keep_their_sizes_and_report_the_measurement() {
+    let script = |fake: &Fake, me: usize, step: usize, _: &Path| {
+        let k = step as u64 + 1;
+        match me {
+            0 => fake.thread(1 + 10_000_000 * k, 1),
+            _ => fake.thread(1 + 5_000_000 * k, 1 + 5_000_000 * k),
+        };
+    };
+    for sizing in [Sizing::Uniform, Sizing::Static] {
+        let reports = run(sizing.name(), sizing, 2, script);
+        let r = &reports[0][1];
+        assert_eq!(r.sizing, sizing.name());
+        close(r.targets[0], 0.5); // equal ratings: static is equal too
+        close(r.monitored_sizes[0], 2.0 / 3.0);
+        // Half and half against half and half: balanced, kept.
+        assert!(!r.decision.rebalance);
+        assert_eq!(r.decision.reason, "balanced");
+        assert_eq!(r.partition_s, 0.0);
+    }
+}
+
+#[test]
+fn a_failing_agent_a_near_zero_rank_and_an_idle_rank_keep_every_rank_a_part() {
+    let reports = run("robust", Sizing::Monitored, 4, |fake, me, step, dir| {
+        let k = step as u64 + 1;
+        match (me, step) {
+            (0, _) => {
+                fake.thread(1 + 10_000_000 * k, 1);
+            }
+            // Step 0: rank 1 had nothing to do (runnable 0.5 ms): no news of its node.
+            (_, 0) => {
+                fake.thread(500_001, 1);
+            }
+            // Step 1: its stat file is unreadable.
+            (_, 1) => std::fs::remove_file(dir.join("stat")).unwrap(),
+            // Step 2: back, but it ran 1 % of the 50 ms it was runnable: floored.
+            (_, 2) => {
+                fake.thread(1_000_001, 49_000_001);
+            }
+            _ => {
+                fake.thread(6_000_001, 49_000_001 + 5_000_000);
+            }
+        }
+    });
+    let r = &reports[0];
+    // Step 0: rank 1 without evidence: its node keeps the static observation (equal sizes).
+    assert!(!r[0].measured[1].evidence);
+    close(r[0].targets[1], 0.5);
+    assert!(r[0].warnings.is_empty(), "{:?}", r[0].warnings);
+    // Step 1: a warning naming rank 1 and the file; sizes unchanged.
+    assert_eq!(r[1].warnings.len(), 1, "{:?}", r[1].warnings);
+    let w = &r[1].warnings[0];
+    assert!(w.starts_with("rank 1 (node 2 (\"c1\")):"), "{w}");
+    assert!(w.contains("/stat: cannot read"), "{w}");
+    assert!(
+        w.ends_with("its node keeps its previous measurement"),
+        "{w}"
+    );
+    close(r[1].targets[1], 0.5);
+    // Step 2: 1 % of the CPU: raised to the 5 % floor, with a warning naming the rank.
+    assert_eq!(r[2].warnings.len(), 1, "{:?}", r[2].warnings);
+    assert!(
+        r[2].warnings[0].contains("(rank 1): measured processing power 1.0%"),
+        "{:?}",
+        r[2].warnings
+    );
+    close(r[2].targets[1], 0.05 / 1.05);
+    assert!(r[2].targets.iter().all(|&t| t > 0.0));
+    // Step 3: 5 ms run of 10 ms runnable: half.
+    close(r[3].targets[1], 1.0 / 3.0);
+}
+
+/// Rank 1 gets half its CPU in steps 0 and 1, a quarter from step 2 on.
+fn shifting_share(fake: &Fake, me: usize, step: usize, _: &Path) {
+    let k = step as u64 + 1;
+    match me {
+        0 => fake.thread(1 + 10_000_000 * k, 1),
+        _ => {
+            let (run, wait) = (0..k).fold((1u64, 1u64), |(r, w), s| match s {
+                0 | 1 => (r + 5_000_000, w + 5_000_000),
+                _ => (r + 2_500_000, w + 7_500_000),
+            });
+            fake.thread(run, wait)
+        }
+    };
+}
+
+#[test]
+fn sensing_every_second_point_keeps_the_powers_in_between_and_once_never_renews_them() {
+    let every2 = run_with(
+        "sense2",
+        Sizing::Monitored,
+        |c| c.sensing = Sensing::Every(2),
+        5,
+        shifting_share,
+    );
+    let r = &every2[0];
+    let sensed: Vec<bool> = r.iter().map(|x| x.measured_s > 0.0).collect();
+    assert_eq!(sensed, [true, false, true, false, true]);
+    close(r[1].monitored_sizes[1], 1.0 / 3.0); // step 0's powers kept
+    // Step 2's window covers steps 1 and 2: rank 1 got 2.5 + 5 ms of 10 + 10 ms runnable.
+    close(r[2].monitored_sizes[1] / r[2].monitored_sizes[0], 0.375);
+    close(r[4].monitored_sizes[1] / r[4].monitored_sizes[0], 0.25);
+
+    let once = run_with(
+        "sense1",
+        Sizing::Monitored,
+        |c| c.sensing = Sensing::Once,
+        4,
+        shifting_share,
+    );
+    for x in &once[0] {
+        close(x.monitored_sizes[1], 1.0 / 3.0);
+    }
+    assert!(once[0][1..].iter().all(|x| x.measured_s == 0.0));
+}
+
+#[test]
+fn always_and_never_override_the_policy_and_keep_its_figures() {
+    let script = |fake: &Fake, me: usize, step: usize, _: &Path| {
+        let k = step as u64 + 1;
+        fake.thread(1 + 10_000_000 * k, 1 + (me as u64) * 10_000_000 * k);
+    };
+    let always = run_with(
+        "always",
+        Sizing::Monitored,
+        |c| c.rebalance = RebalanceMode::Always,
+        3,
+        script,
+    );
+    let never = run_with(
+        "never",
+        Sizing::Monitored,
+        |c| c.rebalance = RebalanceMode::Never,
+        3,
+        script,
+    );
+    for (reports, mode) in [(&always[0], "always"), (&never[0], "never")] {
+        assert_eq!(reports[0].decision.reason, "initial");
+        assert!(reports[0].decision.rebalance);
+        for r in &reports[1..] {
+            assert_eq!(r.decision.reason, mode);
+            assert_eq!(
+                r.decision.rebalance,
+                mode == "always",
+                "{}",
+                r.decision.text
+            );
+            assert!(
+                r.decision.text.contains("the policy:"),
+                "{}",
+                r.decision.text
+            );
+            assert!(r.decision.eff > 0.0 && r.decision.eff <= 1.0);
+        }
+    }
+    assert!(never[0][1..].iter().all(|r| r.partition_s == 0.0));
+    assert!(always[0][1..].iter().all(|r| r.partition_s > 0.0));
+}
+
+#[test]
+fn rebalance_modes_and_sensing_periods_parse_and_name_bad_values() {
+    assert_eq!("always".parse::<RebalanceMode>(), Ok(RebalanceMode::Always));
+    assert_eq!("never".parse::<RebalanceMode>(), Ok(RebalanceMode::Never));
+    assert_eq!("policy".parse::<RebalanceMode>(), Ok(RebalanceMode::Policy));
+    assert!(
+        "sometimes"
+            .parse::<RebalanceMode>()
+            .unwrap_err()
+            .contains("sometimes")
+    );
+    assert_eq!("20".parse::<Sensing>(), Ok(Sensing::Every(20)));
+    assert_eq!("once".parse::<Sensing>(), Ok(Sensing::Once));
+    assert!("0".parse::<Sensing>().unwrap_err().contains(">= 1"));
+    assert!("x".parse::<Sensing>().is_err());
+    assert_eq!(RebalanceMode::Policy.forced(), None);
+    assert_eq!(RebalanceMode::Always.forced(), Some(true));
+    assert_eq!(RebalanceMode::Never.forced(), Some(false));
+    let every3 = Sensing::Every(3);
+    assert!(every3.due(false, 1) && !every3.due(true, 2) && every3.due(true, 3));
+    assert!(Sensing::Once.due(false, 5) && !Sensing::Once.due(true, 100));
+}

@@ -1,0 +1,119 @@
+//! Halo exchange: each rank receives, from their owners, the values of the vertices of its
+//! elements that it does not own (the columns of its rows beyond its own vertices, and the
+//! vertices of its ghost elements).
+
+use super::keys::Birth;
+use super::local::{Local, UNKNOWN};
+use crate::mesh::NONE;
+use comm::wire::{Outbox, Reader};
+use comm::{Comm, CommError};
+
+/// Who sends which vertex values to whom, set up once per mesh.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Halo {
+    /// Per rank: the local vertices whose values this rank sends there, in order.
+    send: Vec<Vec<u32>>,
+    /// Per rank: the local vertices filled from there, in order.
+    recv: Vec<Vec<u32>>,
+}
+
+impl Halo {
+    /// Asks each owner for the vertices this rank needs: the vertices of its ghost elements
+    /// that it does not own (every other vertex of its elements is its own, or a vertex of a
+    /// ghost too).
+    pub(crate) fn build<C: Comm>(comm: &C, l: &Local) -> Result<Halo, CommError> {
+        let mut need: Vec<u32> = Vec::new();
+        for &g in &l.ghosts {
+            for &v in &l.mesh.tri[g as usize] {
+                if !l.owns_vertex(v as usize) {
+                    need.push(v);
+                }
+            }
+        }
+        need.sort_unstable_by_key(|&v| l.birth(v as usize));
+        need.dedup();
+        let mut recv: Vec<Vec<u32>> = vec![Vec::new(); l.size];
+        for &v in &need {
+            let o = l.vowner[v as usize];
+            assert!(
+                o != UNKNOWN,
+                "rank {}: no owner known for vertex {:?} of a local element",
+                l.rank,
+                l.mesh.coords[v as usize]
+            );
+            recv[o as usize].push(v);
+        }
+        let mut out = Outbox::new(l.size);
+        for (q, list) in recv.iter().enumerate() {
+            for &v in list {
+                let b = l.birth(v as usize);
+                out.to(q).u16(b.sg);
+                out.to(q).u128(b.key);
+            }
+        }
+        let (bytes, counts) = out.flatten();
+        let asked = comm.alltoallv_bytes(&bytes, &counts)?;
+        // Requests come sorted by birth from each rank; resolve them all in one merge.
+        let mut all: Vec<(Birth, u32, u32)> = Vec::new();
+        for q in 0..l.size {
+            let mut r = Reader::new(asked.get(q), "a ghost-vertex request");
+            let mut i = 0;
+            while !r.done() {
+                let b = Birth {
+                    sg: r.u16()?,
+                    key: r.u128()?,
+                };
+                all.push((b, q as u32, i));
+                i += 1;
+            }
+        }
+        all.sort_unstable();
+        let mut births: Vec<Birth> = all.iter().map(|x| x.0).collect();
+        births.dedup();
+        let found = l.find_sorted(&births);
+        let mut send: Vec<Vec<u32>> = (0..l.size).map(|_| Vec::new()).collect();
+        let mut sizes = vec![0usize; l.size];
+        for &(_, q, _) in &all {
+            sizes[q as usize] += 1;
+        }
+        for (q, s) in send.iter_mut().enumerate() {
+            s.resize(sizes[q], NONE);
+        }
+        let mut d = 0;
+        for (j, &(b, q, i)) in all.iter().enumerate() {
+            if j > 0 && all[j - 1].0 != b {
+                d += 1;
+            }
+            let v = found[d];
+            assert!(
+                v != NONE && l.owns_vertex(v as usize),
+                "rank {q} asked rank {} for a vertex it does not own",
+                l.rank
+            );
+            send[q as usize][i as usize] = v;
+        }
+        Ok(Halo { send, recv })
+    }
+
+    /// Fills the non-owned entries of `x` that this rank needs from their owners.
+    pub(crate) fn update<C: Comm>(&self, comm: &C, x: &mut [f64]) -> Result<(), CommError> {
+        let counts: Vec<usize> = self.send.iter().map(Vec::len).collect();
+        let mut buf = Vec::with_capacity(counts.iter().sum());
+        for list in &self.send {
+            buf.extend(list.iter().map(|&v| x[v as usize]));
+        }
+        let got = comm.alltoallv(&buf, &counts)?;
+        for (q, list) in self.recv.iter().enumerate() {
+            let vals = got.get(q);
+            assert_eq!(
+                vals.len(),
+                list.len(),
+                "halo: rank {q} sent the wrong count"
+            );
+            for (&v, &val) in list.iter().zip(vals) {
+                x[v as usize] = val;
+            }
+        }
+        Ok(())
+    }
+}

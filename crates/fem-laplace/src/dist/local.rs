@@ -1,0 +1,1051 @@
+//! One rank's part of the distributed mesh, and how it changes in a step: refinement of the
+//! owned elements, migration to a new partition, and the rebuild of the ghost layer and the
+//! vertex ownership.
+//!
+//! # What a rank stores
+//! - **Elements**: its owned leaf elements and one ghost layer (every element that shares a
+//!   vertex with an owned element), all in one array sorted by tree key, hence in curve
+//!   order (`ekey`, `eowner`, and the element arrays of [`Mesh`]). Neighbour links are local
+//!   indices; an owned element's neighbours are always present, a ghost's may be [`NONE`].
+//! - **Vertices**: a table holding the vertices of its elements and all their ancestors in
+//!   the bisection hierarchy (the vertices whose bisections created them), so that every
+//!   vertex's parents are in the table. Table order is arrival order; `order` lists the table
+//!   by birth (the serial numbering), which is also how a vertex is looked up: a sorted list
+//!   of births is matched against `order` in one merge. Each vertex has an owner (`vowner`):
+//!   the rank owning the element that comes first along the curve among the elements around
+//!   it. Vertices no element needs any more stay as dead entries until a compaction.
+//!
+//! # A step's changes (see [`Local::refine`] and [`Local::rebuild`])
+//! 1. The owned elements are bisected by the agreed marks; ghosts create the new vertices of
+//!    the edges they share with owned elements where they come first along the curve, as the
+//!    serial refinement would. Ghosts are then dropped.
+//! 2. Elements whose new part is another rank move there with their vertices and those
+//!    vertices' ancestors (keys, births, parents, solution values); a receiver merges what it
+//!    already has by birth.
+//! 3. Edges left unlinked are matched by their midpoint; the ends of edges shared with other
+//!    ranks are the interface vertices. Each interface vertex has a coordinator rank (a hash
+//!    of its key): every rank holding it reports the smallest key of its elements around it,
+//!    the coordinator names the owner and the ranks involved, and each of those sends the
+//!    others its elements around the vertex: the ghost layer.
+
+use super::keys::{
+    Birth, EKey, Keys, LEVEL_LIMIT, VKey, child_key, edge_key, key_point, mix, vertex_key,
+};
+use crate::FemError;
+use crate::mesh::{Marks, Mesh, NONE, REMOTE};
+use crate::problem::{ExactSolution, dirichlet_value};
+use comm::wire::{Outbox, Reader, WireError, Writer};
+use comm::{Comm, CommError};
+use std::collections::HashMap;
+
+/// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`).
+pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
+    if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+        eprintln!("    {what}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    *t = std::time::Instant::now();
+}
+
+/// Owner of a vertex not (yet) known on this rank.
+pub(crate) const UNKNOWN: u32 = u32::MAX;
+
+/// One rank's part of the mesh (see the module documentation).
+#[derive(Debug, Clone)]
+pub(crate) struct Local {
+    pub(crate) rank: u32,
+    pub(crate) size: usize,
+    pub(crate) mesh: Mesh,
+    pub(crate) ekey: Keys,
+    pub(crate) eowner: Vec<u32>,
+    pub(crate) bsg: Vec<u16>,
+    pub(crate) bkey: Vec<u128>,
+    pub(crate) vowner: Vec<u32>,
+    /// After a rebuild the owned vertices are `0..n_owned`, in birth order, and the others
+    /// follow, in birth order: kernels run over a prefix, sweeps over a range.
+    pub(crate) n_owned: usize,
+    /// Ranges of the table, each sorted by birth (where a birth is looked up).
+    pub(crate) runs: Vec<std::ops::Range<u32>>,
+    /// The solution (valid on the vertices of local elements).
+    pub(crate) u: Vec<f64>,
+    /// The ghost elements.
+    pub(crate) ghosts: Vec<u32>,
+    /// Owned elements' edges (element, edge) whose neighbour is a ghost.
+    pub(crate) shared: Vec<(u32, u8)>,
+    /// Rebuilds since dead vertices were last dropped.
+    since_drop: u32,
+}
+
+/// Counts of one migration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Moved {
+    /// Elements sent by this rank.
+    pub(crate) elements: usize,
+    /// Bytes sent by this rank.
+    pub(crate) bytes: usize,
+}
+
+/// An interface vertex after the coordinator round: the vertex, the ranks holding elements
+/// around it, and this rank's elements around it.
+type Around = (u32, Vec<u32>, Vec<u32>);
+
+/// A vertex as it travels between ranks.
+#[derive(Debug, Clone, Copy)]
+struct VertexRecord {
+    birth: Birth,
+    key: VKey,
+    /// Parents as indices in the same batch.
+    parents: [u32; 2],
+    boundary: bool,
+    /// The solution value is current (a vertex of a sent element; an ancestor's may not be).
+    current: bool,
+    u: f64,
+    owner: u32,
+}
+
+impl Local {
+    /// The initial mesh on every rank; rank 0 holds the four initial elements, the others
+    /// none. The ghost layer is not built yet (call [`Local::rebuild`]).
+    pub(crate) fn initial(rank: usize, size: usize) -> Local {
+        let mut mesh = Mesh::unit_square();
+        let me = rank as u32;
+        let ne = if rank == 0 { 4 } else { 0 };
+        mesh.tri.truncate(ne);
+        mesh.nbr.truncate(ne);
+        mesh.level.truncate(ne);
+        let nv = mesh.num_vertices();
+        Local {
+            rank: me,
+            size,
+            ekey: (0..ne).map(super::keys::root_key).collect(),
+            eowner: vec![me; ne],
+            bsg: vec![0; nv],
+            bkey: (0..nv).map(|i| Birth::initial(i).key).collect(),
+            vowner: vec![UNKNOWN; nv],
+            n_owned: 0,
+            runs: std::iter::once(0..nv as u32).collect(),
+            u: vec![0.0; nv],
+            ghosts: Vec::new(),
+            shared: Vec::new(),
+            since_drop: 0,
+            mesh,
+        }
+    }
+
+    /// Vertex v's birth.
+    #[inline]
+    pub(crate) fn birth(&self, v: usize) -> Birth {
+        Birth {
+            sg: self.bsg[v],
+            key: self.bkey[v],
+        }
+    }
+
+    /// Whether local element t is owned here.
+    #[inline]
+    pub(crate) fn owns_element(&self, t: usize) -> bool {
+        self.eowner[t] == self.rank
+    }
+
+    /// Whether vertex v is owned here.
+    #[inline]
+    pub(crate) fn owns_vertex(&self, v: usize) -> bool {
+        self.vowner[v] == self.rank
+    }
+
+    /// For births sorted in increasing order (distinct), the local vertex of each, or
+    /// [`NONE`]: a galloping search in each sorted run of the table.
+    pub(crate) fn find_sorted(&self, births: &[Birth]) -> Vec<u32> {
+        let mut out = vec![NONE; births.len()];
+        for run in &self.runs {
+            let (start, end) = (run.start as usize, run.end as usize);
+            let mut lo = start;
+            for (b, slot) in births.iter().zip(out.iter_mut()) {
+                if *slot != NONE {
+                    continue;
+                }
+                let mut step = 1usize;
+                let mut hi = lo;
+                while hi < end && self.birth(hi) < *b {
+                    lo = hi + 1;
+                    hi = lo + step;
+                    step *= 2;
+                }
+                // Binary search in lo..min(hi, end).
+                let mut h = hi.min(end);
+                while lo < h {
+                    let mid = lo + (h - lo) / 2;
+                    if self.birth(mid) < *b {
+                        lo = mid + 1;
+                    } else {
+                        h = mid;
+                    }
+                }
+                if lo < end && self.birth(lo) == *b {
+                    *slot = lo as u32;
+                }
+            }
+        }
+        out
+    }
+
+    // ----------------------------------------------------------------------------------
+    // 1. Refinement
+    // ----------------------------------------------------------------------------------
+
+    /// Bisects the owned elements by `bits` (closed edge marks of every local element; a
+    /// ghost's bits are those of the edges it shares with owned elements), creates the new
+    /// vertices with their births and prolongated solution values, and drops the ghosts.
+    /// Afterwards every element is owned; edges shared with other ranks are [`REMOTE`].
+    pub(crate) fn refine(
+        &mut self,
+        bits: Vec<u8>,
+        step: usize,
+        exact: &dyn ExactSolution,
+    ) -> Result<(), FemError> {
+        let ne = self.ekey.len();
+        let mut tt = std::time::Instant::now();
+        let all_owned = self.ghosts.is_empty();
+        let owned: Vec<bool> = if all_owned {
+            Vec::new()
+        } else {
+            (0..ne).map(|t| self.owns_element(t)).collect()
+        };
+        // Keys have one bit per level: the deepest elements cannot be bisected here.
+        let mut total = 0usize;
+        for t in 0..ne {
+            if all_owned || owned[t] {
+                if bits[t] != 0 && self.mesh.level[t] >= LEVEL_LIMIT - 1 {
+                    return Err(FemError::LevelLimit {
+                        element: t,
+                        level: self.mesh.level[t],
+                        limit: LEVEL_LIMIT,
+                    });
+                }
+                total += crate::mesh::children_count(bits[t]) as usize;
+            }
+        }
+        // Room for the elements and vertices a migration and the ghost layer will bring, so
+        // that the arrays grow once per step.
+        let spare = if self.size > 1 { total / 32 + 1024 } else { 0 };
+        let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+        let room = if self.size > 1 {
+            new_vertices + new_vertices / 16 + 1024
+        } else {
+            0
+        };
+        self.mesh.coords.reserve(room);
+        self.mesh.parents.reserve(room);
+        self.mesh.boundary.reserve(room);
+        self.bsg.reserve(room);
+        self.bkey.reserve(room);
+        self.vowner.reserve(room);
+        self.u.reserve(room);
+        let marks = Marks::from_bits(bits, new_vertices);
+        lap(&mut tt, "refine: checks, room");
+        let nv0 = self.mesh.coords.len();
+        let levels = self.mesh.level.clone();
+        let mut creators: Vec<(u32, u8)> = Vec::new();
+        let scope = if all_owned {
+            None
+        } else {
+            Some(owned.as_slice())
+        };
+        self.mesh
+            .refine_part(&marks, scope, Some(&mut creators), spare)?;
+        lap(&mut tt, "refine: refine_part");
+        // Each new vertex's birth, from its creating element (still numbered as before).
+        for &(t, k) in &creators {
+            let b = Birth::created(step, self.ekey.get(t as usize), levels[t as usize], k);
+            self.bsg.push(b.sg);
+            self.bkey.push(b.key);
+        }
+        drop(creators);
+        let nv = self.mesh.coords.len();
+        lap(&mut tt, "refine: bisect");
+        // Children's keys, in the order the refinement wrote the children (computed after it,
+        // so that the old and new element arrays and keys are not all alive at once).
+        let bits = &marks.bits;
+        let mut keys = Keys::with_capacity(total + spare);
+        for t in 0..ne {
+            if !(all_owned || owned[t]) {
+                continue;
+            }
+            let (k, l, b) = (self.ekey.get(t), levels[t], bits[t]);
+            if b == 0 {
+                keys.push(k);
+                continue;
+            }
+            let (first, second) = (child_key(k, l, false), child_key(k, l, true));
+            if b & 4 != 0 {
+                keys.push(child_key(first, l + 1, false));
+                keys.push(child_key(first, l + 1, true));
+            } else {
+                keys.push(first);
+            }
+            if b & 1 != 0 {
+                keys.push(child_key(second, l + 1, false));
+                keys.push(child_key(second, l + 1, true));
+            } else {
+                keys.push(second);
+            }
+        }
+
+        self.vowner.resize(nv, self.rank);
+        crate::solver::prolongate(&self.mesh, &mut self.u, nv0..nv, |p| {
+            dirichlet_value(exact, p[0], p[1])
+        })?;
+        // New vertices are the latest births, created in birth order: one more sorted run.
+        self.runs.push(nv0 as u32..nv as u32);
+        debug_assert_eq!(keys.len(), self.mesh.tri.len());
+        let mut eowner = Vec::with_capacity(keys.len() + spare);
+        eowner.resize(keys.len(), self.rank);
+        self.eowner = eowner;
+        self.ekey = keys;
+        self.ghosts.clear();
+        self.shared.clear();
+        lap(&mut tt, "refine: births, prolongation");
+        Ok(())
+    }
+
+    /// The owned elements' edges left [`REMOTE`] by a refinement.
+    fn remote_slots(&self) -> Vec<(u32, u8)> {
+        let mut out = Vec::new();
+        for (t, nb) in self.mesh.nbr.iter().enumerate() {
+            for (k, &n) in nb.iter().enumerate() {
+                if n == REMOTE {
+                    out.push((t as u32, k as u8));
+                }
+            }
+        }
+        out
+    }
+
+    // ----------------------------------------------------------------------------------
+    // 2. Rebuild: migration, links, ownership, ghosts
+    // ----------------------------------------------------------------------------------
+
+    /// After a refinement (or at the start), with every element owned: moves the elements to
+    /// `parts` (one per element), then rebuilds the links, the vertex owners and the ghost
+    /// layer. Returns what this rank sent.
+    pub(crate) fn rebuild<C: Comm>(&mut self, comm: &C, parts: &[u32]) -> Result<Moved, CommError> {
+        let mut tt = std::time::Instant::now();
+        let mut remote = if self.size > 1 {
+            self.remote_slots()
+        } else {
+            Vec::new()
+        };
+        lap(&mut tt, "rebuild: remote slots");
+        let mut runs = vec![0usize];
+        let moved = if self.size > 1 {
+            self.migrate(comm, parts, &mut remote, &mut runs)?
+        } else {
+            Moved::default()
+        };
+        lap(&mut tt, "rebuild: migrate");
+        self.link(&mut remote);
+        self.vowner.fill(UNKNOWN);
+        let me = self.rank;
+        for (tv, &o) in self.mesh.tri.iter().zip(&self.eowner) {
+            if o == me {
+                for &v in tv {
+                    self.vowner[v as usize] = me;
+                }
+            }
+        }
+        lap(&mut tt, "rebuild: link, owners");
+        if self.size > 1 {
+            let interface = self.interface(&remote);
+            lap(&mut tt, "rebuild: interface");
+            let involved = self.coordinate(comm, interface)?;
+            lap(&mut tt, "rebuild: coordinate");
+            self.exchange_ghosts(comm, &involved, &mut remote, &mut runs)?;
+            lap(&mut tt, "rebuild: ghosts");
+            self.link(&mut remote);
+            for (t, k) in remote {
+                debug_assert!(
+                    !self.owns_element(t as usize),
+                    "rank {}: an owned element has no neighbour across edge {k}",
+                    self.rank
+                );
+                self.mesh.nbr[t as usize][k as usize] = NONE;
+            }
+            lap(&mut tt, "rebuild: link");
+            self.merge_runs(&runs);
+            lap(&mut tt, "rebuild: merge runs");
+        }
+        self.ghosts = (0..self.ekey.len() as u32)
+            .filter(|&t| !self.owns_element(t as usize))
+            .collect();
+        self.shared.clear();
+        for &g in &self.ghosts {
+            for n in self.mesh.nbr[g as usize] {
+                if n != NONE && self.owns_element(n as usize) {
+                    let j = self.mesh.local_index(n, g);
+                    self.shared.push((n, j as u8));
+                }
+            }
+        }
+        lap(&mut tt, "rebuild: ghost lists");
+        self.renumber();
+        lap(&mut tt, "rebuild: renumber");
+        Ok(moved)
+    }
+
+    /// Sends every element with `parts[t] != rank` (all elements are owned on entry) to its
+    /// new rank, with its vertices and their ancestors, and adds what the other ranks send
+    /// (each sender's elements one sorted run, starting at the offsets pushed on `runs`).
+    /// Unlinked edges are added to `remote`.
+    fn migrate<C: Comm>(
+        &mut self,
+        comm: &C,
+        parts: &[u32],
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<Moved, CommError> {
+        let ne = self.ekey.len();
+        let mut tt = std::time::Instant::now();
+        assert_eq!(parts.len(), ne, "one part per element");
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); self.size];
+        for t in 0..ne {
+            if parts[t] != self.rank {
+                groups[parts[t] as usize].push(t as u32);
+            }
+        }
+        let mut out = Outbox::new(self.size);
+        let mut moved = Moved::default();
+        let mut stamp = vec![u32::MAX; self.mesh.coords.len()];
+        for (d, elems) in groups.iter().enumerate() {
+            if !elems.is_empty() {
+                moved.elements += elems.len();
+                self.write_elements(out.to(d), elems, d as u32, &mut stamp, false);
+            }
+        }
+        moved.bytes = out.total_len();
+        lap(&mut tt, "  migrate: write");
+        // The departed elements stay in place, owned by their new rank, until the final
+        // merge drops them; their owned neighbours' links become unlinked.
+        for (d, elems) in groups.iter().enumerate() {
+            for &t in elems {
+                self.eowner[t as usize] = d as u32;
+            }
+        }
+        remote.retain(|&(t, _)| self.eowner[t as usize] == self.rank);
+        for elems in &groups {
+            for &t in elems {
+                for n in self.mesh.nbr[t as usize] {
+                    if n != NONE && n != REMOTE && self.eowner[n as usize] == self.rank {
+                        let j = self.mesh.local_index(n, t);
+                        self.mesh.nbr[n as usize][j] = REMOTE;
+                        remote.push((n, j as u8));
+                    }
+                }
+            }
+        }
+        let (bytes, counts) = out.flatten();
+        lap(&mut tt, "  migrate: departed");
+        let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
+        lap(&mut tt, "  migrate: alltoallv");
+        let pieces: Vec<&[u8]> = incoming.iter().filter(|p| !p.is_empty()).collect();
+        self.absorb(&pieces, false, remote, runs)?;
+        lap(&mut tt, "  migrate: absorb");
+        Ok(moved)
+    }
+
+    /// Writes elements `elems` (in key order) for rank `dest`: their vertices and ancestors,
+    /// then the elements with links inside the batch. `stamp` marks the vertices written for
+    /// `dest` already. Ghost batches (`ghost`) carry vertex owners.
+    fn write_elements(
+        &self,
+        w: &mut Writer,
+        elems: &[u32],
+        dest: u32,
+        stamp: &mut [u32],
+        ghost: bool,
+    ) {
+        // Vertices of the elements (their solution values are current; an ancestor's may be
+        // stale), then their ancestors, each once.
+        let mut verts: Vec<(u32, bool)> = Vec::new();
+        for &t in elems {
+            for &v in &self.mesh.tri[t as usize] {
+                if stamp[v as usize] != dest {
+                    stamp[v as usize] = dest;
+                    verts.push((v, true));
+                }
+            }
+        }
+        let mut i = 0;
+        while i < verts.len() {
+            for a in self.mesh.parents[verts[i].0 as usize] {
+                if a != NONE && stamp[a as usize] != dest {
+                    stamp[a as usize] = dest;
+                    verts.push((a, false));
+                }
+            }
+            i += 1;
+        }
+        // Birth order puts parents before children.
+        verts.sort_unstable_by_key(|&(v, _)| self.birth(v as usize));
+        let pos: HashMap<u32, u32> = verts
+            .iter()
+            .enumerate()
+            .map(|(i, &(v, _))| (v, i as u32))
+            .collect();
+        w.u32(verts.len() as u32);
+        for &(v, current) in &verts {
+            let vu = v as usize;
+            w.u16(self.bsg[vu]);
+            w.u128(self.bkey[vu]);
+            w.u128(vertex_key(self.mesh.coords[vu]));
+            for a in self.mesh.parents[vu] {
+                w.u32(if a == NONE { NONE } else { pos[&a] });
+            }
+            w.u8(u8::from(self.mesh.boundary[vu]) | (u8::from(current) << 1));
+            w.f64(self.u[vu]);
+            w.u32(if ghost && current {
+                self.vowner[vu]
+            } else {
+                UNKNOWN
+            });
+        }
+        let epos: HashMap<u32, u32> = elems
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, i as u32))
+            .collect();
+        w.u32(elems.len() as u32);
+        for &t in elems {
+            let tu = t as usize;
+            w.u128(self.ekey.get(tu));
+            w.u8(self.mesh.level[tu]);
+            for v in self.mesh.tri[tu] {
+                w.u32(pos[&v]);
+            }
+            for n in self.mesh.nbr[tu] {
+                // Inside the batch: its batch index; the boundary: NONE; else unlinked.
+                w.u32(match n {
+                    NONE => NONE,
+                    n => epos.get(&n).copied().unwrap_or(REMOTE),
+                });
+            }
+        }
+    }
+
+    /// Adds batches written by [`Local::write_elements`] (one per sender): the vertices are
+    /// merged with the table by birth, the elements appended (one sorted run per batch, owned
+    /// here unless `ghost`, then owned by the sender `owners[i]`).
+    fn absorb_with_owners(
+        &mut self,
+        pieces: &[(&[u8], u32)],
+        ghost: bool,
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<(), WireError> {
+        let mut tt = std::time::Instant::now();
+        // Vertex records of every batch, then elements (kept encoded).
+        let mut recs: Vec<Vec<VertexRecord>> = Vec::with_capacity(pieces.len());
+        let mut readers: Vec<Reader<'_>> = Vec::with_capacity(pieces.len());
+        for &(piece, _) in pieces {
+            let mut r = Reader::new(piece, "a migrated batch of elements");
+            let n = r.u32()? as usize;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                let birth = Birth {
+                    sg: r.u16()?,
+                    key: r.u128()?,
+                };
+                let key = r.u128()?;
+                let parents = [r.u32()?, r.u32()?];
+                let flags = r.u8()?;
+                let u = r.f64()?;
+                let owner = r.u32()?;
+                v.push(VertexRecord {
+                    birth,
+                    key,
+                    parents,
+                    boundary: flags & 1 != 0,
+                    current: flags & 2 != 0,
+                    u,
+                    owner,
+                });
+            }
+            recs.push(v);
+            readers.push(r);
+        }
+        // All births, sorted and distinct, matched against the table.
+        let mut all: Vec<(Birth, u32, u32)> = Vec::new();
+        for (b, v) in recs.iter().enumerate() {
+            all.extend(
+                v.iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.birth, b as u32, i as u32)),
+            );
+        }
+        all.sort_unstable();
+        let mut distinct: Vec<Birth> = all.iter().map(|x| x.0).collect();
+        distinct.dedup();
+        lap(&mut tt, "    absorb: parse+sort");
+        let found = self.find_sorted(&distinct);
+        lap(
+            &mut tt,
+            &format!(
+                "    absorb: find {} in {} runs",
+                distinct.len(),
+                self.runs.len()
+            ),
+        );
+        let mut local: Vec<Vec<u32>> = recs.iter().map(|v| vec![NONE; v.len()]).collect();
+        let nv0 = self.mesh.coords.len();
+        let mut j = 0;
+        for (d, &birth) in distinct.iter().enumerate() {
+            let first = all[j];
+            let v = if found[d] != NONE {
+                found[d]
+            } else {
+                let r = recs[first.1 as usize][first.2 as usize];
+                let parents = r.parents.map(|a| {
+                    if a == NONE {
+                        NONE
+                    } else {
+                        local[first.1 as usize][a as usize]
+                    }
+                });
+                let v = self.mesh.coords.len() as u32;
+                self.mesh.coords.push(key_point(r.key));
+                self.mesh.parents.push(parents);
+                self.mesh.boundary.push(r.boundary);
+                self.bsg.push(birth.sg);
+                self.bkey.push(birth.key);
+                self.vowner.push(UNKNOWN);
+                self.u.push(r.u);
+                v
+            };
+            while j < all.len() && all[j].0 == birth {
+                let (_, b, i) = all[j];
+                local[b as usize][i as usize] = v;
+                let r = &recs[b as usize][i as usize];
+                // A copy kept from earlier steps may hold an old value.
+                if r.current {
+                    self.u[v as usize] = r.u;
+                }
+                if ghost && r.owner != UNKNOWN {
+                    self.vowner[v as usize] = r.owner;
+                }
+                j += 1;
+            }
+        }
+        lap(&mut tt, "    absorb: vertices");
+        let added = self.mesh.coords.len() - nv0;
+        if added > 0 {
+            // Created in birth order: one more sorted run.
+            self.runs.push(nv0 as u32..self.mesh.coords.len() as u32);
+        }
+        for (b, mut r) in readers.into_iter().enumerate() {
+            let ne = r.u32()? as usize;
+            let base = self.ekey.len() as u32;
+            runs.push(base as usize);
+            for i in 0..ne {
+                self.ekey.push(r.u128()?);
+                self.mesh.level.push(r.u8()?);
+                self.eowner
+                    .push(if ghost { pieces[b].1 } else { self.rank });
+                let tri = [r.u32()?, r.u32()?, r.u32()?].map(|v| local[b][v as usize]);
+                self.mesh.tri.push(tri);
+                let mut nb = [r.u32()?, r.u32()?, r.u32()?];
+                for (k, n) in nb.iter_mut().enumerate() {
+                    match *n {
+                        NONE => {}
+                        REMOTE => remote.push((base + i as u32, k as u8)),
+                        m => *n = base + m,
+                    }
+                }
+                self.mesh.nbr.push(nb);
+            }
+            assert!(r.done(), "a batch has trailing bytes");
+        }
+        Ok(())
+    }
+
+    /// [`Local::absorb_with_owners`] for migrated elements.
+    fn absorb(
+        &mut self,
+        pieces: &[&[u8]],
+        ghost: bool,
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<(), WireError> {
+        let with: Vec<(&[u8], u32)> = pieces.iter().map(|&p| (p, self.rank)).collect();
+        self.absorb_with_owners(&with, ghost, remote, runs)
+    }
+
+    /// Links the [`REMOTE`] edges in `remote` that match another one by midpoint; `remote`
+    /// keeps the others.
+    fn link(&mut self, remote: &mut Vec<(u32, u8)>) {
+        let mut open: HashMap<VKey, (u32, u8)> = HashMap::with_capacity(remote.len());
+        let c = &self.mesh.coords;
+        for &(t, k) in remote.iter() {
+            let tv = self.mesh.tri[t as usize];
+            let ku = k as usize;
+            let e = edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize]);
+            match open.remove(&e) {
+                Some((n, j)) => {
+                    self.mesh.nbr[t as usize][ku] = n;
+                    self.mesh.nbr[n as usize][j as usize] = t;
+                }
+                None => {
+                    open.insert(e, (t, k));
+                }
+            }
+        }
+        remote.retain(|&(t, k)| self.mesh.nbr[t as usize][k as usize] == REMOTE);
+    }
+
+    /// The ends of the unlinked edges of owned elements, each with the owned elements around
+    /// it (its patch may hold several arcs of them, each ending at an unlinked edge).
+    fn interface(&self, remote: &[(u32, u8)]) -> Vec<(u32, Vec<u32>)> {
+        let mut ends: Vec<(u32, u32)> = Vec::with_capacity(2 * remote.len());
+        for &(t, k) in remote {
+            let tv = self.mesh.tri[t as usize];
+            let ku = k as usize;
+            ends.push((tv[(ku + 1) % 3], t));
+            ends.push((tv[(ku + 2) % 3], t));
+        }
+        ends.sort_unstable();
+        ends.dedup();
+        let mut out = Vec::new();
+        for group in ends.chunk_by(|a, b| a.0 == b.0) {
+            let v = group[0].0;
+            let mut around: Vec<u32> = Vec::new();
+            for &(_, t) in group {
+                if !around.contains(&t) {
+                    around.extend(self.star(t, v, |n| self.owns_element(n as usize)));
+                }
+            }
+            around.sort_unstable();
+            around.dedup();
+            out.push((v, around));
+        }
+        out
+    }
+
+    /// The elements around vertex v that `include` accepts and that are reached from element
+    /// t0 (which holds v) across edges through v without leaving them.
+    fn star(&self, t0: u32, v: u32, include: impl Fn(u32) -> bool) -> Vec<u32> {
+        let mut out = vec![t0];
+        let iv = |t: u32| {
+            self.mesh.tri[t as usize]
+                .iter()
+                .position(|&x| x == v)
+                .expect("v is a vertex")
+        };
+        let i0 = iv(t0);
+        for first in [(i0 + 1) % 3, (i0 + 2) % 3] {
+            let (mut t, mut k) = (t0, first);
+            loop {
+                let n = self.mesh.nbr[t as usize][k];
+                if n == NONE || n == REMOTE || !include(n) {
+                    break;
+                }
+                if n == t0 {
+                    return out; // the whole cycle
+                }
+                out.push(n);
+                let j = self.mesh.local_index(n, t);
+                k = 3 - iv(n) - j;
+                t = n;
+            }
+        }
+        out
+    }
+
+    /// The coordinator round: every rank reports, for each of its interface vertices, the
+    /// smallest key of its elements around it to the vertex's coordinator, which answers with
+    /// the owner (the rank of the smallest key) and every rank involved. Sets the owners of
+    /// the interface vertices; returns, per interface vertex, the ranks involved and the
+    /// owned elements around it.
+    fn coordinate<C: Comm>(
+        &mut self,
+        comm: &C,
+        interface: Vec<(u32, Vec<u32>)>,
+    ) -> Result<Vec<Around>, CommError> {
+        let mut out = Outbox::new(self.size);
+        let mut stars: HashMap<VKey, (u32, Vec<u32>)> = HashMap::with_capacity(interface.len());
+        for (v, star) in interface {
+            let smallest = star
+                .iter()
+                .map(|&e| self.ekey.get(e as usize))
+                .min()
+                .expect("t is in it");
+            let key = vertex_key(self.mesh.coords[v as usize]);
+            let w = &mut out.to((mix(key) % self.size as u64) as usize);
+            w.u128(key);
+            w.u128(smallest);
+            stars.insert(key, (v, star));
+        }
+        let (bytes, counts) = out.flatten();
+        let asked = comm.alltoallv_bytes(&bytes, &counts)?;
+        // As coordinator: group the reports by vertex.
+        let mut reports: Vec<(VKey, EKey, u32)> = Vec::new();
+        for r in 0..self.size {
+            let mut rd = Reader::new(asked.get(r), "an interface-vertex report");
+            while !rd.done() {
+                let (key, k) = (rd.u128()?, rd.u128()?);
+                reports.push((key, k, r as u32));
+            }
+        }
+        reports.sort_unstable();
+        let mut out = Outbox::new(self.size);
+        for group in reports.chunk_by(|a, b| a.0 == b.0) {
+            let owner = group[0].2; // the smallest element key comes first
+            let mut ranks: Vec<u32> = group.iter().map(|g| g.2).collect();
+            ranks.sort_unstable();
+            for &r in &ranks {
+                let w = &mut out.to(r as usize);
+                w.u128(group[0].0);
+                w.u32(owner);
+                w.u32(ranks.len() as u32);
+                for &q in &ranks {
+                    w.u32(q);
+                }
+            }
+        }
+        let (bytes, counts) = out.flatten();
+        let answers = comm.alltoallv_bytes(&bytes, &counts)?;
+        let mut involved = Vec::with_capacity(stars.len());
+        for r in 0..self.size {
+            let mut rd = Reader::new(answers.get(r), "an interface-vertex owner answer");
+            while !rd.done() {
+                let key = rd.u128()?;
+                let owner = rd.u32()?;
+                let n = rd.u32()? as usize;
+                let ranks = (0..n).map(|_| rd.u32()).collect::<Result<Vec<u32>, _>>()?;
+                let (v, star) = stars
+                    .remove(&key)
+                    .expect("a coordinator answers only about vertices this rank reported");
+                self.vowner[v as usize] = owner;
+                involved.push((v, ranks, star));
+            }
+        }
+        Ok(involved)
+    }
+
+    /// Sends each rank involved with an interface vertex this rank's elements around it, and
+    /// adds the elements the others send (ghosts, one sorted run per sender).
+    fn exchange_ghosts<C: Comm>(
+        &mut self,
+        comm: &C,
+        involved: &[Around],
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<(), CommError> {
+        let mut to: Vec<Vec<u32>> = vec![Vec::new(); self.size];
+        for (_, ranks, star) in involved {
+            for &r in ranks {
+                if r != self.rank {
+                    to[r as usize].extend_from_slice(star);
+                }
+            }
+        }
+        let mut out = Outbox::new(self.size);
+        let mut stamp = vec![u32::MAX; self.mesh.coords.len()];
+        for (r, elems) in to.iter_mut().enumerate() {
+            if elems.is_empty() {
+                continue;
+            }
+            elems.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
+            elems.dedup();
+            self.write_elements(out.to(r), elems, r as u32, &mut stamp, true);
+        }
+        let (bytes, counts) = out.flatten();
+        let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
+        let pieces: Vec<(&[u8], u32)> = (0..self.size)
+            .filter(|&r| !incoming.get(r).is_empty())
+            .map(|r| (incoming.get(r), r as u32))
+            .collect();
+        self.absorb_with_owners(&pieces, true, remote, runs)?;
+        Ok(())
+    }
+
+    /// Merges the sorted runs of elements into one array in key order, dropping the elements
+    /// of the first run (the ones this rank had) that went to other ranks. The first run is
+    /// usually most of them: the others are sorted together and merged into it in one pass.
+    fn merge_runs(&mut self, runs: &[usize]) {
+        let ne = self.ekey.len();
+        let first_end = runs.get(1).copied().unwrap_or(ne);
+        let me = self.rank;
+        let gone = |t: usize| t < first_end && self.eowner[t] != me;
+        if first_end == ne && !(0..ne).any(gone) {
+            return;
+        }
+        let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
+        rest.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
+        let mut perm: Vec<u32> = Vec::with_capacity(ne);
+        let mut i = 0usize;
+        let keep_run = |perm: &mut Vec<u32>, a: usize, b: usize| {
+            perm.extend((a as u32..b as u32).filter(|&t| !gone(t as usize)));
+        };
+        for &t in &rest {
+            let k = self.ekey.get(t as usize);
+            let at = self.ekey.lower_bound(i..first_end, k);
+            keep_run(&mut perm, i, at);
+            perm.push(t);
+            i = at;
+        }
+        keep_run(&mut perm, i, first_end);
+        let mut inv = vec![NONE; ne];
+        for (new, &old) in perm.iter().enumerate() {
+            inv[old as usize] = new as u32;
+        }
+        let m = &mut self.mesh;
+        m.tri = perm.iter().map(|&t| m.tri[t as usize]).collect();
+        m.level = perm.iter().map(|&t| m.level[t as usize]).collect();
+        m.nbr = perm
+            .iter()
+            .map(|&t| {
+                m.nbr[t as usize].map(|n| {
+                    if n == NONE || n == REMOTE {
+                        n
+                    } else {
+                        inv[n as usize]
+                    }
+                })
+            })
+            .collect();
+        self.ekey = perm.iter().map(|&t| self.ekey.get(t as usize)).collect();
+        self.eowner = perm.iter().map(|&t| self.eowner[t as usize]).collect();
+    }
+
+    /// Merges lists of vertices, each sorted by birth, into one sorted list: the smaller
+    /// lists first, each merged into the larger by searching its elements' places and copying
+    /// the runs between them.
+    fn merge_by_birth(&self, mut lists: Vec<Vec<u32>>) -> Vec<u32> {
+        lists.retain(|l| !l.is_empty());
+        lists.sort_by_key(Vec::len);
+        let mut acc: Vec<u32> = Vec::new();
+        for l in lists {
+            let (small, big) = if acc.len() <= l.len() {
+                (acc, l)
+            } else {
+                (l, acc)
+            };
+            if small.is_empty() {
+                acc = big;
+                continue;
+            }
+            let b = |v: u32| self.birth(v as usize);
+            if b(*big.last().expect("non-empty")) < b(small[0]) {
+                acc = big;
+                acc.extend_from_slice(&small);
+                continue;
+            }
+            let mut out = Vec::with_capacity(big.len() + small.len());
+            let mut from = 0usize;
+            for &v in &small {
+                let bv = b(v);
+                let at = from + big[from..].partition_point(|&w| b(w) < bv);
+                out.extend_from_slice(&big[from..at]);
+                out.push(v);
+                from = at;
+            }
+            out.extend_from_slice(&big[from..]);
+            acc = out;
+        }
+        acc
+    }
+
+    /// Renumbers the table: the owned vertices first, then the other vertices of the elements
+    /// and their ancestors, each group in birth order; vertices nothing needs any more are
+    /// dropped. Skipped when the table already has that layout.
+    fn renumber(&mut self) {
+        let nv = self.mesh.coords.len();
+        if self.size == 1 {
+            // Everything is this rank's and live, already in birth order.
+            self.n_owned = nv;
+            self.runs = std::iter::once(0..nv as u32).collect();
+            return;
+        }
+        let mut tt = std::time::Instant::now();
+        // Vertices nothing needs any more (left behind by migrations and old ghosts) are
+        // dropped every fourth rebuild: in between they only take room.
+        self.since_drop += 1;
+        let live = if self.since_drop >= 4 {
+            self.since_drop = 0;
+            let mut live = vec![false; nv];
+            let mut stack: Vec<u32> = Vec::new();
+            for tv in &self.mesh.tri {
+                for &v in tv {
+                    if !live[v as usize] {
+                        live[v as usize] = true;
+                        stack.push(v);
+                    }
+                }
+            }
+            while let Some(v) = stack.pop() {
+                for a in self.mesh.parents[v as usize] {
+                    if a != NONE && !live[a as usize] {
+                        live[a as usize] = true;
+                        stack.push(a);
+                    }
+                }
+            }
+            live
+        } else {
+            vec![true; nv]
+        };
+        lap(&mut tt, "    renumber: live");
+        // Each run is sorted by birth: split each by group, and merge the pieces.
+        let me = self.rank;
+        let mut owned_runs: Vec<Vec<u32>> = Vec::new();
+        let mut other_runs: Vec<Vec<u32>> = Vec::new();
+        for run in &self.runs {
+            let (mut o, mut x) = (Vec::new(), Vec::new());
+            for v in run.clone() {
+                if live[v as usize] {
+                    if self.vowner[v as usize] == me {
+                        o.push(v);
+                    } else {
+                        x.push(v);
+                    }
+                }
+            }
+            owned_runs.push(o);
+            other_runs.push(x);
+        }
+        let owned = self.merge_by_birth(owned_runs);
+        let other = self.merge_by_birth(other_runs);
+        lap(&mut tt, "    renumber: lists");
+        let n_owned = owned.len();
+        let n_initial = owned
+            .iter()
+            .take_while(|&&v| self.bsg[v as usize] == 0)
+            .count();
+        self.mesh.n_initial_vertices = n_initial;
+        let mut keep = owned;
+        keep.extend_from_slice(&other);
+        drop(other);
+        self.n_owned = n_owned;
+        self.runs = vec![0..n_owned as u32, n_owned as u32..keep.len() as u32];
+        if keep.len() == nv && keep.iter().enumerate().all(|(i, &v)| i as u32 == v) {
+            return;
+        }
+        let mut new = vec![NONE; nv];
+        for (i, &v) in keep.iter().enumerate() {
+            new[v as usize] = i as u32;
+        }
+        let m = &mut self.mesh;
+        let at = |v: &u32| *v as usize;
+        m.coords = keep.iter().map(|v| m.coords[at(v)]).collect();
+        m.boundary = keep.iter().map(|v| m.boundary[at(v)]).collect();
+        m.parents = keep
+            .iter()
+            .map(|v| m.parents[at(v)].map(|a| if a == NONE { NONE } else { new[a as usize] }))
+            .collect();
+        self.bsg = keep.iter().map(|v| self.bsg[at(v)]).collect();
+        self.bkey = keep.iter().map(|v| self.bkey[at(v)]).collect();
+        self.vowner = keep.iter().map(|v| self.vowner[at(v)]).collect();
+        self.u = keep.iter().map(|v| self.u[at(v)]).collect();
+        for tv in &mut m.tri {
+            *tv = tv.map(|v| new[v as usize]);
+        }
+        lap(&mut tt, "    renumber: permute");
+    }
+}

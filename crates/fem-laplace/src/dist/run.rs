@@ -1,0 +1,818 @@
+//! The adaptive loop on one rank of a distributed run, and the reports it produces.
+
+use super::halo::Halo;
+use super::hash;
+use super::keys::mix;
+use super::local::{Local, Moved};
+use super::skeleton::Skeleton;
+use super::timed::Timed;
+use super::{Balancer, global_sum};
+use crate::FemError;
+use crate::adapt::{AdaptConfig, StepReport, StepTimes};
+use crate::assemble::System;
+use crate::estimate::{errors_part, estimate_part};
+use crate::exact::ExactSum;
+use crate::mark::Marking;
+use crate::problem::ExactSolution;
+use crate::solver::{CgOps, CgWork, Multilevel, pcg_with};
+use comm::wire::{Reader, Writer};
+use comm::{Comm, CommError, ReduceOp};
+use drum_loop::Balancing;
+use serde::Serialize;
+use std::time::Instant;
+
+/// How a distributed run is set up.
+#[derive(Debug, Clone)]
+pub struct DistConfig {
+    /// The adaptive loop's settings (the same as for one process).
+    pub adapt: AdaptConfig,
+    /// Compute the mesh hash of every step ([`DistStepReport::mesh_hash`]; costs a gather of
+    /// the whole mesh on rank 0 and a sort, outside the timed phases).
+    pub mesh_hash: bool,
+    /// For tests of failure handling: this rank panics at the start of this step.
+    pub fail_at: Option<(usize, usize)>,
+}
+
+impl DistConfig {
+    /// A run with `adapt`'s settings, hashes on, no failure.
+    pub fn new(adapt: AdaptConfig) -> Self {
+        DistConfig {
+            adapt,
+            mesh_hash: true,
+            fail_at: None,
+        }
+    }
+}
+
+/// Seconds one rank spent in each phase of a step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct RankTimes {
+    /// Marking (label propagation and selection across ranks).
+    pub mark: f64,
+    /// Bisection of the owned elements, new vertices, prolongation.
+    pub refine: f64,
+    /// The partitioner (centroids and weights of the owned elements).
+    pub partition: f64,
+    /// Migration, ghost layer, ownership (the rebuild of the local part).
+    pub migrate: f64,
+    /// Halo and skeleton set-up.
+    pub setup: f64,
+    /// Assembly of the own rows and the preconditioner's set-up.
+    pub assemble: f64,
+    /// Conjugate gradients.
+    pub solve: f64,
+    /// The estimator.
+    pub estimate: f64,
+    /// Errors against the exact solution (diagnostic).
+    pub error: f64,
+}
+
+impl RankTimes {
+    const FIELDS: usize = 9;
+    fn to_array(self) -> [f64; Self::FIELDS] {
+        [
+            self.mark,
+            self.refine,
+            self.partition,
+            self.migrate,
+            self.setup,
+            self.assemble,
+            self.solve,
+            self.estimate,
+            self.error,
+        ]
+    }
+    fn from_array(a: [f64; Self::FIELDS]) -> Self {
+        RankTimes {
+            mark: a[0],
+            refine: a[1],
+            partition: a[2],
+            migrate: a[3],
+            setup: a[4],
+            assemble: a[5],
+            solve: a[6],
+            estimate: a[7],
+            error: a[8],
+        }
+    }
+    /// Every phase but the error diagnostic.
+    pub fn method(&self) -> f64 {
+        self.to_array()[..Self::FIELDS - 1].iter().sum()
+    }
+}
+
+/// One rank's share of a step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankStep {
+    /// The rank.
+    pub rank: usize,
+    /// Owned leaf elements.
+    pub owned: usize,
+    /// Ghost elements (copies of neighbours owned elsewhere).
+    pub ghosts: usize,
+    /// Owned vertices.
+    pub owned_vertices: usize,
+    /// Work weight of the owned elements (the partitioner's weights).
+    pub work: f64,
+    /// Phase times.
+    pub times: RankTimes,
+    /// Seconds inside collectives (waiting for the others, and the transfers).
+    pub wait_s: f64,
+    /// Bytes sent to other ranks in this step.
+    pub sent_bytes: u64,
+    /// Vertices of the skeleton (replicated) and this rank's external children.
+    pub skeleton: usize,
+}
+
+/// The migration of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MigrationReport {
+    /// Elements that changed rank.
+    pub elements: u64,
+    /// Bytes of the migration messages.
+    pub bytes: u64,
+    /// The global element count is the same before and after.
+    pub count_ok: bool,
+    /// The order-independent checksum of the element keys is the same before and after.
+    pub checksum_ok: bool,
+}
+
+/// One step of a distributed run, as rank 0 reports it (`--json` prints one per line).
+#[derive(Debug, Clone, Serialize)]
+pub struct DistStepReport {
+    /// The same fields as a serial step; `times` holds the largest time of each phase over
+    /// the ranks (mark + refine in `refine`, the partition, migration and set-up in
+    /// `assemble`'s neighbours: see `ranks` for the split).
+    #[serde(flatten)]
+    pub base: StepReport,
+    /// FNV-1a 64 of the mesh (see `fem_laplace::dist::mesh_hash`), as 16 hex digits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh_hash: Option<String>,
+    /// Wall-clock seconds of the step on rank 0 (the hash excluded).
+    pub wall_s: f64,
+    /// Number of ranks.
+    pub nranks: usize,
+    /// Per rank.
+    pub ranks: Vec<RankStep>,
+    /// The migration after this step's refinement.
+    pub migration: MigrationReport,
+    /// DRUM in the loop ([`Balancer::Drum`]): the window measured, the part sizes, the
+    /// decision and its figures, the sizes achieved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<drum_loop::LoopReport>,
+}
+
+/// The adaptive loop on one rank. Every rank of the communicator creates one and calls
+/// [`RankRun::step`] in lockstep; rank 0's reports hold every rank's figures.
+pub struct RankRun<'a, C: Comm> {
+    pub(crate) comm: Timed<C>,
+    cfg: DistConfig,
+    exact: &'a dyn ExactSolution,
+    balancing: Balancing,
+    pub(crate) l: Local,
+    pub(crate) halo: Halo,
+    pub(crate) skel: Skeleton,
+    eta2: Vec<f64>,
+    element_errors: Vec<f64>,
+    step: usize,
+    n0: usize,
+    done: bool,
+    nv: u64,
+    estimate: f64,
+}
+
+impl<C: Comm> std::fmt::Debug for RankRun<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RankRun")
+            .field("rank", &self.comm.rank())
+            .field("step", &self.step)
+            .finish()
+    }
+}
+
+/// Everything but the report of the first step (the initial partition is step 0's
+/// migration).
+struct Figures {
+    times: RankTimes,
+    moved: Moved,
+    migration: MigrationReport,
+    balance: Option<drum_loop::LoopReport>,
+}
+
+impl<'a, C: Comm> RankRun<'a, C> {
+    /// Starts a run on this rank: every rank builds the initial mesh; rank 0 holds its four
+    /// elements until step 0's partition spreads them.
+    pub fn new(
+        comm: C,
+        exact: &'a dyn ExactSolution,
+        cfg: DistConfig,
+        balancer: Balancer,
+    ) -> Result<Self, FemError> {
+        cfg.adapt.validate()?;
+        let comm = Timed::new(comm);
+        let (rank, size) = (comm.rank(), comm.size());
+        if balancer.ranks().is_some_and(|r| r != size) {
+            return Err(FemError::InvalidConfig {
+                field: "ranks",
+                value: size.to_string(),
+                reason: "must equal the number of ranks of the machine description",
+            });
+        }
+        let balancing = balancer.start(&comm)?;
+        let mut l = Local::initial(rank, size);
+        for v in 0..l.mesh.coords.len() {
+            if l.mesh.boundary[v] {
+                let p = l.mesh.coords[v];
+                l.u[v] = crate::problem::dirichlet_value(exact, p[0], p[1])?;
+            }
+        }
+        Ok(RankRun {
+            comm,
+            cfg,
+            exact,
+            balancing,
+            l,
+            halo: Halo::default(),
+            skel: Skeleton::default(),
+            eta2: Vec::new(),
+            element_errors: Vec::new(),
+            step: 0,
+            n0: 5,
+            done: false,
+            nv: 5,
+            estimate: 0.0,
+        })
+    }
+
+    /// The rank's communicator.
+    pub fn comm(&self) -> &C {
+        self.comm.inner()
+    }
+
+    /// The number of the step the next [`RankRun::step`] runs.
+    pub fn next_step(&self) -> usize {
+        self.step
+    }
+
+    /// The balancer's machine, for [`Balancer::Drum`].
+    pub fn machine(&self) -> Option<&drum_model::Machine> {
+        self.balancing.machine()
+    }
+
+    /// Stops this rank's monitoring agent ([`Balancer::Drum`]) and reports its cost.
+    pub fn stop_monitoring(&mut self) -> Result<Option<drum_loop::LoopSummary>, FemError> {
+        Ok(self.balancing.stop()?)
+    }
+
+    /// The target of step k under [`Marking::Double`] (as [`crate::Adaptive::step_target`]).
+    pub fn step_target(&self, k: usize) -> usize {
+        let t = (self.n0 as u128) << k.min(100);
+        t.min(self.cfg.adapt.target_vertices as u128) as usize
+    }
+
+    /// Runs one step (see [`crate::Adaptive::step`]); `None` once the target was reached.
+    /// Rank 0's report holds every rank; the others' `ranks` are empty.
+    pub fn step(&mut self) -> Result<Option<DistStepReport>, FemError> {
+        if self.done {
+            return Ok(None);
+        }
+        if let Some((r, s)) = self.cfg.fail_at
+            && r == self.comm.rank()
+            && s == self.step
+        {
+            panic!("rank {r} fails at step {s} (fault injection)");
+        }
+        let t_step = Instant::now();
+        let (wait0, sent0) = self.comm.stats().read();
+        let prev = (self.nv, self.estimate);
+        let mut fig = Figures {
+            times: RankTimes::default(),
+            moved: Moved::default(),
+            migration: MigrationReport {
+                elements: 0,
+                bytes: 0,
+                count_ok: true,
+                checksum_ok: true,
+            },
+            balance: None,
+        };
+        if self.step > 0 {
+            if self.nv >= self.cfg.adapt.target_vertices as u64 {
+                self.done = true;
+                return Ok(None);
+            }
+            if self.step > self.cfg.adapt.max_steps {
+                return Err(FemError::InvalidConfig {
+                    field: "max_steps",
+                    value: self.cfg.adapt.max_steps.to_string(),
+                    reason: "reached before the target number of vertices",
+                });
+            }
+            let t0 = Instant::now();
+            let target = match self.cfg.adapt.marking {
+                Marking::Double => self.step_target(self.step),
+                Marking::Doerfler(_) => self.cfg.adapt.target_vertices,
+            } as u64;
+            let bits = if self.comm.size() == 1 {
+                // One rank holds the whole mesh: the serial marking is the same marks.
+                crate::mark::mark(
+                    &self.l.mesh,
+                    &self.eta2,
+                    self.cfg.adapt.marking,
+                    target as usize,
+                )
+                .bits
+            } else if target > self.nv {
+                super::mark::mark(
+                    &self.comm,
+                    &self.l,
+                    &self.eta2,
+                    self.cfg.adapt.marking,
+                    target - self.nv,
+                )?
+                .0
+            } else {
+                vec![0u8; self.l.ekey.len()]
+            };
+            fig.times.mark = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            self.eta2 = Vec::new();
+            let refined = self.l.refine(bits, self.step, self.exact);
+            self.agreed(refined)?;
+            fig.times.refine = t0.elapsed().as_secs_f64();
+        }
+        self.repartition(&mut fig)?;
+        let t0 = Instant::now();
+        self.halo = Halo::build(&self.comm, &self.l)?;
+        self.skel = Skeleton::build(&self.comm, &self.l)?;
+        fig.times.setup = t0.elapsed().as_secs_f64();
+
+        // Global counts. The owned vertices are 0..n_owned.
+        let n_own = self.l.n_owned;
+        let owned_e: Vec<bool> = (0..self.l.ekey.len())
+            .map(|t| self.l.owns_element(t))
+            .collect();
+        let mut counts = [n_own as u64, 0, 0];
+        counts[2] = self.l.mesh.boundary[..n_own]
+            .iter()
+            .filter(|&&b| !b)
+            .count() as u64;
+        counts[1] = owned_e.iter().filter(|&&o| o).count() as u64;
+        self.comm.allreduce_u64(ReduceOp::Sum, &mut counts)?;
+        let mut maxlev = [self
+            .l
+            .mesh
+            .level
+            .iter()
+            .zip(&owned_e)
+            .filter(|x| *x.1)
+            .map(|x| u64::from(*x.0))
+            .max()
+            .unwrap_or(0)];
+        self.comm.allreduce_u64(ReduceOp::Max, &mut maxlev)?;
+        self.nv = counts[0];
+
+        // Solve.
+        let t0 = Instant::now();
+        let mut sys = System::default();
+        let alone = self.comm.size() == 1;
+        if alone {
+            sys.assemble_into(&self.l.mesh, &self.l.u);
+        } else {
+            sys.assemble_rows(&self.l.mesh, &self.l.u, |i| i < n_own);
+        }
+        let mut pre = Multilevel::new(&self.l.mesh, &sys);
+        self.skel.set_inv(&self.comm, pre.inv_diag())?;
+        fig.times.assemble = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let tol = if self.step == 0 {
+            0.0
+        } else {
+            let ratio = prev.0 as f64 / self.nv as f64;
+            self.cfg.adapt.cg.tol_factor * prev.1 * ratio.sqrt()
+        };
+        let mut u = std::mem::take(&mut self.l.u);
+        let stats = {
+            let mut ops = RankOps {
+                comm: &self.comm,
+                l: &self.l,
+                sys: &sys,
+                pre: &mut pre,
+                skel: &mut self.skel,
+                halo: &self.halo,
+                n_owned: n_own,
+            };
+            // Fresh work vectors, freed with the step's system (as in the serial loop).
+            pcg_with(
+                &mut ops,
+                &mut u,
+                tol,
+                &self.cfg.adapt.cg,
+                &mut CgWork::default(),
+            )?
+        };
+        self.halo.update(&self.comm, &mut u)?;
+        self.l.u = u;
+        drop(pre);
+        drop(sys);
+        fig.times.solve = t0.elapsed().as_secs_f64();
+
+        // Estimate.
+        let t0 = Instant::now();
+        let mut grad = Vec::new();
+        let mut eta2 = Vec::new();
+        // (Alone, a rank owns every element.)
+        let local = estimate_part(
+            &self.l.mesh,
+            &self.l.u,
+            self.exact,
+            &mut grad,
+            &mut eta2,
+            |t| owned_e[t],
+        );
+        self.estimate = global_sum(&self.comm, &local)?.value().sqrt();
+        self.eta2 = eta2;
+        fig.times.estimate = t0.elapsed().as_secs_f64();
+
+        let mut errs = (None, None);
+        if self.cfg.adapt.errors {
+            let t0 = Instant::now();
+            let pe = if self.cfg.adapt.element_errors {
+                Some(&mut self.element_errors)
+            } else {
+                None
+            };
+            let part = errors_part(
+                &self.l.mesh,
+                &self.l.u,
+                &grad,
+                self.exact,
+                pe,
+                |v| v < n_own,
+                |t| owned_e[t],
+            );
+            let part = self.agreed(part)?;
+            let mut mx = [part.max_vertex];
+            self.comm.allreduce_f64(ReduceOp::Max, &mut mx)?;
+            let energy = match part.energy2 {
+                Some(s) => Some(global_sum(&self.comm, &s)?.value().sqrt()),
+                None => None,
+            };
+            errs = (energy, Some(mx[0]));
+            fig.times.error = t0.elapsed().as_secs_f64();
+        }
+        let wall = t_step.elapsed().as_secs_f64();
+        let (wait1, sent1) = self.comm.stats().read();
+
+        // Per-rank figures to rank 0.
+        let me = RankStep {
+            rank: self.comm.rank(),
+            owned: counts_local(&owned_e),
+            ghosts: owned_e.len() - counts_local(&owned_e),
+            owned_vertices: n_own,
+            work: counts_local(&owned_e) as f64,
+            times: fig.times,
+            wait_s: wait1 - wait0,
+            sent_bytes: sent1 - sent0,
+            skeleton: self.skel.size().0,
+        };
+        let ranks = self.gather_ranks(&me)?;
+        let mesh_hash = if self.cfg.mesh_hash {
+            self.hash()?.map(|h| format!("{h:016x}"))
+        } else {
+            None
+        };
+        let mut times = StepTimes::default();
+        for r in &ranks {
+            let t = &r.times;
+            times.mark = times.mark.max(t.mark);
+            times.refine = times.refine.max(t.mark + t.refine);
+            times.assemble = times
+                .assemble
+                .max(t.partition + t.migrate + t.setup + t.assemble);
+            times.solve = times.solve.max(t.solve);
+            times.estimate = times.estimate.max(t.estimate);
+            times.error = times.error.max(t.error);
+        }
+        let base = StepReport {
+            step: self.step,
+            vertices: counts[0] as usize,
+            elements: counts[1] as usize,
+            unknowns: counts[2] as usize,
+            max_level: maxlev[0] as u8,
+            error_energy: errs.0,
+            error_max: errs.1,
+            estimate: self.estimate,
+            cg_iterations: stats.iterations,
+            algebraic_error: stats.algebraic_error,
+            cg_tolerance: tol,
+            condition_estimate: stats.condition_estimate(),
+            times,
+        };
+        self.step += 1;
+        Ok(Some(DistStepReport {
+            base,
+            mesh_hash,
+            wall_s: wall,
+            nranks: self.comm.size(),
+            ranks,
+            migration: fig.migration,
+            balance: fig.balance,
+        }))
+    }
+
+    /// Partitions the owned elements (all elements, after a refinement) and moves them,
+    /// checking that no element is lost or duplicated.
+    fn repartition(&mut self, fig: &mut Figures) -> Result<(), FemError> {
+        let t0 = Instant::now();
+        let ne = self.l.ekey.len();
+        let several = self.comm.size() > 1;
+        let before = if several { self.census()? } else { (0, 0) };
+        let mut parts = vec![self.comm.rank() as u32; ne];
+        if self.comm.size() > 1 {
+            let tp = Instant::now();
+            let mut xy = vec![0.0; 2 * ne];
+            self.l.mesh.centroids_into(&mut xy);
+            let weights = vec![1.0; ne];
+            let tc = tp.elapsed().as_secs_f64();
+            let points = part_api::Points::new(&xy, 2, Some(&weights));
+            fig.balance = self.balancing.rebalance(&self.comm, points, &mut parts)?;
+            if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+                eprintln!(
+                    "    partition: census+centroids {:.2} ms, partitioner {:.2} ms",
+                    (t0.elapsed().as_secs_f64() - tp.elapsed().as_secs_f64() + tc) * 1e3,
+                    (tp.elapsed().as_secs_f64() - tc) * 1e3
+                );
+            }
+        }
+        fig.times.partition = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        fig.moved = self.l.rebuild(&self.comm, &parts)?;
+        fig.times.migrate = t0.elapsed().as_secs_f64();
+        let after = if several { self.census()? } else { (0, 0) };
+        let mut moved = [fig.moved.elements as u64, fig.moved.bytes as u64];
+        self.comm.allreduce_u64(ReduceOp::Sum, &mut moved)?;
+        if self.balancing.wants_migration_costs() {
+            // δ and bytes per unit of weight (one per element) for Lan's cost next time, the
+            // same on every rank so every rank decides alike: δ is the slowest rank's
+            // partitioner time (the rebuild of the local part follows every refinement, kept
+            // partition or not; the transfer is Lan's α + βW).
+            let mut secs = [fig.times.partition];
+            self.comm.allreduce_f64(ReduceOp::Max, &mut secs)?;
+            self.balancing
+                .record_migration(secs[0], moved[1] as f64, moved[0] as f64);
+        }
+        fig.migration = MigrationReport {
+            elements: moved[0],
+            bytes: moved[1],
+            count_ok: before.0 == after.0,
+            checksum_ok: before.1 == after.1,
+        };
+        if !(fig.migration.count_ok && fig.migration.checksum_ok) {
+            return Err(FemError::Migration {
+                step: self.step,
+                rank: self.comm.rank(),
+                detail: format!(
+                    "{} elements (checksum {:016x}) before, {} (checksum {:016x}) after",
+                    before.0, before.1, after.0, after.1
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Global element count and order-independent checksum of the owned element keys.
+    fn census(&self) -> Result<(u64, u64), CommError> {
+        let mut c = [0u64, 0u64];
+        for t in 0..self.l.ekey.len() {
+            if self.l.owns_element(t) {
+                c[0] += 1;
+                c[1] = c[1].wrapping_add(mix(self.l.ekey.get(t)));
+            }
+        }
+        self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
+        Ok((c[0], c[1]))
+    }
+
+    /// Agrees on a local result before the next collective (`part_api::agree`, the
+    /// workspace's one protocol): if any rank failed, every rank returns an error, the failing
+    /// rank its own, the others [`FemError::PeerFailed`] naming the lowest failed rank.
+    pub fn agreed<T>(&self, r: Result<T, FemError>) -> Result<T, FemError> {
+        let rank = self.comm.rank();
+        part_api::agreed(&self.comm, r, |_, failed| FemError::PeerFailed {
+            rank,
+            failed,
+        })
+    }
+
+    fn gather_ranks(&self, me: &RankStep) -> Result<Vec<RankStep>, CommError> {
+        let mut w = Writer::default();
+        w.u64(me.owned as u64);
+        w.u64(me.ghosts as u64);
+        w.u64(me.owned_vertices as u64);
+        w.f64(me.work);
+        for x in me.times.to_array() {
+            w.f64(x);
+        }
+        w.f64(me.wait_s);
+        w.u64(me.sent_bytes);
+        w.u64(me.skeleton as u64);
+        let Some(all) = self.comm.gatherv_bytes(0, w.as_bytes())? else {
+            return Ok(Vec::new());
+        };
+        (0..self.comm.size())
+            .map(|r| {
+                let mut rd = Reader::new(all.get(r), "a rank's step figures");
+                let owned = rd.u64()? as usize;
+                let ghosts = rd.u64()? as usize;
+                let owned_vertices = rd.u64()? as usize;
+                let work = rd.f64()?;
+                let mut t = [0.0; RankTimes::FIELDS];
+                for x in &mut t {
+                    *x = rd.f64()?;
+                }
+                Ok(RankStep {
+                    rank: r,
+                    owned,
+                    ghosts,
+                    owned_vertices,
+                    work,
+                    times: RankTimes::from_array(t),
+                    wait_s: rd.f64()?,
+                    sent_bytes: rd.u64()?,
+                    skeleton: rd.u64()? as usize,
+                })
+            })
+            .collect()
+    }
+
+    /// The mesh hash, on rank 0.
+    fn hash(&self) -> Result<Option<u64>, CommError> {
+        let mut recs: Vec<hash::Record> = (0..self.l.ekey.len())
+            .filter(|&t| self.l.owns_element(t))
+            .map(|t| hash::record(&self.l.mesh, t))
+            .collect();
+        recs.sort_unstable();
+        let flat: Vec<u64> = recs.iter().flatten().copied().collect();
+        let Some(all) = self.comm.gatherv(0, &flat)? else {
+            return Ok(None);
+        };
+        let runs: Vec<Vec<hash::Record>> = all
+            .iter()
+            .map(|p| {
+                p.chunks_exact(6)
+                    .map(|c| c.try_into().expect("six words"))
+                    .collect()
+            })
+            .collect();
+        Ok(Some(hash::fnv(hash::merge_sorted(runs))))
+    }
+
+    /// The current local part (for output).
+    pub fn local_mesh(&self) -> (&crate::Mesh, Vec<bool>) {
+        (
+            &self.l.mesh,
+            (0..self.l.ekey.len())
+                .map(|t| self.l.owns_element(t))
+                .collect(),
+        )
+    }
+
+    /// Writes this rank's owned elements of the last step as the piece
+    /// `dir/step_SS_rRRRR.vtu`, and (rank 0) the parallel file `dir/step_SS.pvtu` that joins
+    /// the pieces. Returns the `.pvtu` file name on rank 0.
+    pub fn write_vtu(
+        &self,
+        dir: &std::path::Path,
+        step: usize,
+    ) -> Result<Option<String>, FemError> {
+        let (mesh, owned) = self.local_mesh();
+        let name = |r: usize| format!("step_{step:02}_r{r:04}.vtu");
+        let fields = crate::output::VtuFields {
+            solution: &self.l.u,
+            indicators: &self.eta2,
+            element_errors: &self.element_errors,
+            rank: self.comm.rank() as u32,
+        };
+        let written = crate::output::write_vtu_piece(
+            &dir.join(name(self.comm.rank())),
+            mesh,
+            &owned,
+            &fields,
+        );
+        self.agreed(written)?;
+        if self.comm.rank() != 0 {
+            return Ok(None);
+        }
+        let pieces: Vec<String> = (0..self.comm.size()).map(name).collect();
+        let pvtu = format!("step_{step:02}.pvtu");
+        let with_error = self.element_errors.len() == self.eta2.len();
+        crate::output::write_pvtu(&dir.join(&pvtu), &pieces, with_error)?;
+        Ok(Some(pvtu))
+    }
+
+    /// The whole mesh on rank 0, every element with its own three vertices (for pictures),
+    /// and the rank that owns each element; `None` on the other ranks.
+    pub fn gather_partition(&self) -> Result<Option<(crate::Mesh, Vec<u32>)>, FemError> {
+        let mut flat: Vec<f64> = Vec::new();
+        for t in 0..self.l.ekey.len() {
+            if self.l.owns_element(t) {
+                for v in self.l.mesh.tri[t] {
+                    flat.extend(self.l.mesh.coords[v as usize]);
+                }
+                flat.push(f64::from(self.l.mesh.level[t]));
+            }
+        }
+        let Some(all) = self.comm.gatherv(0, &flat)? else {
+            return Ok(None);
+        };
+        let mut m = crate::Mesh::unit_square();
+        m.coords.clear();
+        m.parents.clear();
+        m.boundary.clear();
+        m.tri.clear();
+        m.nbr.clear();
+        m.level.clear();
+        let mut ranks = Vec::new();
+        for (r, piece) in all.iter().enumerate() {
+            for e in piece.chunks_exact(7) {
+                let v0 = m.coords.len() as u32;
+                for i in 0..3 {
+                    m.coords.push([e[2 * i], e[2 * i + 1]]);
+                    m.parents.push([crate::mesh::NONE; 2]);
+                    m.boundary.push(false);
+                }
+                m.tri.push([v0, v0 + 1, v0 + 2]);
+                m.nbr.push([crate::mesh::NONE; 3]);
+                m.level.push(e[6] as u8);
+                ranks.push(r as u32);
+            }
+        }
+        Ok(Some((m, ranks)))
+    }
+
+    /// Which local vertices this rank owns.
+    pub fn owned_vertices(&self) -> Vec<bool> {
+        (0..self.l.mesh.coords.len())
+            .map(|v| v < self.l.n_owned)
+            .collect()
+    }
+
+    /// The solution on the local vertices.
+    pub fn solution(&self) -> &[f64] {
+        &self.l.u
+    }
+
+    /// The squared indicators of the local elements (valid on owned ones).
+    pub fn indicators(&self) -> &[f64] {
+        &self.eta2
+    }
+
+    /// Per-element squared energy errors of the last step (owned elements; empty unless
+    /// `element_errors`).
+    pub fn element_errors(&self) -> &[f64] {
+        &self.element_errors
+    }
+}
+
+fn counts_local(flags: &[bool]) -> usize {
+    flags.iter().filter(|&&f| f).count()
+}
+
+/// Conjugate gradients over one rank's rows.
+struct RankOps<'a, C: Comm> {
+    comm: &'a Timed<C>,
+    l: &'a Local,
+    sys: &'a System,
+    pre: &'a mut Multilevel,
+    skel: &'a mut Skeleton,
+    halo: &'a Halo,
+    /// This rank's rows are 0..n_owned.
+    n_owned: usize,
+}
+
+impl<C: Comm> CgOps for RankOps<'_, C> {
+    type Error = CommError;
+    fn len(&self) -> usize {
+        self.sys.num_rows()
+    }
+    fn rhs(&self) -> &[f64] {
+        self.sys.rhs()
+    }
+    fn matvec(&mut self, x: &mut [f64], y: &mut [f64], dot: bool) -> Result<ExactSum, CommError> {
+        if self.comm.size() > 1 {
+            self.halo.update(self.comm, x)?;
+        }
+        Ok(self.sys.apply_rows(x, y, dot, 0..self.n_owned))
+    }
+    fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), CommError> {
+        self.skel.apply(self.comm, self.pre, self.l, r, z)
+    }
+    fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum {
+        ExactSum::dot(&a[..self.n_owned], &b[..self.n_owned])
+    }
+    fn global(&mut self, s: &mut ExactSum) -> Result<(), CommError> {
+        *s = global_sum(self.comm, s)?;
+        Ok(())
+    }
+}

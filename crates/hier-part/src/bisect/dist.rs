@@ -1,0 +1,717 @@
+//! Distributed RCB and RIB: the objects are spread over the ranks of a communicator, and the
+//! result is the serial bisection of their union, cut for cut.
+//!
+//! The serial bisection is defined by set functions (bounding boxes, exact integer weight and
+//! moment sums) and by one strict total order, `(key, x_0, …, x_{D-1}, id)`, in which the low
+//! side of a cut is the lightest prefix whose weight is nearest the target. Each of these is
+//! computed here with reductions: boxes by min/max, sums in integers (moment sums in 32-bit
+//! limbs), and the crossing object of the target weight by a radix search over order-preserving
+//! `u64` images of the order's components (4096 bins a round over the candidates' current
+//! range, so a component takes at most six rounds). The id is the object's global index, which
+//! orders like the serial run's position in the union. Hence the cuts, the ties and every
+//! object's part equal the serial run's for any number of ranks and any spread of the objects.
+
+use super::select::{before, wt};
+use super::{
+    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane,
+    Stats, between, inertial_from, low_goal, moment_sums,
+};
+use crate::input::{Input, check_points, exponent, fractions, pow2};
+use crate::{Error, Par};
+use comm::{Comm, ReduceOp};
+use part_api::Points;
+
+/// Bins of one round of the radix search.
+const BINS: u64 = 4096;
+
+/// The order-preserving image of a finite `f64` (`-0.0` and `0.0` map alike, as they compare).
+#[inline(always)]
+fn ord(x: f64) -> u64 {
+    let b = (x + 0.0).to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// Component `j` of the order of a dot with key `k` and global id `g`.
+#[inline(always)]
+fn component<const D: usize>(d: &Dot<D>, k: f64, g: u64, j: usize) -> u64 {
+    if j == 0 {
+        ord(k)
+    } else if j <= D {
+        ord(d.x[j - 1])
+    } else {
+        g
+    }
+}
+
+/// The crossing object of a selection, as every rank knows it.
+#[derive(Clone, Copy, Debug)]
+struct Pivot<const D: usize> {
+    k: f64,
+    x: [f64; D],
+    g: u64,
+    w: u64,
+}
+
+impl<const D: usize> Pivot<D> {
+    /// Whether dot `d` (key `k`, id `g`) precedes the pivot in the order.
+    #[inline(always)]
+    fn after(&self, d: &Dot<D>, k: f64, g: u64) -> bool {
+        // `before` compares ids as u32; compare the full global ids here.
+        let a = Dot { id: 0, ..*d };
+        let b = Dot {
+            x: self.x,
+            w: 0,
+            id: 0,
+        };
+        if before(k, &a, self.k, &b) {
+            return true;
+        }
+        if before(self.k, &b, k, &a) {
+            return false;
+        }
+        g < self.g
+    }
+}
+
+/// A set of objects being split, as every rank knows it: object count, weight (as the
+/// selection counts it) and statistics.
+#[derive(Clone, Copy, Debug)]
+struct Set<const D: usize> {
+    len: u64,
+    total: u64,
+    st: Stats<D>,
+}
+
+/// The collective context of a distributed bisection.
+pub(crate) struct DistJob<'a, C: Comm> {
+    pub(crate) comm: &'a C,
+    pub(crate) method: Method,
+    pub(crate) keep_ties: bool,
+    pub(crate) input: &'a Input,
+    pub(crate) par: Par,
+}
+
+/// Global `(total weight, count, bounding box)` of the dots (the box's key range unset).
+fn global_stats<const D: usize, C: Comm>(
+    comm: &C,
+    v: &[Dot<D>],
+    unit: bool,
+) -> Result<(u64, u64, Stats<D>), Error> {
+    let mut total = [0u64, v.len() as u64];
+    let mut st = Stats::<D>::EMPTY;
+    for d in v {
+        total[0] += if unit { 1 } else { d.w as u64 };
+        st.add(d, 0.0);
+    }
+    comm.allreduce_u64(ReduceOp::Sum, &mut total)?;
+    let st = reduce_stats(comm, st)?;
+    Ok((total[0], total[1], st))
+}
+
+/// Element-wise min/max of the statistics of all ranks.
+fn reduce_stats<const D: usize, C: Comm>(comm: &C, s: Stats<D>) -> Result<Stats<D>, Error> {
+    let mut b = Vec::with_capacity(2 * D + 2);
+    b.extend_from_slice(&s.lo);
+    b.extend(s.hi.iter().map(|h| -h));
+    b.push(s.kmin);
+    b.push(-s.kmax);
+    comm.allreduce_f64(ReduceOp::Min, &mut b)?;
+    let mut out = Stats::<D>::EMPTY;
+    out.lo.copy_from_slice(&b[..D]);
+    for j in 0..D {
+        out.hi[j] = -b[D + j];
+    }
+    out.kmin = b[2 * D];
+    out.kmax = -b[2 * D + 1];
+    Ok(out)
+}
+
+/// Sums [`MomentSums`] over the ranks exactly (u128 sums as four 32-bit limbs in u64s).
+fn reduce_moments<const D: usize, C: Comm>(
+    comm: &C,
+    m: MomentSums<D>,
+) -> Result<MomentSums<D>, Error> {
+    let mut vals: Vec<u128> = vec![m.0 as u128];
+    vals.extend_from_slice(&m.1);
+    for i in 0..D {
+        vals.extend_from_slice(&m.2[i][i..]);
+    }
+    let mut limbs: Vec<u64> = vals
+        .iter()
+        .flat_map(|&v| (0..4).map(move |l| ((v >> (32 * l)) as u64) & 0xffff_ffff))
+        .collect();
+    comm.allreduce_u64(ReduceOp::Sum, &mut limbs)?;
+    let vals: Vec<u128> = limbs
+        .chunks(4)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u128, |a, (l, &x)| a.wrapping_add((x as u128) << (32 * l)))
+        })
+        .collect();
+    let mut out: MomentSums<D> = (vals[0] as u64, [0; D], [[0; D]; D]);
+    out.1.copy_from_slice(&vals[1..1 + D]);
+    let mut at = 1 + D;
+    for i in 0..D {
+        for j in i..D {
+            out.2[i][j] = vals[at];
+            at += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// One segment of the distributed recursion: the local dots `v` (global ids `g`, same order)
+/// of the set `set` that goes to the parts `p0..p0 + counts.len()`, at depth `depth`.
+struct Seg<'s, const D: usize> {
+    v: &'s mut [Dot<D>],
+    g: &'s mut [u64],
+    counts: &'s mut [usize],
+    p0: u32,
+    set: Set<D>,
+    depth: u32,
+}
+
+/// Where the recursion writes: the cuts in preorder, and each local object's part.
+struct Out<'o> {
+    cuts: &'o mut Vec<Cut>,
+    parts: &'o mut [u32],
+}
+
+impl<C: Comm> DistJob<'_, C> {
+    /// Bisects the local dots `v` (global ids `g`, same order) among all parts, collectively;
+    /// writes each local object's part into `parts` (by `Dot::id`) and returns the cuts and the
+    /// global part counts.
+    pub(crate) fn run<const D: usize>(
+        &self,
+        v: &mut [Dot<D>],
+        g: &mut [u64],
+        parts: &mut [u32],
+    ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
+        let (total, len, st) = global_stats(self.comm, v, self.input.unit)?;
+        let k = self.input.fractions.len();
+        let mut counts = vec![0usize; k];
+        let mut cuts = Vec::new();
+        let root = Seg {
+            v,
+            g,
+            counts: &mut counts,
+            p0: 0,
+            set: Set { len, total, st },
+            depth: 0,
+        };
+        self.split(
+            root,
+            &mut Out {
+                cuts: &mut cuts,
+                parts,
+            },
+        )?;
+        Ok((cuts, counts))
+    }
+
+    /// The serial `Job::split`, collectively: appends the cuts of this subtree in preorder.
+    fn split<const D: usize>(&self, seg: Seg<'_, D>, out: &mut Out<'_>) -> Result<(), Error> {
+        let st = seg.set.st;
+        if seg.counts.len() == 1 {
+            seg.counts[0] = seg.set.len as usize;
+            for d in seg.v.iter() {
+                out.parts[d.id as usize] = seg.p0;
+            }
+            return Ok(());
+        }
+        match self.method {
+            Method::Rcb => {
+                let axis = st.longest_axis();
+                self.cut(seg, out, Plane::Axis(axis), &AxisKey(axis))
+            }
+            Method::Rib => {
+                let v = &*seg.v;
+                // The local sums on the setting's pool (the communicator stays on this thread).
+                let par = self.par;
+                let sums = |u: bool| {
+                    let local = par.install(|| moment_sums(v, &st, u, par))?;
+                    reduce_moments(self.comm, local)
+                };
+                let (plane, key): (Plane, InertialKey<D>) =
+                    inertial_from(&st, self.input.unit, sums)?;
+                self.cut(seg, out, plane, &key)
+            }
+        }
+    }
+
+    /// The serial `Job::cut`, collectively.
+    fn cut<const D: usize, K: Key<D>>(
+        &self,
+        seg: Seg<'_, D>,
+        out: &mut Out<'_>,
+        plane: Plane,
+        key: &K,
+    ) -> Result<(), Error> {
+        let Seg {
+            v,
+            g,
+            counts,
+            p0,
+            set,
+            depth,
+        } = seg;
+        let comm = self.comm;
+        let (len, total) = (set.len, set.total);
+        let k = counts.len();
+        let half = k / 2;
+        let mid = p0 + half as u32;
+        let unit = self.input.unit || total == 0;
+        let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
+        let keys: Vec<f64> = v.iter().map(|d| key.key(&d.x)).collect();
+        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
+
+        // The boundary: low side = the `m` first objects in the order, weighing `p`.
+        let tau = match goal {
+            Goal::Tau(t) => t,
+            _ => 0,
+        };
+        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) = match goal {
+            Goal::Nothing => (0, 0, Box::new(|_| false)),
+            Goal::Everything => (len, sel_total, Box::new(|_| true)),
+            Goal::Tau(tau) => {
+                let (below_n, below_w, pv) = self.crossing(v, g, &keys, len, tau, unit)?;
+                let take = below_w + pv.w - tau < tau - below_w;
+                let (m, p) = if take {
+                    (below_n + 1, below_w + pv.w)
+                } else {
+                    (below_n, below_w)
+                };
+                let (vv, gg, kk) = (&*v, &*g, &keys);
+                (
+                    m,
+                    p,
+                    Box::new(move |i: usize| {
+                        pv.after(&vv[i], kk[i], gg[i]) || (take && gg[i] == pv.g)
+                    }),
+                )
+            }
+        };
+        let mut low: Vec<bool> = (0..v.len()).map(&low_of).collect();
+        drop(low_of);
+        let (mut sl, mut sh) = side_stats(comm, v, &keys, &low)?;
+
+        if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
+            // `keep_ties`: move every object with key `kv` to the side that leaves the low
+            // weight nearer to tau.
+            let kv = sl.kmax;
+            let mut t = [0u64; 4];
+            for (i, d) in v.iter().enumerate() {
+                if keys[i] == kv {
+                    let s = if low[i] { 0 } else { 2 };
+                    t[s] += 1;
+                    t[s + 1] += w_of(d);
+                }
+            }
+            comm.allreduce_u64(ReduceOp::Sum, &mut t)?;
+            let [na, wa, nb, wb] = t;
+            let (p_up, p_down) = (p + wb, p - wa);
+            let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
+            for (i, l) in low.iter_mut().enumerate() {
+                if keys[i] == kv {
+                    *l = up;
+                }
+            }
+            (m, p) = if up { (m + nb, p_up) } else { (m - na, p_down) };
+            (sl, sh) = side_stats(comm, v, &keys, &low)?;
+        }
+
+        let (value, tie) = if m == 0 {
+            (f64::NEG_INFINITY, None)
+        } else if m == len {
+            (f64::INFINITY, None)
+        } else if sl.kmax < sh.kmin {
+            (between(sl.kmax, sh.kmin), None)
+        } else {
+            (sl.kmax, Some(self.last_low(v, g, &keys, &low)?))
+        };
+        let (w_low, w_high) = if self.input.unit {
+            (m, len - m)
+        } else if total == 0 {
+            (0, 0)
+        } else {
+            (p, total - p)
+        };
+        let side_weights = if self.input.unit {
+            [w_low as f64, w_high as f64]
+        } else {
+            [self.input.dequantize(w_low), self.input.dequantize(w_high)]
+        };
+
+        // Low objects to the front, with their ids.
+        let mut nl = 0;
+        for i in 0..v.len() {
+            if low[i] {
+                v.swap(i, nl);
+                g.swap(i, nl);
+                nl += 1;
+            }
+        }
+        let (vl, vh) = v.split_at_mut(nl);
+        let (gl, gh) = g.split_at_mut(nl);
+        let (cl, ch) = counts.split_at_mut(half);
+        let at = out.cuts.len();
+        out.cuts.push(Cut {
+            plane,
+            value,
+            tie,
+            low: p0..mid,
+            high: mid..p0 + k as u32,
+            children: [None, None],
+            depth,
+            side_weights,
+            side_counts: [m as usize, (len - m) as usize],
+        });
+        if half > 1 {
+            out.cuts[at].children[0] = Some(out.cuts.len());
+        }
+        let low = Seg {
+            v: vl,
+            g: gl,
+            counts: cl,
+            p0,
+            set: Set {
+                len: m,
+                total: w_low,
+                st: sl,
+            },
+            depth: depth + 1,
+        };
+        self.split(low, out)?;
+        if k - half > 1 {
+            out.cuts[at].children[1] = Some(out.cuts.len());
+        }
+        let high = Seg {
+            v: vh,
+            g: gh,
+            counts: ch,
+            p0: mid,
+            set: Set {
+                len: len - m,
+                total: w_high,
+                st: sh,
+            },
+            depth: depth + 1,
+        };
+        self.split(high, out)
+    }
+
+    /// The crossing object of target `tau`: the first object `e` in the order with
+    /// `W(objects up to e) >= tau`. Returns the number and weight of the objects before it,
+    /// and the object. Requires `0 < tau <= total weight`.
+    fn crossing<const D: usize>(
+        &self,
+        v: &[Dot<D>],
+        g: &[u64],
+        keys: &[f64],
+        len: u64,
+        tau: u64,
+        unit: bool,
+    ) -> Result<(u64, u64, Pivot<D>), Error> {
+        let comm = self.comm;
+        let w_of = |i: usize| if unit { 1 } else { v[i].w as u64 };
+        let mut cand: Vec<u32> = (0..v.len() as u32).collect();
+        let (mut below_n, mut below_w) = (0u64, 0u64);
+        let mut j = 0usize;
+        let mut count = len;
+        let comp = |i: usize, j: usize| component(&v[i], keys[i], g[i], j);
+        let mut hist: Vec<u64> = Vec::new();
+        while count > 1 {
+            let mut r = [u64::MAX, u64::MAX];
+            for &i in &cand {
+                let c = comp(i as usize, j);
+                r[0] = r[0].min(c);
+                r[1] = r[1].min(!c);
+            }
+            comm.allreduce_u64(ReduceOp::Min, &mut r)?;
+            let (lo, hi) = (r[0], !r[1]);
+            if lo == hi {
+                // Every candidate has this component: order by the next one.
+                j += 1;
+                assert!(j <= D + 1, "global ids are not unique");
+                continue;
+            }
+            let span = hi - lo;
+            let shift = (64 - span.leading_zeros()).saturating_sub(BINS.trailing_zeros());
+            let nb = ((span >> shift) + 1) as usize;
+            hist.clear();
+            hist.resize(2 * nb, 0);
+            for &i in &cand {
+                let b = ((comp(i as usize, j) - lo) >> shift) as usize;
+                hist[b] += w_of(i as usize);
+                hist[nb + b] += 1;
+            }
+            comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
+            let mut chosen = nb - 1;
+            let mut acc = below_w;
+            for b in 0..nb {
+                if acc + hist[b] >= tau {
+                    chosen = b;
+                    break;
+                }
+                acc += hist[b];
+                below_n += hist[nb + b];
+            }
+            below_w = acc;
+            count = hist[nb + chosen];
+            cand.retain(|&i| ((comp(i as usize, j) - lo) >> shift) as usize == chosen);
+        }
+        // One candidate left on one rank: everybody learns it.
+        let mut rec = vec![0u64; D + 4];
+        if let Some(&i) = cand.first() {
+            let i = i as usize;
+            rec[0] = 1;
+            rec[1] = keys[i].to_bits();
+            for a in 0..D {
+                rec[2 + a] = v[i].x[a].to_bits();
+            }
+            rec[2 + D] = g[i];
+            rec[3 + D] = w_of(i);
+        }
+        comm.allreduce_u64(ReduceOp::Max, &mut rec)?;
+        assert_eq!(rec[0], 1, "the crossing object was lost");
+        let mut x = [0.0; D];
+        for a in 0..D {
+            x[a] = f64::from_bits(rec[2 + a]);
+        }
+        Ok((
+            below_n,
+            below_w,
+            Pivot {
+                k: f64::from_bits(rec[1]),
+                x,
+                g: rec[2 + D],
+                w: rec[3 + D],
+            },
+        ))
+    }
+
+    /// Coordinates (padded to 3) of the last low-side object in the order.
+    fn last_low<const D: usize>(
+        &self,
+        v: &[Dot<D>],
+        g: &[u64],
+        keys: &[f64],
+        low: &[bool],
+    ) -> Result<[f64; 3], Error> {
+        // The local last one, as (present, order components, coordinates).
+        let width = 2 * D + 3;
+        let mut best: Option<usize> = None;
+        for i in (0..v.len()).filter(|&i| low[i]) {
+            best = match best {
+                Some(b)
+                    if !Pivot {
+                        k: keys[b],
+                        x: v[b].x,
+                        g: g[b],
+                        w: 0,
+                    }
+                    .after(&v[i], keys[i], g[i]) =>
+                {
+                    Some(i)
+                }
+                Some(b) => Some(b),
+                None => Some(i),
+            };
+        }
+        let mut mine = vec![0u64; width];
+        if let Some(b) = best {
+            mine[0] = 1;
+            for j in 0..D + 2 {
+                mine[1 + j] = component(&v[b], keys[b], g[b], j);
+            }
+            for a in 0..D {
+                mine[D + 3 + a] = v[b].x[a].to_bits();
+            }
+        }
+        let mut all = vec![0u64; width * self.comm.size()];
+        self.comm.allgather(&mine, &mut all)?;
+        let last = all
+            .chunks(width)
+            .filter(|r| r[0] == 1)
+            .max_by(|a, b| a[1..D + 3].cmp(&b[1..D + 3]))
+            .expect("a cut with a tie has low-side objects");
+        let mut t = [0.0; 3];
+        for a in 0..D {
+            t[a] = f64::from_bits(last[D + 3 + a]);
+        }
+        Ok(t)
+    }
+}
+
+/// Global statistics of the low and the high side (by `low[i]`).
+fn side_stats<const D: usize, C: Comm>(
+    comm: &C,
+    v: &[Dot<D>],
+    keys: &[f64],
+    low: &[bool],
+) -> Result<(Stats<D>, Stats<D>), Error> {
+    let (mut sl, mut sh) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
+    for (i, d) in v.iter().enumerate() {
+        if low[i] {
+            sl.add(d, keys[i]);
+        } else {
+            sh.add(d, keys[i]);
+        }
+    }
+    Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
+}
+
+/// Makes a local step collective (`part_api::agree`): every rank returns its own error, or
+/// [`Error::InvalidOnOtherRank`] when only other ranks failed, or the value when none did (so
+/// no rank is left waiting in a later collective).
+pub(crate) fn agreed<C: Comm, T>(comm: &C, local: Result<T, Error>) -> Result<T, Error> {
+    part_api::agreed(&comm::AsReduce(comm), local, |ranks, first| {
+        Error::InvalidOnOtherRank {
+            ranks,
+            rank: first as u64,
+        }
+    })
+}
+
+/// Validates the local part of a distributed bisection collectively and builds the shared
+/// [`Input`]: every rank returns an error if any rank found bad data.
+pub(crate) fn validate_dist<C: Comm>(
+    comm: &C,
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    gids: &[u64],
+    targets: &[f64],
+    parts_len: usize,
+) -> Result<Input, Error> {
+    let n = coords.len() / dim.max(1);
+    let local = (|| {
+        check_points(coords, dim, weights, parts_len, Par::Seq)?;
+        if gids.len() != n {
+            return Err(Error::LengthMismatch {
+                what: "global ids",
+                got: gids.len(),
+                expected: n,
+                per: "point",
+            });
+        }
+        fractions(targets)
+    })();
+    let fractions = agreed(comm, local)?;
+    // [has weights, lacks weights], then [targets hash, its complement].
+    let mut has = [
+        u64::from(n > 0 && weights.is_some()),
+        u64::from(n > 0 && weights.is_none()),
+    ];
+    comm.allreduce_u64(ReduceOp::Sum, &mut has)?;
+    let mut hash = [targets_hash(targets), !targets_hash(targets)];
+    comm.allreduce_u64(ReduceOp::Min, &mut hash)?;
+    if hash[0] != !hash[1] {
+        return Err(Error::Inconsistent {
+            what: "the target part sizes",
+        });
+    }
+    if has[0] > 0 && has[1] > 0 {
+        return Err(Error::Inconsistent {
+            what: "some ranks pass weights and others do not",
+        });
+    }
+    let mut w_max = [weights.map_or(0.0, |w| w.iter().copied().fold(0.0, f64::max))];
+    comm.allreduce_f64(ReduceOp::Max, &mut w_max)?;
+    let mut input = Input {
+        n,
+        fractions,
+        w_max: 1.0,
+        unit: true,
+        scale: (1.0, 1.0),
+    };
+    if has[0] > 0 && w_max[0] > 0.0 {
+        let e = 31 - exponent(w_max[0]);
+        input.w_max = w_max[0];
+        input.unit = false;
+        input.scale = (pow2(e / 2), pow2(e - e / 2));
+    }
+    Ok(input)
+}
+
+/// A hash of the bits of `targets` (FNV-1a), to check that every rank passed the same.
+pub(crate) fn targets_hash(targets: &[f64]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ targets.len() as u64;
+    for t in targets {
+        h ^= t.to_bits();
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// Distributed RCB/RIB of the local objects `points` (global ids `gids`, unique over the
+/// ranks) into `targets.len()` parts: the serial bisection of the union.
+pub(crate) fn bisect_dist<C: Comm>(
+    comm: &C,
+    b: &Bisector,
+    points: Points<'_>,
+    gids: &[u64],
+    targets: &[f64],
+    parts: &mut [u32],
+) -> Result<Bisection, Error> {
+    let (coords, dim, weights) = points.into_parts();
+    let input = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
+    let job = DistJob {
+        comm,
+        method: b.method,
+        keep_ties: b.keep_ties,
+        input: &input,
+        par: b.par,
+    };
+    let (cuts, counts) = match dim {
+        1 => run_dim::<1, C>(&job, coords, weights, gids, parts),
+        2 => run_dim::<2, C>(&job, coords, weights, gids, parts),
+        _ => run_dim::<3, C>(&job, coords, weights, gids, parts),
+    }?;
+    // Part weights from exact integer sums, the same on every rank.
+    let k = targets.len();
+    let mut sums = vec![0u64; k];
+    for (i, &p) in parts.iter().enumerate() {
+        sums[p as usize] += match weights {
+            Some(w) if !input.unit => input.quantize(w[i]) as u64,
+            // Weights given, all zero.
+            Some(_) => 0,
+            None => 1,
+        };
+    }
+    comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+    let part_weights: Vec<f64> = sums
+        .iter()
+        .map(|&s| {
+            if input.unit {
+                s as f64
+            } else {
+                input.dequantize(s)
+            }
+        })
+        .collect();
+    Ok(Bisection::assemble(
+        b.method,
+        dim,
+        cuts,
+        part_weights,
+        counts,
+        &input,
+    ))
+}
+
+fn run_dim<const D: usize, C: Comm>(
+    job: &DistJob<'_, C>,
+    coords: &[f64],
+    weights: Option<&[f64]>,
+    gids: &[u64],
+    parts: &mut [u32],
+) -> Result<(Vec<Cut>, Vec<usize>), Error> {
+    let n = coords.len() / D;
+    let mut dots: Vec<Dot<D>> = (0..n)
+        .map(|i| Dot::of(coords, weights, job.input, i))
+        .collect();
+    let mut g = gids.to_vec();
+    job.run(&mut dots, &mut g, parts)
+}

@@ -1,0 +1,433 @@
+//! The distributed walk: the ranks of each subtree partition its objects together on a
+//! communicator split from their parent's, then the objects move to the ranks of the child they
+//! went to, level after level, until every rank holds its own objects.
+//!
+//! Every level's partitioner gives the serial result on the union of the objects (HSFC through
+//! `hsfc::Hsfc` on the group, RCB/RIB through the distributed bisection keyed by the objects'
+//! global index), so the whole partition equals the serial one on the concatenation of the
+//! ranks' points.
+
+use super::level::Level;
+use super::serial::rank_to_child;
+use super::{Child, Hier, HierPartition, LevelCuts, Moved, Plan};
+use crate::bisect::dist::agreed;
+use crate::bisect::rank_order_ids;
+use crate::{Error, Par};
+use comm::{Comm, ReduceOp};
+use drum_model::NodeId;
+use part_api::Points;
+use part_api::Reduce;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// An object on its way to its rank.
+#[derive(Debug, Clone, Copy)]
+struct Obj {
+    /// Global index (rank-order position in the union of the inputs).
+    gid: u64,
+    /// The rank that holds it in the caller's arrays, and its index there.
+    origin: u32,
+    index: u32,
+    /// Its rank before a repartition (`u32::MAX` for a fresh partition).
+    prev: u32,
+    /// Its rank, once the walk knows it (`u32::MAX` until then; never on the wire).
+    dest: u32,
+    w: f64,
+    x: [f64; 3],
+}
+
+impl Obj {
+    /// Words per object on the wire for dimension `dim`.
+    fn width(dim: usize) -> usize {
+        4 + dim
+    }
+
+    fn push(&self, dim: usize, out: &mut Vec<u64>) {
+        out.push(self.gid);
+        out.push((self.origin as u64) << 32 | self.index as u64);
+        out.push(self.prev as u64);
+        out.push(self.w.to_bits());
+        out.extend(self.x[..dim].iter().map(|x| x.to_bits()));
+    }
+
+    fn read(r: &[u64], dim: usize) -> Obj {
+        let mut x = [0.0; 3];
+        for a in 0..dim {
+            x[a] = f64::from_bits(r[4 + a]);
+        }
+        Obj {
+            gid: r[0],
+            origin: (r[1] >> 32) as u32,
+            index: r[1] as u32,
+            prev: r[2] as u32,
+            dest: u32::MAX,
+            w: f64::from_bits(r[3]),
+            x,
+        }
+    }
+}
+
+/// The communicator of the current level: the caller's, or one split from it.
+enum Group<'a, C> {
+    World(&'a C),
+    Split(C),
+}
+
+impl<C> Group<'_, C> {
+    fn get(&self) -> &C {
+        match self {
+            Group::World(c) => c,
+            Group::Split(c) => c,
+        }
+    }
+}
+
+/// What the walk leaves on this rank.
+struct Walked {
+    objs: Vec<Obj>,
+    cuts: BTreeMap<NodeId, LevelCuts>,
+    times: Vec<(NodeId, f64)>,
+}
+
+/// The distributed hierarchical partition (see [`Hier::partition`]) on a group of more than
+/// one rank: one rank per rank of the machine (world rank r is machine rank r).
+///
+/// Level by level, the ranks of a subtree partition its objects together on a communicator
+/// split from their parent's, then the objects move to ranks of the child they were given;
+/// at the end every rank holds exactly its own objects, and the parts go back to the ranks
+/// that passed the points. Bad data on any rank is an error on every rank.
+impl Hier {
+    pub(super) fn run_dist<C: Comm + Reduce>(
+        &self,
+        ws: &mut hsfc::Workspace,
+        comm: &C,
+        plan: &Plan,
+        previous: Option<&HierPartition>,
+        points: Points<'_>,
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        let (coords, dim, weights) = points.into_parts();
+        if Comm::size(comm) != plan.num_ranks() {
+            return Err(Error::RankCount {
+                comm: Comm::size(comm),
+                machine: plan.num_ranks(),
+            });
+        }
+        let me = Comm::rank(comm);
+        let ranks = plan.num_ranks();
+        let local = crate::input::check_points(coords, dim, weights, parts.len(), self.par)
+            .and_then(|n| {
+                if let (Some(_), Some(i)) =
+                    (previous, parts.iter().position(|&p| p as usize >= ranks))
+                {
+                    return Err(Error::PartOutOfRange {
+                        index: i,
+                        part: parts[i],
+                        k: ranks,
+                    });
+                }
+                Ok(n)
+            });
+        let n = agreed(comm, local)?;
+        // Weighted iff some rank with points passes weights; mixing is an error.
+        let mut has = [
+            u64::from(n > 0 && weights.is_some()),
+            u64::from(n > 0 && weights.is_none()),
+        ];
+        comm.allreduce_u64(ReduceOp::Sum, &mut has)?;
+        if has[0] > 0 && has[1] > 0 {
+            return Err(Error::Inconsistent {
+                what: "some ranks pass weights and others do not",
+            });
+        }
+        let weighted = has[0] > 0;
+        let gids = rank_order_ids(comm, n)?;
+        let objs: Vec<Obj> = (0..n)
+            .map(|i| {
+                let mut x = [0.0; 3];
+                x[..dim].copy_from_slice(&coords[i * dim..(i + 1) * dim]);
+                Obj {
+                    gid: gids[i],
+                    origin: me as u32,
+                    index: i as u32,
+                    prev: if previous.is_some() {
+                        parts[i]
+                    } else {
+                        u32::MAX
+                    },
+                    dest: u32::MAX,
+                    w: weights.map_or(1.0, |w| w[i]),
+                    x,
+                }
+            })
+            .collect();
+        let walk = Walk {
+            plan,
+            previous,
+            par: self.par,
+            dim,
+            weighted,
+        };
+        let walked = walk.run(ws, comm, objs);
+        let Walked { objs, cuts, times } = agreed(comm, walked)?;
+        let figures = if weighted {
+            weighted_figures(comm, me, ranks, &objs)?
+        } else {
+            unit_figures(comm, ranks, &objs)?
+        };
+        let rank_weights: Vec<f64> = figures.iter().map(|f| f.0).collect();
+        let rank_counts: Vec<u64> = figures.iter().map(|f| f.1).collect();
+
+        // The parts go back to the ranks that passed the points. When the root's children are
+        // single ranks no object ever left its rank.
+        if plan_is_one_level(plan) {
+            for o in &objs {
+                parts[o.index as usize] = o.dest;
+            }
+        } else {
+            let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+            for o in &objs {
+                send[o.origin as usize].push(u64::from(o.index) << 32 | u64::from(o.dest));
+            }
+            let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+            let flat: Vec<u64> = send.concat();
+            let back = comm.alltoallv(&flat, &counts)?;
+            for &x in back.data() {
+                parts[(x >> 32) as usize] = x as u32;
+            }
+        }
+        let mut result =
+            HierPartition::from_ranks(plan, dim, rank_weights, rank_counts, cuts, times);
+        if previous.is_some() {
+            let moved = figures
+                .iter()
+                .fold((0.0, 0), |(w, n), f| (w + f.2, n + f.3));
+            result.moved = Some(Moved {
+                weight: moved.0,
+                count: moved.1,
+            });
+        }
+        Ok(result)
+    }
+}
+
+/// True when every child of the root is one rank: the walk is one level and no object moves.
+fn plan_is_one_level(plan: &Plan) -> bool {
+    let root = plan.root();
+    (0..plan.node(root).children.len()).all(|c| plan.child_ranks(root, c).len() == 1)
+}
+
+/// Per rank: (weight, count, moved weight, moved count) of the objects it ends with.
+type Figures = Vec<(f64, u64, f64, u64)>;
+
+/// Unit weights: every sum is a count, exact in any order.
+fn unit_figures<C: Comm>(comm: &C, ranks: usize, objs: &[Obj]) -> Result<Figures, Error> {
+    let mut c = vec![0u64; 2 * ranks];
+    for o in objs {
+        c[2 * o.dest as usize] += 1;
+        c[2 * o.dest as usize + 1] += u64::from(o.prev != o.dest);
+    }
+    comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
+    Ok(c.chunks(2)
+        .map(|x| (x[0] as f64, x[0], x[1] as f64, x[1]))
+        .collect())
+}
+
+/// Weights: each rank's figures are summed over its objects in global order, as the serial
+/// walk sums in index order, so the results are the same to the bit. The objects a rank holds
+/// but does not own send their (index, weight, moved) to their rank first.
+fn weighted_figures<C: Comm>(
+    comm: &C,
+    me: usize,
+    ranks: usize,
+    objs: &[Obj],
+) -> Result<Figures, Error> {
+    let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+    let mut mine: Vec<(u64, f64, bool)> = Vec::new();
+    for o in objs {
+        let moved = o.prev != o.dest;
+        if o.dest as usize == me {
+            mine.push((o.gid, o.w, moved));
+        } else {
+            let s = &mut send[o.dest as usize];
+            s.push(o.gid << 1 | u64::from(moved));
+            s.push(o.w.to_bits());
+        }
+    }
+    let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+    let flat: Vec<u64> = send.concat();
+    drop(send);
+    let got = comm.alltoallv(&flat, &counts)?;
+    mine.extend(
+        got.data()
+            .chunks_exact(2)
+            .map(|p| (p[0] >> 1, f64::from_bits(p[1]), p[0] & 1 == 1)),
+    );
+    // Runs of increasing global index (a stable sort finds them).
+    mine.sort_by_key(|m| m.0);
+    let (mut w, mut moved_w, mut moved_n) = (0.0f64, 0.0f64, 0u64);
+    for &(_, x, moved) in &mine {
+        w += x;
+        if moved {
+            moved_w += x;
+            moved_n += 1;
+        }
+    }
+    let figures = [w.to_bits(), mine.len() as u64, moved_w.to_bits(), moved_n];
+    let mut all = vec![0u64; 4 * ranks];
+    comm.allgather(&figures, &mut all)?;
+    Ok(all
+        .chunks(4)
+        .map(|c| (f64::from_bits(c[0]), c[1], f64::from_bits(c[2]), c[3]))
+        .collect())
+}
+
+/// What every level of one rank's walk shares.
+struct Walk<'a> {
+    plan: &'a Plan,
+    previous: Option<&'a HierPartition>,
+    par: Par,
+    dim: usize,
+    weighted: bool,
+}
+
+impl Walk<'_> {
+    /// Walks from the root to this rank's computing node; returns the objects this rank ends
+    /// with (all of them its own).
+    fn run<C: Comm + Reduce>(
+        &self,
+        ws: &mut hsfc::Workspace,
+        world: &C,
+        mut objs: Vec<Obj>,
+    ) -> Result<Walked, Error> {
+        let plan = self.plan;
+        let me = Comm::rank(world);
+        let mut group = Group::World(world);
+        let mut cuts = BTreeMap::new();
+        let mut times = Vec::new();
+        let mut id = plan.root();
+        loop {
+            let node = plan.node(id);
+            let Some(method) = node.method.as_ref() else {
+                break;
+            };
+            let mine = plan
+                .child_of_rank(id, me)
+                .expect("a rank walks down its own path");
+            if node.children.len() > 1 {
+                let g = group.get();
+                let t0 = Instant::now();
+                let (child, level) = self
+                    .level(ws, g, id, &objs)
+                    .map_err(|e| e.at_level(&node.label, method.kind))?;
+                times.push((id, t0.elapsed().as_secs_f64()));
+                if method.keep_cuts {
+                    cuts.insert(id, level);
+                }
+                let k = node.children.len();
+                if (0..k).all(|c| plan.child_ranks(id, c).len() == 1) {
+                    // The last split: every child is one rank, so each object's rank is known
+                    // and it need not move (the figures and the parts go to their ranks).
+                    for (o, &c) in objs.iter_mut().zip(&child) {
+                        o.dest = plan.child_ranks(id, c as usize)[0] as u32;
+                    }
+                    return Ok(Walked { objs, cuts, times });
+                }
+                objs = migrate(g, plan, id, me, objs, &child, self.dim)?;
+                group = Group::Split(g.split(mine as u32, me as i32)?);
+            }
+            match node.children[mine] {
+                Child::Rank(_) => break,
+                Child::Node(next) => id = next,
+            }
+        }
+        // A single-rank subtree: every object here is this rank's.
+        for o in &mut objs {
+            o.dest = me as u32;
+        }
+        Ok(Walked { objs, cuts, times })
+    }
+
+    /// Runs the level of node `id` on the group's objects: each object's child, and the cuts.
+    fn level<C: Comm + Reduce>(
+        &self,
+        ws: &mut hsfc::Workspace,
+        g: &C,
+        id: NodeId,
+        objs: &[Obj],
+    ) -> Result<(Vec<u32>, LevelCuts), Error> {
+        let (plan, dim) = (self.plan, self.dim);
+        let node = plan.node(id);
+        let method = node.method.as_ref().expect("a splitting node has a method");
+        let coords: Vec<f64> = objs.iter().flat_map(|o| o.x[..dim].to_vec()).collect();
+        let w: Option<Vec<f64>> = self.weighted.then(|| objs.iter().map(|o| o.w).collect());
+        let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
+        let mut child = vec![0u32; objs.len()];
+        let level = Level {
+            method,
+            par: self.par,
+            targets: &node.targets,
+            prev: self
+                .previous
+                .filter(|_| method.keep_cuts)
+                .and_then(|p| p.cuts.get(&id)),
+        };
+        if level.keeps_hsfc_cuts(dim).is_some() {
+            let lookup = rank_to_child(plan, id);
+            for (c, o) in child.iter_mut().zip(objs) {
+                *c = lookup.get(o.prev as usize).copied().unwrap_or(u32::MAX);
+            }
+        }
+        let points = Points::new(&coords, dim, w.as_deref());
+        let cuts = level.run(ws, g, points, Some(&gids), &mut child)?;
+        Ok((child, cuts))
+    }
+}
+
+/// Moves the objects of node `id`'s group to ranks of the child each was given. An object
+/// already on a rank of its child stays; the others are spread in equal chunks over the
+/// child's ranks (starting at a different one on each sender).
+fn migrate<C: Comm>(
+    g: &C,
+    plan: &Plan,
+    id: NodeId,
+    me: usize,
+    objs: Vec<Obj>,
+    child: &[u32],
+    dim: usize,
+) -> Result<Vec<Obj>, Error> {
+    let members = &plan.node(id).ranks;
+    let group_rank = |world: usize| {
+        members
+            .binary_search(&world)
+            .expect("a child's ranks belong to its parent")
+    };
+    let k = plan.node(id).children.len();
+    let mut by_child: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (i, &c) in child.iter().enumerate() {
+        by_child[c as usize].push(i);
+    }
+    let width = Obj::width(dim);
+    let mut send: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
+    let mut keep = Vec::new();
+    let shift = g.rank();
+    for (c, list) in by_child.iter().enumerate() {
+        let dest = plan.child_ranks(id, c);
+        if dest.binary_search(&me).is_ok() {
+            keep.extend(list.iter().map(|&i| objs[i]));
+            continue;
+        }
+        let chunk = list.len().div_ceil(dest.len()).max(1);
+        for (j, part) in list.chunks(chunk).enumerate() {
+            let to = group_rank(dest[(j + shift) % dest.len()]);
+            for &i in part {
+                objs[i].push(dim, &mut send[to]);
+            }
+        }
+    }
+    let counts: Vec<usize> = send.iter().map(Vec::len).collect();
+    let flat: Vec<u64> = send.concat();
+    let got = g.alltoallv(&flat, &counts)?;
+    keep.extend(got.data().chunks(width).map(|r| Obj::read(r, dim)));
+    Ok(keep)
+}

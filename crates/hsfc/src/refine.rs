@@ -1,0 +1,1199 @@
+//! Locating weight targets on the curve: adaptive binning refined only where a target falls.
+//!
+//! The objects, sorted by fine key (see [`crate::curve::fine_key_of_cell`]), have prefix
+//! weights `P`. For a target `q` (in fixed-point weight units, `q < W`) we look for the *atom*
+//! `a` (the set of objects sharing one fine key) that straddles it:
+//! `P(before a) <= q < P(before a) + w_a`. We never sort: a histogram of the weight over the
+//! top `B0` key bits (made in the key pass) puts each target in one bin; the points of those
+//! bins only are gathered, and each round histograms them over the next few key bits, per
+//! active bin, keeping only the sub-bins that hold a target. A sub-bin holding a single object
+//! (count 1) is resolved at once: its key is the sum of the keys in the bin. A target that
+//! reaches a single cell of the 64-bit keys holding several points goes on *inside* the cell:
+//! its candidates swap their cell key for their sub-key (the curve continued inside the cell,
+//! computed only for them) and the rounds go on over the sub-key bits. All histograms are
+//! integer sums, reduced with `sum_u64`, so every rank and every thread count takes the same
+//! decisions.
+
+use crate::exec::Exec;
+use part_api::Reduce;
+use std::sync::Mutex;
+
+/// Buffers kept between calls in the caller's [`crate::Workspace`] (histograms and candidate
+/// lists), so that repeated partitions do not fault fresh pages in (page faults also
+/// serialise threads on the address space). Shared by the chunks of a pass, hence the locks.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    u64s: Mutex<Vec<Vec<u64>>>,
+    cands: Mutex<Vec<Vec<Cand>>>,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let h = self.u64s.lock().map_or(0, |v| v.len());
+        let c = self.cands.lock().map_or(0, |v| v.len());
+        write!(f, "Scratch({h} histograms, {c} candidate lists)")
+    }
+}
+
+impl Scratch {
+    /// At most this many buffers of each kind are kept.
+    const KEEP: usize = 64;
+
+    /// The kept buffer that best fits `want` elements: the smallest with room for them, else
+    /// the largest (so that buffers of different sizes are not grown in turn, which would
+    /// fault fresh pages in on every call).
+    fn take<T>(pool: &Mutex<Vec<Vec<T>>>, want: usize) -> Option<Vec<T>> {
+        let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = (0..pool.len())
+            .filter(|&i| pool[i].capacity() >= want)
+            .min_by_key(|&i| pool[i].capacity());
+        let i = fits.or_else(|| (0..pool.len()).max_by_key(|&i| pool[i].capacity()))?;
+        Some(pool.swap_remove(i))
+    }
+
+    /// A zeroed buffer of `len` words.
+    pub(crate) fn zeroed(&self, len: usize) -> Vec<u64> {
+        match Self::take(&self.u64s, len) {
+            Some(mut v) => {
+                v.clear();
+                v.resize(len, 0);
+                v
+            }
+            None => vec![0; len],
+        }
+    }
+
+    pub(crate) fn give_u64(&self, v: Vec<u64>) {
+        let mut pool = self.u64s.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < Self::KEEP {
+            pool.push(v);
+        }
+    }
+
+    /// An empty candidate list with room for `cap`.
+    fn cands(&self, cap: usize) -> Vec<Cand> {
+        let mut v = Self::take(&self.cands, cap).unwrap_or_default();
+        v.clear();
+        v.reserve(cap);
+        v
+    }
+
+    fn give_cands(&self, v: Vec<Cand>) {
+        let mut pool = self.cands.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < Self::KEEP {
+            pool.push(v);
+        }
+    }
+}
+
+/// Key bits in the histogram made by the key pass.
+pub(crate) const B0: u32 = 14;
+
+/// Fixed-point weights: `q_i = round(w_i·2^S)` (to nearest, ties to even), or 1 per object
+/// for unit weights. `2^S = a·b` (two factors, so that extreme weights do not overflow the
+/// scale), and `S` keeps every `q_i < 2^51`, so the rounding is done exactly and cheaply by
+/// adding 2^52 and reading the low mantissa bits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Quant<'a> {
+    Unit,
+    Scaled { w: &'a [f64], a: f64, b: f64 },
+}
+
+const TWO52: f64 = 4_503_599_627_370_496.0;
+
+impl Quant<'_> {
+    #[inline(always)]
+    pub(crate) fn q(&self, i: usize) -> u64 {
+        match *self {
+            Quant::Unit => 1,
+            Quant::Scaled { w, a, b } => (w[i] * a * b + TWO52).to_bits() - TWO52.to_bits(),
+        }
+    }
+}
+
+/// What a target found: the weight before the straddling atom, its weight, and the cuts
+/// just before and just after it.
+///
+/// The cuts are canonical (they depend on the points only, not on how the atom was found):
+/// a cut between two atoms of different cells is at a cell boundary (the start of the later
+/// atom's cell, `key << 64`, or the end of the earlier one's, `(key + 1) << 64`); only a cut
+/// between two atoms of one cell has a sub-key (the later atom's fine key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub before: u64,
+    pub weight: u64,
+    pub cut_before: u128,
+    pub cut_after: u128,
+}
+
+impl Found {
+    /// The atom at sub-key `sub` of cell `cell`; `first`/`last`: no point of the cell comes
+    /// before/after it.
+    fn new(before: u64, weight: u64, cell: u64, sub: u64, first: bool, last: bool) -> Found {
+        let start = u128::from(cell) << 64;
+        let fine = start | u128::from(sub);
+        Found {
+            before,
+            weight,
+            cut_before: if first { start } else { fine },
+            cut_after: if last {
+                start.saturating_add(1 << 64)
+            } else {
+                fine + 1
+            },
+        }
+    }
+
+    /// Whether the cut for target `q` (which this atom straddles) goes before the atom: when
+    /// that is at least as near `q` as after it.
+    pub(crate) fn goes_before(&self, q: u64) -> bool {
+        q - self.before <= self.before + self.weight - q
+    }
+
+    /// The cut for target `q`: [`Found::cut_before`] or [`Found::cut_after`], the nearer.
+    pub(crate) fn nearest_cut(&self, q: u64) -> u128 {
+        if self.goes_before(q) {
+            self.cut_before
+        } else {
+            self.cut_after
+        }
+    }
+}
+
+/// Number of points this rank assigned to each part.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    pub counts: Vec<u64>,
+}
+
+impl Tally {
+    pub(crate) fn new(k: usize) -> Tally {
+        Tally { counts: vec![0; k] }
+    }
+    pub(crate) fn merge(&mut self, o: &Tally) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+    }
+}
+
+/// For a fresh partition every query is a cut target, so the part of every point is known as
+/// soon as its bin holds no target: [`locate`] then writes the parts as it goes (no later pass
+/// and no search over the cuts).
+#[derive(Debug)]
+pub(crate) struct Assign<'a> {
+    /// How many cuts (on the parts of positive size) have each query as target.
+    pub mult: &'a [u32],
+    /// Part id of the c-th part of positive size.
+    pub positive: &'a [u32],
+    /// Output, one per local point; on entry it holds each point's level-0 bin (the top
+    /// [`B0`] key bits), written there by the key pass.
+    pub parts: &'a mut [u32],
+    /// Number of parts K.
+    pub k: usize,
+}
+
+/// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
+const CELL_FLAG: u32 = 1 << 31;
+
+/// A fresh partition writes the parts while locating ([`Assign`]) when it has fewer parts
+/// than this, so that a part fits beside the flags above in a `u32`.
+pub(crate) const ASSIGN_MAX: usize = 1 << 30;
+
+/// Marks a sub-bin's fate (one word: a slot of the next round, or this flag and a part) as
+/// done. Parts are below 2^31 where fates are used (see `CELL_FLAG`).
+const DONE: u32 = 1 << 31;
+
+/// Where an active cell's sub-bins start in a round's histogram, and how to find a key's;
+/// where its key bit counts start (`usize::MAX` when it does not count them) and how many.
+#[derive(Clone, Copy)]
+struct SlotGeom {
+    off: usize,
+    shift: u32,
+    mask: u64,
+    ones: usize,
+    width: u32,
+}
+
+#[inline(always)]
+fn geom_cell(g: &[SlotGeom], slot: u32, key: u64) -> usize {
+    let s = g[slot as usize];
+    s.off + ((key >> s.shift) & s.mask) as usize
+}
+
+#[derive(Clone, Copy)]
+struct Cand {
+    key: u64,
+    w: u64,
+    idx: u32,
+    slot: u32,
+}
+
+struct Active {
+    /// The cell's key bits (its first `depth` bits); inside a cell (`inner`), of the sub-key.
+    prefix: u64,
+    /// Global weight before the cell.
+    base: u64,
+    /// Key bits fixed so far (of the sub-key when `inner`).
+    depth: u32,
+    /// Global number of objects in the cell (estimated from the weight at level 0).
+    count: u64,
+    /// The last round did not split the cell (all its objects fell in one sub-bin, e.g.
+    /// duplicate points): the next round counts its key bits (see [`BIT_COUNT_MAX`]).
+    stalled: bool,
+    /// Set when refining inside one cell of the 64-bit keys: the candidates' `key` is then
+    /// their sub-key.
+    inner: Option<Inner>,
+}
+
+/// A cell of the 64-bit keys being refined by sub-key.
+#[derive(Clone, Copy)]
+struct Inner {
+    /// The cell's key.
+    key: u64,
+    /// Global number of points in the cell.
+    count: u64,
+    /// Global number of points of the cell before the active sub-cell.
+    before: u64,
+}
+
+// The first round may histogram straight from the keys, without counts; it must not reach a
+// single cell, where counts decide whether to go on inside it (sub-bins have at most 2^16).
+const _: () = assert!(B0 + 16 < crate::curve::key_bits(3));
+
+/// Sub-bin bits for a cell of `count` objects: about 8 objects per sub-bin, between 2^8 and
+/// 2^16 sub-bins, so that dense cells are split finely and need fewer rounds.
+fn sub_bits(count: u64) -> u32 {
+    let len = 64 - count.leading_zeros();
+    len.saturating_sub(3).clamp(8, 16)
+}
+
+/// Active cells of at most this many objects (and those inside a cell, or that the last round
+/// did not split) also count, for each key bit, how many of their objects have it set: when a
+/// round leaves all of a cell's objects in one sub-bin, the counts give the key prefix they all
+/// share, and the cell jumps to it (duplicate points: straight to their cell, then, inside it,
+/// to their atom) instead of descending 8 bits a round. One word per key bit and cell.
+const BIT_COUNT_MAX: u64 = 16;
+
+/// Where a gather pass sends a local point.
+enum Route {
+    /// Nowhere: it already has its part.
+    Keep,
+    /// Its part is now known.
+    Done(u32),
+    /// It stays a candidate, of this active cell.
+    Cand(u32),
+}
+
+/// One gather pass over the local points (the first gather and pass B share it): each point's
+/// route comes, with `assign`, from its parts entry (`by_entry`; a finished point's part is
+/// written there and counted), else from its key (`by_key`: its slot, if it stays a
+/// candidate). The candidates come in chunks of increasing point order, each with room for
+/// `reserve(chunk length)`, and with `assign` each chunk's counts per part.
+fn gather(
+    exec: &Exec,
+    (keys, quant): (&[u64], Quant<'_>),
+    assign: Option<&mut Assign<'_>>,
+    reserve: impl Fn(usize) -> usize + Sync,
+    by_entry: impl Fn(u32) -> Route + Sync,
+    by_key: impl Fn(u64) -> Option<u32> + Sync,
+) -> Vec<(Vec<Cand>, Option<Tally>)> {
+    let cand = |i: usize, slot: u32| Cand {
+        key: keys[i],
+        w: quant.q(i),
+        idx: i as u32,
+        slot,
+    };
+    match assign {
+        Some(a) => {
+            let k = a.k;
+            exec.map_chunks_mut(a.parts, |r, out| {
+                let mut cs = exec.scratch.cands(reserve(r.len()));
+                let mut t = Tally::new(k);
+                for (j, p) in out.iter_mut().enumerate() {
+                    match by_entry(*p) {
+                        Route::Keep => {}
+                        Route::Done(part) => {
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        }
+                        Route::Cand(slot) => cs.push(cand(r.start + j, slot)),
+                    }
+                }
+                (cs, Some(t))
+            })
+        }
+        None => exec.map_ranges(keys.len(), |r| {
+            let mut cs = exec.scratch.cands(reserve(r.len()));
+            for i in r {
+                if let Some(slot) = by_key(keys[i]) {
+                    cs.push(cand(i, slot));
+                }
+            }
+            (cs, None)
+        }),
+    }
+}
+
+/// Pass B of a fresh partition: the points that pass A parked in their parts entries (their
+/// first-round sub-bin, flagged) get their part, or become candidates of the next round,
+/// from their sub-bin's `fate`. Branch-free, as a point's fate is unpredictable: every point
+/// writes its entry (unchanged when pass A assigned it; a candidate's is scratch until its
+/// part is known) and a count (the others into a spare last counter), and is written as a
+/// candidate, which only the candidates keep.
+fn pass_b(
+    exec: &Exec,
+    (keys, quant): (&[u64], Quant<'_>),
+    a: &mut Assign<'_>,
+    fate: &[u32],
+) -> Vec<(Vec<Cand>, Option<Tally>)> {
+    let k = a.k;
+    exec.map_chunks_mut(a.parts, |r, out| {
+        let mut cs = exec.scratch.cands(r.len());
+        let mut counts = vec![0u64; k + 1];
+        let mut n = 0;
+        let spare = &mut cs.spare_capacity_mut()[..r.len()];
+        for (j, p) in out.iter_mut().enumerate() {
+            let e = *p;
+            let parked = e & CELL_FLAG != 0;
+            let v = if parked {
+                fate[(e & !CELL_FLAG) as usize]
+            } else {
+                DONE | e
+            };
+            let cand = v & DONE == 0;
+            *p = v & !DONE;
+            counts[if parked && !cand {
+                (v & !DONE) as usize
+            } else {
+                k
+            }] += 1;
+            let i = r.start + j;
+            spare[n].write(Cand {
+                key: keys[i],
+                w: quant.q(i),
+                idx: i as u32,
+                slot: v,
+            });
+            n += usize::from(cand);
+        }
+        // SAFETY: every element below `n` was written in the loop (at each `n` before it was
+        // advanced), and `n <= r.len() <= capacity`.
+        unsafe { cs.set_len(n) };
+        counts.truncate(k);
+        (cs, Some(Tally { counts }))
+    })
+}
+
+/// The active cells of level 0 (the top [`B0`] key bits, the key pass's histogram): the bins
+/// where queries fall, each query's slot, each bin's slot (`u32::MAX`: inactive) and, for a
+/// fresh partition, the part of every inactive bin.
+struct Level0 {
+    active: Vec<Active>,
+    slot_of_query: Vec<u32>,
+    /// Fixed-size, so that masked indexing needs no bounds check in the passes.
+    slot_of_bin: Box<[u32; 1 << B0]>,
+    part_of_bin: Box<[u32; 1 << B0]>,
+}
+
+/// Level 0 from the global histogram `hist0`; `assign`: the part after each number of cuts,
+/// and how many cuts lie below each query.
+fn level0(
+    hist0: &[u64],
+    n_total: u64,
+    queries: &[u64],
+    assign: Option<(&[u32], &[u32])>,
+) -> Level0 {
+    let mut active: Vec<Active> = Vec::new();
+    let mut slot_of_query: Vec<u32> = vec![0; queries.len()];
+    let nb = 1usize << B0;
+    let mut slot_of_bin: Box<[u32; 1 << B0]> = vec![u32::MAX; nb]
+        .into_boxed_slice()
+        .try_into()
+        .expect("size 2^B0");
+    let mut part_of_bin: Box<[u32; 1 << B0]> = vec![0u32; nb]
+        .into_boxed_slice()
+        .try_into()
+        .expect("size 2^B0");
+    let total = hist0.iter().sum::<u64>().max(1);
+    let (mut b, mut cum) = (0usize, 0u64);
+    for (qi, &q) in queries.iter().enumerate() {
+        while cum + hist0[b] <= q {
+            cum += hist0[b];
+            b += 1;
+        }
+        if active.last().is_none_or(|a| a.prefix != b as u64) {
+            let count = (n_total as f64 * (hist0[b] as f64 / total as f64)).ceil() as u64;
+            active.push(Active {
+                prefix: b as u64,
+                base: cum,
+                depth: B0,
+                count,
+                stalled: false,
+                inner: None,
+            });
+        }
+        slot_of_query[qi] = (active.len() - 1) as u32;
+    }
+    for (s, a) in active.iter().enumerate() {
+        slot_of_bin[a.prefix as usize] = s as u32;
+    }
+    if let Some((positive, cuts_below)) = assign {
+        // An inactive bin lies after exactly the cuts whose targets fall in earlier bins.
+        let mut qi = 0;
+        for (b, p) in part_of_bin.iter_mut().enumerate() {
+            while qi < queries.len() && (active[slot_of_query[qi] as usize].prefix as usize) < b {
+                qi += 1;
+            }
+            *p = positive[cuts_below[qi] as usize];
+        }
+    }
+    Level0 {
+        active,
+        slot_of_query,
+        slot_of_bin,
+        part_of_bin,
+    }
+}
+
+/// Where a round's queries went ([`Geometry::place`]).
+struct Placement {
+    /// The next round's active cells.
+    next_active: Vec<Active>,
+    /// Per next slot: its candidates enter their cell (they swap their key for the sub-key).
+    enters: Vec<bool>,
+    /// Each sub-bin's slot in the next round (`u32::MAX`: none).
+    remap: Vec<u32>,
+    /// The queries still pending.
+    still: Vec<usize>,
+    /// Where each pending query went: (sub-bin, whether it was resolved).
+    placed: Vec<(usize, bool)>,
+}
+
+/// The layout of one refinement round's histogram: sub-bin bits per active cell (within a
+/// global budget), where each cell's sub-bins start (`off`, `cells` in all), and after them,
+/// for the cells that count their key bits (see [`BIT_COUNT_MAX`]), where their bit counts
+/// start (`bit_off`, `usize::MAX` for the others); `hist_len` words in all (3 per sub-bin:
+/// weight, count, key sum). `geom` is the same per slot, for the passes.
+struct Geometry {
+    bits: Vec<u32>,
+    off: Vec<usize>,
+    cells: usize,
+    bit_off: Vec<usize>,
+    hist_len: usize,
+    geom: Vec<SlotGeom>,
+}
+
+impl Geometry {
+    /// The round's layout for the `active` cells; `from_keys`: the first round, which
+    /// histograms weights only; `widths`: the bits of cell keys and of sub-keys.
+    fn new(active: &[Active], from_keys: bool, widths: (u32, u32)) -> Geometry {
+        let width = |a: &Active| {
+            if a.inner.is_some() {
+                widths.1
+            } else {
+                widths.0
+            }
+        };
+        let nact = active.len();
+        // Sub-bins per active cell, within a global budget.
+        let mut bits: Vec<u32> = active
+            .iter()
+            .map(|a| sub_bits(a.count).min(width(a) - a.depth))
+            .collect();
+        while bits.iter().map(|&b| 1usize << b).sum::<usize>() > (1 << 17) {
+            let i = (0..nact)
+                .max_by_key(|&i| (bits[i], std::cmp::Reverse(i)))
+                .expect("nact > 0");
+            if bits[i] == 1 {
+                break;
+            }
+            bits[i] -= 1;
+        }
+        let mut off = Vec::with_capacity(nact + 1);
+        off.push(0usize);
+        for &b in &bits {
+            off.push(off.last().expect("pushed") + (1usize << b));
+        }
+        let cells = off[nact];
+        // After the sub-bins, per active cell that counts its key bits (see BIT_COUNT_MAX):
+        // how many of its objects have each bit set.
+        let mut bit_off = vec![usize::MAX; nact];
+        let mut hist_len = cells * 3;
+        if !from_keys {
+            for (s, a) in active.iter().enumerate() {
+                if a.inner.is_some() || a.stalled || a.count <= BIT_COUNT_MAX {
+                    bit_off[s] = hist_len;
+                    hist_len += width(a) as usize;
+                }
+            }
+        }
+        let geom: Vec<SlotGeom> = (0..nact)
+            .map(|s| SlotGeom {
+                off: off[s],
+                shift: width(&active[s]) - active[s].depth - bits[s],
+                mask: (1u64 << bits[s]) - 1,
+                ones: bit_off[s],
+                width: width(&active[s]),
+            })
+            .collect();
+        Geometry {
+            bits,
+            off,
+            cells,
+            bit_off,
+            hist_len,
+            geom,
+        }
+    }
+
+    /// The exact number of objects of each cell that counted its key bits (else 0), from the
+    /// reduced histogram.
+    fn cell_totals(&self, hist: &[u64]) -> Vec<u64> {
+        (0..self.bits.len())
+            .map(|s| {
+                if self.bit_off[s] == usize::MAX {
+                    return 0;
+                }
+                (self.off[s]..self.off[s + 1])
+                    .map(|c| hist[c * 3 + 1])
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// Walks each pending query through its cell's sub-bins in the reduced histogram `hist`
+    /// (`stride` words per sub-bin: weight only in the first round, else weight, count and key
+    /// sum): a query whose sub-bin holds a single atom is resolved (`found`); the others move
+    /// to the next round's active cells (`slot_of_query`). `estimate`: the global point count
+    /// and weight, to estimate counts the first round does not sum.
+    fn place(
+        &self,
+        (hist, stride): (&[u64], usize),
+        active: &[Active],
+        (queries, pending): (&[u64], &[usize]),
+        (slot_of_query, found): (&mut [u32], &mut [Option<Found>]),
+        (n_total, total_w): (u64, u64),
+    ) -> Placement {
+        let cell_total = self.cell_totals(hist);
+        let mut next_active: Vec<Active> = Vec::new();
+        // Next slots whose candidates enter their cell: they swap their key for the sub-key.
+        let mut enters: Vec<bool> = Vec::new();
+        let mut remap = vec![u32::MAX; self.cells];
+        let mut still = Vec::new();
+        // Where each pending query went: (cell, whether it was resolved).
+        let mut placed: Vec<(usize, bool)> = Vec::with_capacity(pending.len());
+        // Walk state: (slot, sub-bin, weight before it, count before it in the slot).
+        let mut walk: Option<(u32, usize, u64, u64)> = None;
+        for &qi in pending {
+            let q = queries[qi];
+            let s = slot_of_query[qi];
+            let a = &active[s as usize];
+            let (mut sb, mut cum, mut cnt) = match walk {
+                Some((ws, sb, cum, cnt)) if ws == s => (sb, cum, cnt),
+                _ => (0, a.base, 0),
+            };
+            let row = &hist[self.off[s as usize] * stride..self.off[s as usize + 1] * stride];
+            while cum + row[sb * stride] <= q {
+                cum += row[sb * stride];
+                if stride == 3 {
+                    cnt += row[sb * 3 + 1];
+                }
+                sb += 1;
+            }
+            walk = Some((s, sb, cum, cnt));
+            let w = row[sb * stride];
+            let (count, keysum) = if stride == 3 {
+                (row[sb * 3 + 1], row[sb * 3 + 2])
+            } else {
+                // Unknown: estimated from the weight, never taken as a single object.
+                let est = (n_total as f64 * (w as f64 / total_w as f64)).ceil() as u64;
+                (est.max(2), 0)
+            };
+            let b = self.bits[s as usize];
+            let cell = self.off[s as usize] + sb;
+            // The sub-bin's key prefix, lengthened to the prefix that all its objects share
+            // when they are all of the cell's and it counted its key bits.
+            let width_a = self.geom[s as usize].width;
+            let (mut depth, mut prefix) = (a.depth + b, (a.prefix << b) | sb as u64);
+            if count > 1
+                && count == cell_total[s as usize]
+                && let Some((len, key)) = self.shared_prefix(hist, s as usize, count)
+                && len > depth
+            {
+                (depth, prefix) = (len, key >> (width_a - len));
+            }
+            let full = depth == width_a;
+            // The key of the sub-bin's single atom, if it holds one: a single point (its key is
+            // the key sum), or inside a cell a single fine key (at full depth).
+            let atom = match a.inner {
+                None => (count == 1).then_some(keysum),
+                Some(_) if count == 1 => Some(keysum),
+                Some(_) if full => Some(prefix),
+                Some(_) => None,
+            };
+            if let Some(key) = atom {
+                found[qi] = Some(match a.inner {
+                    // Alone in a sub-bin of cell keys, so alone in its cell.
+                    None => Found::new(cum, w, key, 0, true, true),
+                    Some(c) => {
+                        let first = c.before + cnt == 0;
+                        let last = c.before + cnt + count == c.count;
+                        Found::new(cum, w, c.key, key, first, last)
+                    }
+                });
+                placed.push((cell, true));
+            } else {
+                if remap[cell] == u32::MAX {
+                    remap[cell] = next_active.len() as u32;
+                    next_active.push(if full {
+                        // A single cell holding several points (counts are exact here, see
+                        // the assertion on B0): go on inside it, over the sub-keys.
+                        debug_assert_eq!(stride, 3);
+                        Active {
+                            prefix: 0,
+                            base: cum,
+                            depth: 0,
+                            count,
+                            stalled: false,
+                            inner: Some(Inner {
+                                key: prefix,
+                                count,
+                                before: 0,
+                            }),
+                        }
+                    } else {
+                        Active {
+                            prefix,
+                            base: cum,
+                            depth,
+                            count,
+                            // Not split, and no bit counts to jump with: count them next time.
+                            stalled: count == a.count && self.bit_off[s as usize] == usize::MAX,
+                            inner: a.inner.map(|c| Inner {
+                                before: c.before + cnt,
+                                ..c
+                            }),
+                        }
+                    });
+                    enters.push(full);
+                }
+                slot_of_query[qi] = remap[cell];
+                still.push(qi);
+                placed.push((cell, false));
+            }
+        }
+        Placement {
+            next_active,
+            enters,
+            remap,
+            still,
+            placed,
+        }
+    }
+
+    /// For a fresh partition, the fate of every sub-bin in one word: its slot in the next
+    /// round (`remap`), or [`DONE`] with its part: one with no target follows the cuts before
+    /// it (`cuts`: how many cuts lie below each query, and the part after each number of
+    /// cuts); a resolved atom also follows the cuts placed just before it. `placed`: where
+    /// each pending query went (its sub-bin, and whether it was resolved).
+    fn fates(
+        &self,
+        active: &[Active],
+        queries: &[u64],
+        (pending, placed): (&[usize], &[(usize, bool)]),
+        found: &[Option<Found>],
+        (cuts_below, positive): (&[u32], &[u32]),
+        remap: &[u32],
+    ) -> Vec<u32> {
+        let mut fate = vec![0u32; self.cells];
+        let mut pi = 0;
+        for (s, act) in active.iter().enumerate() {
+            let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
+            for cell in self.off[s]..self.off[s + 1] {
+                let mut here = 0u32;
+                let mut at_key = 0u32;
+                let mut resolved = false;
+                while pi < pending.len() && placed[pi].0 == cell {
+                    let qi = pending[pi];
+                    let m = cuts_below[qi + 1] - cuts_below[qi];
+                    here += m;
+                    if placed[pi].1 {
+                        resolved = true;
+                        let f = found[qi].expect("resolved");
+                        if f.goes_before(queries[qi]) {
+                            at_key += m;
+                        }
+                    }
+                    pi += 1;
+                }
+                fate[cell] = if remap[cell] != u32::MAX {
+                    remap[cell]
+                } else if resolved {
+                    DONE | positive[(below + at_key) as usize]
+                } else {
+                    DONE | positive[below as usize]
+                };
+                below += here;
+            }
+        }
+        fate
+    }
+
+    /// For cell `s` that counted its key bits and has all its `all` objects in one sub-bin: the
+    /// length of the key prefix they share and the key bits (those below it are junk).
+    fn shared_prefix(&self, hist: &[u64], s: usize, all: u64) -> Option<(u32, u64)> {
+        let bo = self.bit_off[s];
+        if bo == usize::MAX {
+            return None;
+        }
+        let w = self.geom[s].width;
+        let (mut len, mut key) = (0u32, 0u64);
+        for bit in (0..w).rev() {
+            match hist[bo + bit as usize] {
+                0 => {}
+                ones if ones == all => key |= 1 << bit,
+                _ => break,
+            }
+            len += 1;
+        }
+        Some((len, key))
+    }
+}
+
+/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
+/// the global weights per part.
+pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
+
+/// Sub-keys of the local points (the low words of their fine keys), asked for only for the
+/// points of cells that a target reaches while they hold several points.
+pub(crate) trait SubKeys: Sync {
+    /// The curve's state inside the cell whose key is `cell` (the same for all its points).
+    fn cell_state(&self, cell: u64) -> usize;
+    /// The position of local point `i` inside its cell (the coordinates the sub-key is the
+    /// key of). Reads the point: a cache miss, as candidates are few and far apart, so callers
+    /// take the positions of many points first and their sub-keys after, and the misses
+    /// overlap.
+    fn position(&self, i: usize) -> [u32; 3];
+    /// Asks the processor to fetch what [`SubKeys::position`] of point `i` will read.
+    fn prefetch(&self, i: usize);
+    /// The sub-key of position `pos` inside a cell whose state is `state`.
+    fn sub_key(&self, pos: [u32; 3], state: usize) -> u64;
+}
+
+/// What [`locate`] works on: the local points (their keys, the sub-key of point `i`, their
+/// fixed-point weights; `bits`: the widths of keys and sub-keys), the global level-0
+/// histogram, the global number of points, and the queries.
+pub(crate) struct Targets<'a, S> {
+    pub keys: &'a [u64],
+    pub sub_key: &'a S,
+    pub quant: Quant<'a>,
+    pub hist0: &'a [u64],
+    pub bits: (u32, u32),
+    pub n_total: u64,
+    pub queries: &'a [u64],
+}
+
+/// Finds the atom straddling each of `queries` (sorted, distinct, each `< W`).
+///
+/// `hist0` is the global weight histogram over the top [`B0`] bits of the `key_bits`-bit keys.
+/// `sub_key` gives the `sub_key_bits`-bit sub-keys of local points (needed only for the
+/// points of cells that a target reaches while they still hold several points).
+/// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
+/// local point's part and returns the local counts per part and the global weights per
+/// part (summed from the reduced histograms, so not to be reduced again).
+pub(crate) fn locate<R: Reduce, S: SubKeys>(
+    comm: &R,
+    exec: &Exec,
+    input: Targets<'_, S>,
+    mut assign: Option<Assign<'_>>,
+) -> Result<Located, R::Error> {
+    let Targets {
+        keys,
+        sub_key,
+        quant,
+        hist0,
+        bits: (key_bits, sub_key_bits),
+        n_total,
+        queries,
+    } = input;
+    let mut found: Vec<Option<Found>> = vec![None; queries.len()];
+    // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
+    let cuts_below: Vec<u32> = match &assign {
+        Some(a) => std::iter::once(0)
+            .chain(a.mult.iter().scan(0u32, |acc, &m| {
+                *acc += m;
+                Some(*acc)
+            }))
+            .collect(),
+        None => vec![0; queries.len() + 1],
+    };
+
+    // Level 0: the key pass's histogram.
+    let Level0 {
+        mut active,
+        mut slot_of_query,
+        slot_of_bin,
+        part_of_bin,
+    } = level0(
+        hist0,
+        n_total,
+        queries,
+        assign.as_ref().map(|a| (a.positive, &cuts_below[..])),
+    );
+    let nb = 1usize << B0;
+    // Gather the local objects of the active bins (and assign the others).
+    let shift0 = key_bits - B0;
+    let active_weight: u64 = active.iter().map(|a| hist0[a.prefix as usize]).sum();
+    let frac = active_weight as f64 / hist0.iter().sum::<u64>().max(1) as f64;
+    let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
+    // When the targets' bins hold much of the weight (points concentrated where cuts fall),
+    // the first round histograms straight from the keys and only its survivors are gathered.
+    let mut from_keys = frac > 0.25 && assign.as_ref().is_none_or(|a| a.k < CELL_FLAG as usize);
+    let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
+    // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
+    // once the bin's part is known, so points are counted locally but never weighed twice.
+    let mut global_w: Option<Vec<u64>> = assign.as_ref().map(|a| {
+        let mut w = vec![0u64; a.k];
+        for (b, &hw) in hist0.iter().enumerate() {
+            if slot_of_bin[b] == u32::MAX {
+                w[part_of_bin[b] as usize] += hw;
+            }
+        }
+        w
+    });
+    // Candidates in chunks, each in increasing point order and covering its own range of
+    // points, so that chunks can be processed in parallel (each writing its own parts).
+    let mut cands: Vec<Vec<Cand>> = Vec::new();
+    if !from_keys {
+        let gathered = gather(
+            exec,
+            (keys, quant),
+            assign.as_mut(),
+            reserve,
+            // The key pass left the point's level-0 bin in its parts entry.
+            |entry| {
+                let b = entry as usize & (nb - 1);
+                match slot_of_bin[b] {
+                    // Its weight is counted from hist0 (see `global_w`).
+                    u32::MAX => Route::Done(part_of_bin[b]),
+                    s => Route::Cand(s),
+                }
+            },
+            |key| Some(slot_of_bin[(key >> shift0) as usize & (nb - 1)]).filter(|&s| s != u32::MAX),
+        );
+        for (c, t) in gathered {
+            cands.push(c);
+            if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                all.merge(&t);
+            }
+        }
+    }
+    let count_of = |cs: &[Vec<Cand>]| cs.iter().map(Vec::len).sum::<usize>();
+    let mut pending: Vec<usize> = (0..queries.len()).collect();
+    while !pending.is_empty() {
+        let round = Geometry::new(&active, from_keys, (key_bits, sub_key_bits));
+        let (cells, hist_len, geom) = (round.cells, round.hist_len, &round.geom);
+        let cell_of = |c: &Cand| geom_cell(geom, c.slot, c.key);
+        // Weight, count and key sum per sub-bin (and the bit counts).
+        let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
+            for c in cs {
+                let g = geom[c.slot as usize];
+                let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
+                h[idx] += c.w;
+                h[idx + 1] += 1;
+                h[idx + 2] = h[idx + 2].wrapping_add(c.key);
+                if g.ones != usize::MAX {
+                    let ones = &mut h[g.ones..g.ones + g.width as usize];
+                    for (bit, o) in ones.iter_mut().enumerate() {
+                        *o += (c.key >> bit) & 1;
+                    }
+                }
+            }
+        };
+        let mut hist = if from_keys {
+            // Pass A: histogram the points of the active bins, assign the others.
+            let k = assign.as_ref().map_or(0, |a| a.k);
+            let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
+                Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
+                    let mut h = exec.scratch.zeroed(cells);
+                    let mut t = Tally::new(k);
+                    for (j, p) in out.iter_mut().enumerate() {
+                        // The key pass left the point's level-0 bin in its parts entry.
+                        let b = *p as usize & (nb - 1);
+                        let s = slot_of_bin[b];
+                        if s == u32::MAX {
+                            // Its weight is counted from hist0 (see `global_w`).
+                            let part = part_of_bin[b];
+                            *p = part;
+                            t.counts[part as usize] += 1;
+                        } else {
+                            // Parked: the cell, flagged, until pass B knows its part.
+                            let key = keys[r.start + j];
+                            let cell = geom_cell(geom, s, key);
+                            h[cell] += quant.q(r.start + j);
+                            *p = CELL_FLAG | cell as u32;
+                        }
+                    }
+                    (h, Some(t))
+                }),
+                None => exec.map_ranges(keys.len(), |r| {
+                    let mut h = exec.scratch.zeroed(cells);
+                    for i in r {
+                        let key = keys[i];
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s != u32::MAX {
+                            h[geom_cell(geom, s, key)] += quant.q(i);
+                        }
+                    }
+                    (h, None)
+                }),
+            };
+            let mut it = per.into_iter();
+            let (mut h, t0) = it.next().unwrap_or_default();
+            if let (Some(all), Some(t)) = (tally.as_mut(), t0) {
+                all.merge(&t);
+            }
+            for (o, t) in it {
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
+                }
+                exec.scratch.give_u64(o);
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+            h
+        } else {
+            let acc_group = |g: &[Vec<Cand>]| {
+                let mut h = exec.scratch.zeroed(hist_len);
+                for cs in g {
+                    accumulate_into(&mut h, cs);
+                }
+                h
+            };
+            let per = if exec.parallel_for(count_of(&cands)) {
+                let per_group = cands.len().div_ceil(exec.threads()).max(1);
+                exec.map_items(cands.chunks(per_group).collect(), acc_group)
+            } else {
+                vec![acc_group(&cands)]
+            };
+            let mut it = per.into_iter();
+            let mut h = it.next().unwrap_or_else(|| exec.scratch.zeroed(hist_len));
+            for o in it {
+                for (x, y) in h.iter_mut().zip(&o) {
+                    *x = x.wrapping_add(*y);
+                }
+                exec.scratch.give_u64(o);
+            }
+            h
+        };
+        comm.sum_u64(&mut hist)?;
+        // The first round from the keys sums weights only (no count, no key sum).
+        let stride = if from_keys { 1 } else { 3 };
+        let total_w: u64 = hist0.iter().sum::<u64>().max(1);
+
+        let Placement {
+            next_active,
+            enters,
+            remap,
+            still,
+            placed,
+        } = round.place(
+            (&hist, stride),
+            &active,
+            (queries, &pending),
+            (&mut slot_of_query, &mut found),
+            (n_total, total_w),
+        );
+        // Each sub-bin's fate in one word: its next slot, or done with its part.
+        let fate: Vec<u32> = match &assign {
+            Some(asg) => round.fates(
+                &active,
+                queries,
+                (&pending, &placed),
+                &found,
+                (&cuts_below, asg.positive),
+                &remap,
+            ),
+            None => Vec::new(),
+        };
+        if let Some(gw) = global_w.as_mut() {
+            for (cell, &f) in fate.iter().enumerate() {
+                if f & DONE != 0 {
+                    gw[(f & !DONE) as usize] += hist[cell * stride];
+                }
+            }
+        }
+        pending = still;
+        if from_keys {
+            debug_assert!(
+                enters.iter().all(|&e| !e),
+                "the first round stays above cells"
+            );
+            // Pass B: assign the points of the finished sub-bins, gather the others.
+            from_keys = false;
+            let survivors: u64 = next_active.iter().map(|a| a.count).sum();
+            let sfrac = survivors as f64 / n_total.max(1) as f64;
+            let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
+            let per = match assign.as_mut() {
+                Some(a) => pass_b(exec, (keys, quant), a, &fate),
+                None => gather(
+                    exec,
+                    (keys, quant),
+                    None,
+                    reserve,
+                    |_| Route::Keep,
+                    |key| {
+                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                        if s == u32::MAX {
+                            return None;
+                        }
+                        Some(remap[geom_cell(geom, s, key)]).filter(|&next| next != u32::MAX)
+                    },
+                ),
+            };
+            for c in cands.drain(..) {
+                exec.scratch.give_cands(c);
+            }
+            for (c, t) in per {
+                cands.push(c);
+                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
+                    all.merge(&t);
+                }
+            }
+        } else {
+            let par = exec.parallel_for(count_of(&cands));
+            match (assign.as_mut(), tally.as_mut()) {
+                (Some(asg), Some(t)) => {
+                    // Each chunk with the slice of parts its points fall in.
+                    let mut work: Vec<(&mut Vec<Cand>, usize, &mut [u32])> = Vec::new();
+                    let mut rest: &mut [u32] = &mut *asg.parts;
+                    let mut base = 0usize;
+                    let starts: Vec<Option<usize>> = cands
+                        .iter()
+                        .map(|c| c.first().map(|x| x.idx as usize))
+                        .collect();
+                    let nonempty: Vec<usize> =
+                        (0..cands.len()).filter(|&c| starts[c].is_some()).collect();
+                    let mut chunks: Vec<Option<&mut Vec<Cand>>> =
+                        cands.iter_mut().map(Some).collect();
+                    for (n, &c) in nonempty.iter().enumerate() {
+                        let start = starts[c].expect("non-empty");
+                        let end = nonempty
+                            .get(n + 1)
+                            .map_or(base + rest.len(), |&d| starts[d].expect("non-empty"));
+                        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - base);
+                        let (mine, tail) = tail.split_at_mut(end - start);
+                        rest = tail;
+                        base = end;
+                        work.push((chunks[c].take().expect("each chunk once"), start, mine));
+                    }
+                    let k = asg.k;
+                    // Branch-free (a candidate's fate is unpredictable): every candidate writes
+                    // its entry (a kept one's is scratch until its part is known) and a count
+                    // (the kept ones into the spare last counter), and is copied down.
+                    let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
+                        let mut counts = vec![0u64; k + 1];
+                        let mut kept = 0;
+                        for j in 0..cs.len() {
+                            let c = cs[j];
+                            let v = fate[cell_of(&c)];
+                            let keep = v & DONE == 0;
+                            parts[c.idx as usize - off] = v & !DONE;
+                            counts[if keep { k } else { (v & !DONE) as usize }] += 1;
+                            cs[kept] = Cand { slot: v, ..c };
+                            kept += usize::from(keep);
+                        }
+                        cs.truncate(kept);
+                        counts.truncate(k);
+                        counts
+                    };
+                    let per = if par {
+                        exec.map_items(work, retain)
+                    } else {
+                        work.into_iter().map(retain).collect()
+                    };
+                    for counts in per {
+                        t.merge(&Tally { counts });
+                    }
+                }
+                _ => {
+                    if !pending.is_empty() {
+                        let retain = |cs: &mut Vec<Cand>| {
+                            cs.retain_mut(|c| {
+                                let cell = cell_of(c);
+                                c.slot = remap[cell];
+                                c.slot != u32::MAX
+                            })
+                        };
+                        if par {
+                            exec.map_items(cands.iter_mut().collect(), retain);
+                        } else {
+                            cands.iter_mut().for_each(retain);
+                        }
+                    }
+                }
+            }
+            for c in cands.extract_if(.., |c| c.is_empty()) {
+                exec.scratch.give_cands(c);
+            }
+            // The candidates of cells entered this round swap their key for the sub-key (in a
+            // pass of its own, rare, so that the loops above stay lean).
+            if enters.contains(&true) {
+                // The curve's state inside each entered cell, once per cell.
+                let states: Vec<usize> = next_active
+                    .iter()
+                    .zip(&enters)
+                    .map(|(a, &e)| match a.inner {
+                        Some(c) if e => sub_key.cell_state(c.key),
+                        _ => 0,
+                    })
+                    .collect();
+                let swap = |cs: &mut Vec<Cand>| {
+                    let entering = |c: &&mut Cand| enters[c.slot as usize];
+                    let idx: Vec<u32> = cs.iter_mut().filter(entering).map(|c| c.idx).collect();
+                    // The points are far apart: ask for each one well before it is read.
+                    const AHEAD: usize = 16;
+                    for &i in idx.iter().take(AHEAD) {
+                        sub_key.prefetch(i as usize);
+                    }
+                    let pos: Vec<[u32; 3]> = (0..idx.len())
+                        .map(|j| {
+                            if let Some(&i) = idx.get(j + AHEAD) {
+                                sub_key.prefetch(i as usize);
+                            }
+                            sub_key.position(idx[j] as usize)
+                        })
+                        .collect();
+                    for (c, p) in cs.iter_mut().filter(entering).zip(pos) {
+                        c.key = sub_key.sub_key(p, states[c.slot as usize]);
+                    }
+                };
+                if exec.parallel_for(count_of(&cands)) {
+                    exec.map_items(cands.iter_mut().collect(), swap);
+                } else {
+                    cands.iter_mut().for_each(swap);
+                }
+            }
+        }
+        active = next_active;
+        exec.scratch.give_u64(hist);
+    }
+    for c in cands.drain(..) {
+        exec.scratch.give_cands(c);
+    }
+    debug_assert!(
+        assign.is_none() || count_of(&cands) == 0,
+        "every candidate assigned"
+    );
+    let tally = match (tally, global_w) {
+        (Some(t), Some(w)) => Some((t, w)),
+        _ => None,
+    };
+    let found = found
+        .into_iter()
+        .map(|f| f.expect("every query resolved"))
+        .collect();
+    Ok((found, tally))
+}

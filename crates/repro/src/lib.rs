@@ -1,0 +1,439 @@
+//! The reproduction of the papers' experiments: the DRUM 2005 experiments (§4, Figs. 8–12),
+//! Sinha & Parashar's sensing period and Lan, Taylor & Bryan's gain/cost decision, measured on
+//! this host where they fit and simulated at cluster size (`machines/bullpen.xml`'s nodes) by
+//! a model calibrated on the measured runs, written as `report.md`, SVG plots and
+//! `results.json`. The binary `drum-repro` is a thin front (its flags become [`Options`]);
+//! `cargo xtask reproduce` builds and runs it.
+//!
+//! The pieces, each with its own tests: the studies' configurations (`studies`), the
+//! measured runs of the `fem-laplace` binary with pinned thread ranks and real competing
+//! processes (`measured`), the serial run's meshes of every step (`meshes`), the calibration
+//! of per-element costs, waiting, halo and migration bytes (`calib`), the simulator with
+//! `hier-part`'s real partitions and the real policy (`sim`), and the report with verdicts
+//! computed from the figures (`report`, `svg`).
+//!
+//! `DRUM_REPRO_DEBUG=TEXT` simulates only the cases whose `study config variant` contains
+//! TEXT and prints each simulated step (elements, repartition, migration, compute, waiting).
+//!
+//! ```no_run
+//! use repro::{Options, Scale};
+//! struct Quiet;
+//! impl repro::Progress for Quiet {
+//!     fn message(&mut self, _text: &str) {}
+//!     fn item(&mut self, _done: usize, _total: usize, _what: &str) {}
+//! }
+//! let opts = Options::new(Scale::Tiny, "report".into());
+//! repro::run(&opts, &mut Quiet).unwrap();
+//! ```
+#![deny(missing_docs)]
+
+mod calib;
+mod error;
+mod measured;
+mod meshes;
+mod report;
+mod sim;
+mod studies;
+mod svg;
+
+pub use error::{Error, Result};
+pub use studies::Scale;
+
+use error::{Context, bail};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+use studies::{Case, How};
+
+/// What to reproduce and where the report goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// How much to run.
+    pub scale: Scale,
+    /// Where the report goes (`report.md`, `results.json`, plots, `runs/`).
+    pub out: PathBuf,
+    /// Repeats of each measured configuration (the median is kept); `None`: the scale's.
+    pub repeats: Option<usize>,
+    /// The mesh size (vertices); `None`: the scale's (PHAML's 524,500, or 4,000 when tiny).
+    pub target_vertices: Option<usize>,
+}
+
+impl Options {
+    /// The scale's defaults, written to `out`.
+    pub fn new(scale: Scale, out: PathBuf) -> Options {
+        Options {
+            scale,
+            out,
+            repeats: None,
+            target_vertices: None,
+        }
+    }
+}
+
+/// Where a reproduction reports what it is doing (the binary draws a bar on a terminal).
+pub trait Progress {
+    /// A line of news (a phase starts, a warning).
+    fn message(&mut self, text: &str);
+    /// Item `done` of `total` (a configuration measured or simulated) finished.
+    fn item(&mut self, done: usize, total: usize, what: &str);
+}
+
+/// One run of a study, as `results.json` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Record {
+    pub study: &'static str,
+    pub config: String,
+    pub variant: String,
+    pub mode: &'static str,
+    pub ranks: usize,
+    pub balance: &'static str,
+    pub w_comm: f64,
+    pub loads: Vec<String>,
+    pub rebalance: String,
+    pub sensing: String,
+    /// Seconds: the median of the repeats (measured), the model's (simulated).
+    pub time_s: f64,
+    /// Every repeat's time (measured).
+    pub times_s: Vec<f64>,
+    /// 1 − t / t_uniform of the same configuration and mode.
+    pub rc: Option<f64>,
+    /// RC_ideal of the configuration (with the loads of its last step).
+    pub rc_ideal: f64,
+    /// H_cpu of the processes' speeds (ratings times CPU shares).
+    pub h_cpu: f64,
+    pub rebalances: usize,
+    pub migrated_elements: u64,
+    pub migrated_bytes: f64,
+    /// Mean per-step imbalance.
+    pub imbalance: f64,
+    /// Simulated: the slowest rank's compute and communication, summed over the steps.
+    pub compute_s: Option<f64>,
+    pub comm_s: Option<f64>,
+}
+
+/// The simulator against a measured configuration.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Validation {
+    pub config: String,
+    pub measured_s: f64,
+    pub simulated_s: f64,
+    pub rel_err: f64,
+    /// The run the model was calibrated on (its error says little).
+    pub calibration: bool,
+}
+
+/// Runs the reproduction: the serial meshes, the measured configurations, the calibration,
+/// every configuration simulated (the measured ones too: the validation), then the report in
+/// `opts.out`.
+pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
+    let scale = opts.scale;
+    let target = opts.target_vertices.unwrap_or(scale.target());
+    let repeats = opts.repeats.unwrap_or(scale.repeats());
+    if repeats == 0 {
+        bail!("--repeats 0: at least one run per configuration");
+    }
+    let t0 = Instant::now();
+    let out = &opts.out;
+    let runs_dir = out.join("runs");
+    std::fs::create_dir_all(&runs_dir)
+        .with_context(|| format!("creating {}", runs_dir.display()))?;
+    let fem = measured::fem_laplace()?;
+    let host_mflops = measured::host_mflops()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        bail!("this host has {cores} core: the measured runs need 2");
+    }
+
+    progress.message(&format!(
+        "drum-repro: the adaptive meshes to {target} vertices (serial run)"
+    ));
+    let seq = meshes::sequence(target, |k, v| {
+        progress.message(&format!("  step {k}: {v} vertices"));
+    })?;
+    let steps = seq.len();
+    let cases = studies::cases(scale, cores, steps);
+    let measured_n = cases.iter().filter(|c| c.host_run().is_some()).count();
+    progress.message(&format!(
+        "drum-repro: {} configurations ({} measured here x {repeats}, {} simulated), {} steps",
+        cases.len(),
+        measured_n,
+        cases.len() - measured_n,
+        steps
+    ));
+    let host = Host {
+        fem,
+        runs_dir,
+        mflops: host_mflops,
+        target,
+        repeats,
+    };
+    let mut items = Items {
+        total: cases.len(),
+        done: 0,
+        progress,
+    };
+    let measured_runs = measure_all(&cases, &host, &mut items)?;
+    let cal = calibrate(&cases, &measured_runs, &seq, host_mflops, items.progress)?;
+    let (mut records, validation) =
+        simulate_all(&cases, &measured_runs, &seq, &cal, host_mflops, &mut items)?;
+    report::relative_changes(&mut records);
+    let setup = report::Setup {
+        scale: format!("{scale:?}").to_lowercase(),
+        target_vertices: target,
+        vertices: seq.last().map_or(0, |m| m.vertices),
+        steps,
+        repeats,
+        cores,
+        host_mflops,
+        calibration: cal.calib.clone(),
+        seconds: t0.elapsed().as_secs_f64(),
+    };
+    report::write(out, &setup, &records, &validation)?;
+    items.progress.message(&format!(
+        "drum-repro: {} runs in {:.0} s; report in {}",
+        records.len(),
+        t0.elapsed().as_secs_f64(),
+        out.join("report.md").display()
+    ));
+    Ok(())
+}
+
+/// What the measured runs share: the binary, where their files go, the host's rating, the
+/// mesh size and the repeats.
+struct Host {
+    fem: PathBuf,
+    runs_dir: PathBuf,
+    mflops: f64,
+    target: usize,
+    repeats: usize,
+}
+
+/// Counts finished configurations for the progress report.
+struct Items<'p> {
+    total: usize,
+    done: usize,
+    progress: &'p mut dyn Progress,
+}
+
+impl Items<'_> {
+    fn tick(&mut self, what: &str) {
+        self.done += 1;
+        self.progress.item(self.done, self.total, what);
+    }
+}
+
+/// Runs every configuration that fits this host (the calibration run is the first of them);
+/// the host machine files are written once per rank count.
+fn measure_all(
+    cases: &[Case],
+    host: &Host,
+    items: &mut Items<'_>,
+) -> Result<Vec<Option<measured::Measured>>> {
+    let mut host_files = std::collections::BTreeMap::new();
+    for c in cases {
+        if let How::Measured { ranks } = c.how
+            && !host_files.contains_key(&ranks)
+        {
+            let p = host.runs_dir.join(format!("host-{ranks}.xml"));
+            std::fs::write(&p, measured::host_xml(ranks, host.mflops))
+                .with_context(|| format!("writing {}", p.display()))?;
+            host_files.insert(ranks, p);
+        }
+    }
+    let mut runs: Vec<Option<measured::Measured>> = vec![None; cases.len()];
+    for (i, c) in cases.iter().enumerate() {
+        let Some(h) = c.host_run() else { continue };
+        let m = measured::run(
+            &host.fem,
+            &host_files[&h.ranks],
+            &host.runs_dir,
+            &format!("{}-{i}", c.study),
+            &h,
+            host.target,
+            host.repeats,
+        )
+        .with_context(|| format!("{} {} {}", c.study, c.config, c.variant))?;
+        items.tick(&format!(
+            "measured {} | {} | {}: {:.3} s",
+            c.study, c.config, c.variant, m.time_s
+        ));
+        runs[i] = Some(m);
+    }
+    Ok(runs)
+}
+
+/// The simulator's calibration and which measured runs it was fitted on.
+struct Calibrated {
+    calib: calib::Calib,
+    /// The dedicated uniform 2-rank run (per-element costs, bytes, the host link).
+    calib_i: usize,
+    /// The monitored run with one competitor on core 1 (κ), if the scale has it.
+    stall_i: Option<usize>,
+}
+
+/// Calibrates the simulator on the dedicated uniform 2-rank run, then fits κ (the stall of a
+/// rank sharing its core) so that the loaded monitored run's simulated time equals its
+/// measured time (the simulated time is linear in κ).
+fn calibrate(
+    cases: &[Case],
+    runs: &[Option<measured::Measured>],
+    seq: &[meshes::StepMesh],
+    host_mflops: f64,
+    progress: &mut dyn Progress,
+) -> Result<Calibrated> {
+    let calib_i = cases
+        .iter()
+        .position(|c| {
+            c.host_run().is_some_and(|h| h.ranks == 2)
+                && c.loads.is_empty()
+                && c.sizing == drum_loop::Sizing::Uniform
+        })
+        .context("no dedicated uniform 2-rank run to calibrate on")?;
+    let calib_run = runs[calib_i].as_ref().expect("measured");
+    let overheads: Vec<f64> = runs
+        .iter()
+        .flatten()
+        .map(|m| m.monitor_overhead)
+        .filter(|o| *o > 0.0)
+        .collect();
+    let overhead = overheads.iter().sum::<f64>() / overheads.len().max(1) as f64;
+    let (cuts, p) = sim::equal_cuts(seq, 2)?;
+    let link = calib::host_link().unwrap_or_else(|e| {
+        progress.message(&format!(
+            "drum-repro: warning: {e}; the host link is taken as 2 us + 6 GB/s"
+        ));
+        comm::LinkModel {
+            alpha: 2e-6,
+            beta: 1.0 / 6e9,
+        }
+    });
+    let mut calib = calib::calibrate(
+        &calib_run.steps,
+        seq,
+        |k| cuts[k],
+        p,
+        host_mflops,
+        overhead,
+        link,
+    )
+    .context("calibrating the simulator")?;
+    let stall_i = cases.iter().position(|c| {
+        c.host_run().is_some_and(|h| h.ranks == 2)
+            && c.loads.len() == 1
+            && c.loads[0].from == 0
+            && c.loads[0].until.is_none()
+            && c.loads[0].procs == 1
+            && c.sizing == drum_loop::Sizing::Monitored
+            && c.w_comm == 0.0
+    });
+    if let Some(i) = stall_i {
+        let m = runs[i].as_ref().expect("measured");
+        let cfg = cases[i].sim(host_mflops);
+        let probe = 1e-3;
+        let t0 = sim::simulate(seq, &calib, &cfg)?.time_s;
+        calib.kappa = probe;
+        let t1 = sim::simulate(seq, &calib, &cfg)?.time_s;
+        calib.kappa = if t1 > t0 {
+            (probe * (m.time_s - t0) / (t1 - t0)).max(0.0)
+        } else {
+            0.0
+        };
+    }
+    Ok(Calibrated {
+        calib,
+        calib_i,
+        stall_i,
+    })
+}
+
+/// Every case simulated; a measured case keeps its measured figures in the record and adds
+/// a row to the validation (simulated against measured).
+fn simulate_all(
+    cases: &[Case],
+    runs: &[Option<measured::Measured>],
+    seq: &[meshes::StepMesh],
+    cal: &Calibrated,
+    host_mflops: f64,
+    items: &mut Items<'_>,
+) -> Result<(Vec<Record>, Vec<Validation>)> {
+    let steps = seq.len();
+    let mut records = Vec::new();
+    let mut validation = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        if let Ok(only) = std::env::var("DRUM_REPRO_DEBUG")
+            && !format!("{} {} {}", c.study, c.config, c.variant).contains(&only)
+        {
+            continue;
+        }
+        let cfg = c.sim(host_mflops);
+        let s = sim::simulate(seq, &cal.calib, &cfg)
+            .with_context(|| format!("simulating {} {} {}", c.study, c.config, c.variant))?;
+        let last = steps - 1;
+        let rc_ideal = sim::rc_ideal(&cfg.nodes, &cfg.loads, last);
+        let h_cpu = sim::h_cpu(&cfg.nodes, &cfg.loads, last);
+        let base = record(c, &cfg, rc_ideal, h_cpu);
+        match &runs[i] {
+            Some(m) => {
+                validation.push(Validation {
+                    config: format!("{} | {} | {}", c.study, c.config, c.variant),
+                    measured_s: m.time_s,
+                    simulated_s: s.time_s,
+                    rel_err: (s.time_s - m.time_s) / m.time_s,
+                    calibration: i == cal.calib_i || Some(i) == cal.stall_i,
+                });
+                records.push(Record {
+                    time_s: m.time_s,
+                    times_s: m.times_s.clone(),
+                    rebalances: m.rebalances,
+                    migrated_elements: m.migrated_elements,
+                    migrated_bytes: m.migrated_bytes,
+                    imbalance: m.imbalance,
+                    ..base
+                });
+            }
+            None => {
+                items.tick(&format!(
+                    "simulated {} | {} | {}: {:.2} s",
+                    c.study, c.config, c.variant, s.time_s
+                ));
+                records.push(Record {
+                    time_s: s.time_s,
+                    rebalances: s.rebalances,
+                    migrated_elements: s.migrated_elements,
+                    migrated_bytes: s.migrated_bytes,
+                    imbalance: s.imbalance,
+                    compute_s: Some(s.compute_s),
+                    comm_s: Some(s.comm_s),
+                    ..base
+                });
+            }
+        }
+    }
+    Ok((records, validation))
+}
+
+fn record(c: &Case, cfg: &sim::SimConfig, rc_ideal: f64, h_cpu: f64) -> Record {
+    Record {
+        study: c.study,
+        config: c.config.clone(),
+        variant: c.variant.clone(),
+        mode: c.mode(),
+        ranks: cfg.nodes.iter().map(|n| n.procs).sum(),
+        balance: c.sizing.name(),
+        w_comm: c.w_comm,
+        loads: c.loads.iter().map(measured::load_arg).collect(),
+        rebalance: c.rebalance_name().into(),
+        sensing: c.sensing_name(),
+        time_s: 0.0,
+        times_s: Vec::new(),
+        rc: None,
+        rc_ideal,
+        h_cpu,
+        rebalances: 0,
+        migrated_elements: 0,
+        migrated_bytes: 0.0,
+        imbalance: 0.0,
+        compute_s: None,
+        comm_s: None,
+    }
+}

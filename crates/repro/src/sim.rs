@@ -1,0 +1,659 @@
+//! The simulator: the real meshes of every step, partitioned by the real `hier-part` for the
+//! simulated machine's ranks and part sizes (KEEP_CUTS repartitions, the real rebalance
+//! policy), timed by a model calibrated on a run measured on this host:
+//!
+//! - compute: `a_k` seconds per element at step k on one of this host's cores (measured),
+//!   scaled by the host core's MFLOPS over the node's, divided by the CPU share the node's
+//!   processes get beside its competing processes;
+//! - the partitioner: `p` seconds per element and rank when a step repartitions (measured);
+//! - communication: on this host, the measured common waiting of each step; on a cluster, an
+//!   α–β model per message from the tree's bandwidth, with the halo volumes and neighbour
+//!   counts the partitions actually produce (bytes per cut edge and CG iteration measured),
+//!   the off-node traffic of a node's processes sharing its interface;
+//! - migration: the elements the repartition moves, times the measured bytes per element;
+//! - a step ends at its slowest rank.
+
+use crate::calib::Calib;
+use crate::error::{Context, Result, bail};
+use comm::LinkModel;
+use drum_loop::rebalance::{Migration, Observation, Policy};
+use drum_loop::{RebalanceMode, Sensing, Sizing};
+use drum_model::{Machine, PowerConfig, PowerModel};
+use hier_part::{Hier, HierPartition, Plan, Points, Serial, Workspace};
+
+use crate::meshes::StepMesh;
+
+/// The network of a simulated machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Net {
+    /// This host: the common waiting per step measured by the calibration run (2 ranks).
+    Host,
+    /// A switched network: latency (s) and bandwidth (bytes/s) of each node's interface.
+    Switched { alpha: f64, bytes_per_s: f64 },
+}
+
+/// Messages to each neighbour rank per CG iteration (the matrix-vector product and the
+/// preconditioner's exchange): an assumption of the model, not a measurement.
+pub const MESSAGES_PER_ITERATION: f64 = 2.0;
+/// Reductions per CG iteration (two dot products): from the algorithm.
+pub const REDUCTIONS_PER_ITERATION: f64 = 2.0;
+/// Collectives per step outside CG (marking's selection, the estimator's sums, the
+/// partitioner's rounds, the migration's counts): an estimate.
+pub const COLLECTIVES_PER_STEP: f64 = 30.0;
+
+/// A computing node of a simulated machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSpec {
+    pub name: String,
+    /// LINPACK rating of one CPU.
+    pub mflops: f64,
+    /// CPUs.
+    pub cpus: usize,
+    /// Application processes (ranks) on it.
+    pub procs: usize,
+}
+
+impl NodeSpec {
+    pub fn new(name: &str, mflops: f64, cpus: usize, procs: usize) -> NodeSpec {
+        NodeSpec {
+            name: name.into(),
+            mflops,
+            cpus,
+            procs,
+        }
+    }
+}
+
+/// A DrumHead file for `nodes` under one switch of `mbit` Mbit/s (HSFC, KEEP_CUTS at every
+/// level).
+pub fn machine_xml(nodes: &[NodeSpec], mbit: f64) -> String {
+    let mut s = format!(
+        "<machinemodel>\n  <node type=\"NETWORK\" nodenum=\"0\" name=\"switch\" parent=\"-1\" bandwidth=\"{mbit}\">\n    <lbmethod lbm=\"HSFC\" KEEP_CUTS=\"1\"/>\n  </node>\n"
+    );
+    for (i, n) in nodes.iter().enumerate() {
+        if n.cpus > 1 || n.procs > 1 {
+            s += &format!(
+                "  <node type=\"MULTIPLE_COMPUTING\" nodenum=\"{}\" name=\"{}\" parent=\"0\" numprocs=\"{}\" ranks=\"{}\" mflops=\"{}\">\n    <lbmethod lbm=\"HSFC\" KEEP_CUTS=\"1\"/>\n  </node>\n",
+                i + 1,
+                n.name,
+                n.cpus,
+                n.procs,
+                n.mflops
+            );
+        } else {
+            s += &format!(
+                "  <node type=\"SINGLE_COMPUTING\" nodenum=\"{}\" name=\"{}\" parent=\"0\" mflops=\"{}\"/>\n",
+                i + 1,
+                n.name,
+                n.mflops
+            );
+        }
+    }
+    s + "</machinemodel>\n"
+}
+
+fn machine(nodes: &[NodeSpec]) -> Result<Machine> {
+    Machine::parse_str(&machine_xml(nodes, 100.0), "simulated machine")
+        .context("the simulated machine")
+}
+
+/// Competing compute-bound processes on the node of `rank`, from step `from` to step `until`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimLoad {
+    pub rank: usize,
+    pub procs: usize,
+    pub from: usize,
+    pub until: Option<usize>,
+}
+
+impl SimLoad {
+    fn active_at(&self, k: usize) -> bool {
+        k >= self.from && self.until.is_none_or(|u| k < u)
+    }
+}
+
+/// One simulated configuration.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub nodes: Vec<NodeSpec>,
+    pub net: Net,
+    pub sizing: Sizing,
+    pub w_comm: f64,
+    pub loads: Vec<SimLoad>,
+    pub rebalance: RebalanceMode,
+    pub sensing: Sensing,
+    pub policy: Policy,
+}
+
+/// What a simulated run gives.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SimResult {
+    /// Sum of the steps' times, seconds.
+    pub time_s: f64,
+    /// Each step's time.
+    pub step_s: Vec<f64>,
+    /// Of which the slowest rank's compute, summed over the steps.
+    pub compute_s: f64,
+    /// Communication (halo, reductions, migration) on the slowest rank, summed.
+    pub comm_s: f64,
+    /// Repartitions (the initial one included).
+    pub rebalances: usize,
+    /// Elements that changed rank after step 0.
+    pub migrated_elements: u64,
+    /// Their bytes.
+    pub migrated_bytes: f64,
+    /// Mean over the steps of the slowest rank's compute over the mean.
+    pub imbalance: f64,
+}
+
+/// Each rank's node index.
+fn rank_nodes(nodes: &[NodeSpec]) -> Vec<usize> {
+    nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| std::iter::repeat_n(i, n.procs))
+        .collect()
+}
+
+/// The CPU share each node's processes get at step `k` beside the loads active then.
+fn shares(nodes: &[NodeSpec], loads: &[SimLoad], rank_node: &[usize], k: usize) -> Vec<f64> {
+    let mut extra = vec![0usize; nodes.len()];
+    for l in loads.iter().filter(|l| l.active_at(k)) {
+        extra[rank_node[l.rank]] += l.procs;
+    }
+    nodes
+        .iter()
+        .zip(&extra)
+        .map(|(n, &e)| (n.cpus as f64 / (n.procs + e) as f64).min(1.0))
+        .collect()
+}
+
+/// The machine the partitioner sees (the ratings times the CPU shares DRUM measured, for
+/// monitored sizes) and its powers under `sizing`.
+fn powers(
+    nodes: &[NodeSpec],
+    sizing: Sizing,
+    w_comm: f64,
+    share: &[f64],
+) -> Result<(Machine, drum_model::Powers)> {
+    let model = PowerModel::Drum { w_comm };
+    let cfg = PowerConfig {
+        model: model.clone(),
+        ..PowerConfig::default()
+    };
+    Ok(match sizing {
+        Sizing::Uniform => {
+            let m = machine(nodes)?;
+            let p = drum_model::uniform_powers(&m, model)?;
+            (m, p)
+        }
+        Sizing::Static => {
+            let m = machine(nodes)?;
+            let p = drum_model::static_powers(&m, &cfg)?;
+            (m, p)
+        }
+        Sizing::Monitored => {
+            let seen: Vec<NodeSpec> = nodes
+                .iter()
+                .zip(share)
+                .map(|(n, s)| NodeSpec {
+                    mflops: n.mflops * s,
+                    ..n.clone()
+                })
+                .collect();
+            let m = machine(&seen)?;
+            let p = drum_model::static_powers(&m, &cfg)?;
+            (m, p)
+        }
+    })
+}
+
+/// Cut edges between every pair of ranks (`cut[r * R + s]`, counted on both sides).
+fn cuts(mesh: &StepMesh, owner: &[u32], ranks: usize) -> Vec<f64> {
+    let mut cut = vec![0.0; ranks * ranks];
+    for (t, nb) in mesh.nbr.iter().enumerate() {
+        let r = owner[t] as usize;
+        for &n in nb {
+            if let Some(&s) = owner.get(n as usize)
+                && s as usize != r
+            {
+                cut[r * ranks + s as usize] += 1.0;
+            }
+        }
+    }
+    cut
+}
+
+/// The link between ranks `r` and `s` (same node: this host's; else the network's, its
+/// bandwidth shared by the node's `procs` processes).
+fn link(
+    net: Net,
+    calib: &Calib,
+    nodes: &[NodeSpec],
+    rn: &[usize],
+    r: usize,
+    s: usize,
+) -> LinkModel {
+    match net {
+        Net::Switched { alpha, bytes_per_s } if rn[r] != rn[s] => LinkModel {
+            alpha,
+            beta: nodes[rn[r]].procs.max(nodes[rn[s]].procs) as f64 / bytes_per_s,
+        },
+        _ => calib.link,
+    }
+}
+
+/// Simulates `cfg` over the meshes `seq`.
+pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimResult> {
+    if seq.len() != calib.a.len() {
+        bail!(
+            "the calibration has {} steps, the meshes {}",
+            calib.a.len(),
+            seq.len()
+        );
+    }
+    let nodes = &cfg.nodes;
+    let rn = rank_nodes(nodes);
+    let ranks = rn.len();
+    let hier = Hier {
+        par: hier_part::Par::Seq,
+    };
+    let mut ws = Workspace::default();
+    let mut owner: Vec<u32> = Vec::new();
+    let mut previous: Option<HierPartition> = None;
+    let mut used_sizes: Option<Vec<f64>> = None;
+    let (mut sensed, mut since) = (false, 0usize);
+    // The powers and the partitioner's plan for the CPU shares last sensed.
+    let mut current: Option<(Vec<f64>, drum_model::Powers, Plan)> = None;
+    let link0 = match cfg.net {
+        Net::Host => calib.link,
+        Net::Switched { alpha, bytes_per_s } => LinkModel {
+            alpha,
+            beta: 1.0 / bytes_per_s,
+        },
+    };
+    let mut seen_share = vec![1.0; nodes.len()];
+    let (mut acc, mut acc_t) = (vec![0.0; nodes.len()], 0.0);
+    let mut last_step_s = 0.0;
+    let mut out = SimResult {
+        time_s: 0.0,
+        step_s: Vec::new(),
+        compute_s: 0.0,
+        comm_s: 0.0,
+        rebalances: 0,
+        migrated_elements: 0,
+        migrated_bytes: 0.0,
+        imbalance: 0.0,
+    };
+    for (k, mesh) in seq.iter().enumerate() {
+        let n = mesh.elements();
+        let inherited: Vec<u32> = if k == 0 {
+            vec![0; n]
+        } else {
+            mesh.parent.iter().map(|&p| owner[p as usize]).collect()
+        };
+        // The rebalance point: the window since the last sensing, if due.
+        if k > 0 && cfg.sizing == Sizing::Monitored {
+            since += 1;
+            if cfg.sensing.due(sensed, since) && acc_t > 0.0 {
+                seen_share = acc.iter().map(|a| a / acc_t).collect();
+                acc.iter_mut().for_each(|a| *a = 0.0);
+                acc_t = 0.0;
+                sensed = true;
+                since = 0;
+            }
+        }
+        if current.as_ref().is_none_or(|c| c.0 != seen_share) {
+            let (m, p) = powers(nodes, cfg.sizing, cfg.w_comm, &seen_share)?;
+            let plan = Plan::new(&m, &p)?;
+            current = Some((seen_share.clone(), p, plan));
+        }
+        let (_, powers, plan) = current.as_ref().expect("just set");
+        let sizes = powers.parts.clone();
+        let mut counts = vec![0.0; ranks];
+        for &p in &inherited {
+            counts[p as usize] += 1.0;
+        }
+        let delta = calib.p * n as f64 / ranks as f64;
+        let rebalance = match (&used_sizes, cfg.rebalance.forced()) {
+            (None, _) => true,
+            (Some(_), Some(forced)) => forced,
+            (Some(used), None) => {
+                let fractions: Vec<f64> = counts.iter().map(|c| c / n as f64).collect();
+                let capacities: Vec<f64> = sizes.iter().map(|s| s.max(1e-12)).collect();
+                let growth = n as f64 / seq[k - 1].elements() as f64;
+                let obs = Observation {
+                    loads: &fractions,
+                    capacities: &capacities,
+                    partition_powers: Some(used),
+                    step_time: Some(last_step_s * growth),
+                    migration: Some(Migration {
+                        link: link0,
+                        bytes_per_load: calib.bytes_per_element * n as f64,
+                        delta,
+                    }),
+                };
+                cfg.policy.decide(&obs)?.rebalance
+            }
+        };
+        let mut parts = inherited.clone();
+        let mut partition_s = 0.0;
+        if rebalance {
+            let points = Points::new(&mesh.xy, 2, None);
+            let result = match &previous {
+                Some(prev) => hier.repartition(&mut ws, &Serial, plan, prev, points, &mut parts)?,
+                None => hier.partition_with(&mut ws, &Serial, plan, points, &mut parts)?,
+            };
+            previous = Some(result);
+            used_sizes = Some(sizes.clone());
+            out.rebalances += 1;
+            partition_s = delta;
+        }
+        // Migration: what each rank sends and receives.
+        let mut moved_by = vec![0.0; ranks];
+        let mut partners = vec![0.0; ranks];
+        let mut pair = vec![false; ranks * ranks];
+        let mut moved = 0u64;
+        if k > 0 {
+            for (&a, &b) in inherited.iter().zip(&parts) {
+                if a != b {
+                    moved += 1;
+                    moved_by[a as usize] += 1.0;
+                    moved_by[b as usize] += 1.0;
+                    pair[a as usize * ranks + b as usize] = true;
+                }
+            }
+            for r in 0..ranks {
+                partners[r] = (0..ranks)
+                    .filter(|&s| pair[r * ranks + s] || pair[s * ranks + r])
+                    .count() as f64;
+            }
+        }
+        owner = parts;
+        let mut work = vec![0.0; ranks];
+        for &p in &owner {
+            work[p as usize] += 1.0;
+        }
+        let share = shares(nodes, &cfg.loads, &rn, k);
+        let cut = cuts(mesh, &owner, ranks);
+        let iters = mesh.cg_iterations as f64;
+        let overhead = if cfg.sizing == Sizing::Monitored {
+            1.0 + calib.monitor_overhead
+        } else {
+            1.0
+        };
+        let spans = rn.iter().any(|&i| i != rn[0]);
+        let mut slowest = (0.0, 0.0, 0.0);
+        let mut computes = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            let node = &nodes[rn[r]];
+            let compute = calib.a[k] * work[r] * (calib.host_mflops / node.mflops) / share[rn[r]]
+                * overhead
+                + partition_s / share[rn[r]];
+            let mut comm = 0.0;
+            if let Net::Switched { alpha, .. } = cfg.net {
+                for s in (0..ranks).filter(|&s| cut[r * ranks + s] > 0.0) {
+                    let l = link(cfg.net, calib, nodes, &rn, r, s);
+                    comm += iters
+                        * (MESSAGES_PER_ITERATION * l.alpha
+                            + calib.bytes_per_cut_iteration * cut[r * ranks + s] * l.beta);
+                }
+                let a = if spans { alpha } else { calib.link.alpha };
+                comm += (iters * REDUCTIONS_PER_ITERATION + COLLECTIVES_PER_STEP)
+                    * a
+                    * (ranks as f64).log2().ceil();
+            }
+            // Migration: the bytes this rank sends and receives, over its slowest link.
+            if moved_by[r] > 0.0 {
+                let worst = (0..ranks)
+                    .filter(|&s| pair[r * ranks + s] || pair[s * ranks + r])
+                    .map(|s| link(cfg.net, calib, nodes, &rn, r, s))
+                    .fold(calib.link, |a, b| if b.beta > a.beta { b } else { a });
+                comm +=
+                    partners[r] * worst.alpha + moved_by[r] * calib.bytes_per_element * worst.beta;
+            }
+            computes.push(compute);
+            if compute + comm > slowest.0 {
+                slowest = (compute + comm, compute, comm);
+            }
+        }
+        // A rank that shares its CPU is off it for the competitors' time slices: every
+        // exchange that needs it then waits (calibrated on a measured loaded run).
+        // Not when a shared rank is clearly the slowest (10 % above every other): the others
+        // wait for it anyway, and its slices off the CPU are in its compute time already.
+        let least = share.iter().copied().fold(1.0, f64::min);
+        let shared_max = (0..ranks)
+            .filter(|&r| share[rn[r]] <= least)
+            .map(|r| computes[r])
+            .fold(0.0, f64::max);
+        let others_max = (0..ranks)
+            .filter(|&r| share[rn[r]] > least)
+            .map(|r| computes[r])
+            .fold(0.0, f64::max);
+        let stall = if least < 1.0 && shared_max <= 1.1 * others_max {
+            calib.kappa * iters * (1.0 - least)
+        } else {
+            0.0
+        };
+        let wait = stall
+            + match cfg.net {
+                Net::Host => calib.l[k],
+                Net::Switched { .. } => 0.0,
+            };
+        let step = slowest.0 + wait;
+        if std::env::var_os("DRUM_REPRO_DEBUG").is_some() {
+            eprintln!(
+                "step {k}: {n} elements, repartition {rebalance}, {moved} moved, slowest rank \
+                 compute {:.3} s + communication {:.3} s, common wait {wait:.3} s; sizes {:.3?}, \
+                 elements per rank {work:?}",
+                slowest.1, slowest.2, sizes
+            );
+        }
+        let mean = computes.iter().sum::<f64>() / ranks as f64;
+        let max = computes.iter().copied().fold(0.0, f64::max);
+        out.imbalance += if mean > 0.0 { max / mean } else { 1.0 };
+        out.compute_s += slowest.1;
+        out.comm_s += slowest.2 + wait;
+        out.step_s.push(step);
+        out.time_s += step;
+        if k > 0 {
+            out.migrated_elements += moved;
+            out.migrated_bytes += moved as f64 * calib.bytes_per_element;
+        }
+        for (a, s) in acc.iter_mut().zip(&share) {
+            *a += step * s;
+        }
+        acc_t += step;
+        last_step_s = step;
+    }
+    out.imbalance /= seq.len().max(1) as f64;
+    Ok(out)
+}
+
+/// DRUM 2005 §4.1's RC_ideal for `nodes` with the loads active at step `k`: each process's
+/// speed its CPU's rating times its share.
+pub fn rc_ideal(nodes: &[NodeSpec], loads: &[SimLoad], k: usize) -> f64 {
+    let rn = rank_nodes(nodes);
+    let share = shares(nodes, loads, &rn, k);
+    let speeds: Vec<f64> = rn.iter().map(|&i| nodes[i].mflops * share[i]).collect();
+    drum_model::metrics::rc_ideal(&speeds).unwrap_or(0.0)
+}
+
+/// DRUM 2005 §4.3's H_cpu of the processes' CPUs (one rating per process).
+pub fn h_cpu(nodes: &[NodeSpec], loads: &[SimLoad], k: usize) -> f64 {
+    let rn = rank_nodes(nodes);
+    let share = shares(nodes, loads, &rn, k);
+    let speeds: Vec<f64> = rn.iter().map(|&i| nodes[i].mflops * share[i]).collect();
+    drum_model::metrics::h_cpu(&speeds).unwrap_or(0.0)
+}
+
+/// Cut edges (both sides counted) of an equal `ranks`-way partition of every step's mesh
+/// under the simulated machine of `ranks` equal nodes, as the calibration run partitions it;
+/// and the seconds per element and rank the partition of the last mesh takes here (median
+/// of 3, divided by `ranks`).
+pub fn equal_cuts(seq: &[StepMesh], ranks: usize) -> Result<(Vec<f64>, f64)> {
+    let nodes: Vec<NodeSpec> = (0..ranks)
+        .map(|r| NodeSpec::new(&format!("n{r}"), 1.0, 1, 1))
+        .collect();
+    let (m, p) = powers(&nodes, Sizing::Uniform, 0.0, &vec![1.0; ranks])?;
+    let plan = Plan::new(&m, &p)?;
+    let hier = Hier {
+        par: hier_part::Par::Seq,
+    };
+    let mut ws = Workspace::default();
+    let mut cut = Vec::with_capacity(seq.len());
+    let mut times = Vec::new();
+    for (k, mesh) in seq.iter().enumerate() {
+        let last = k + 1 == seq.len();
+        for _ in 0..if last { 3 } else { 1 } {
+            let mut parts = vec![0u32; mesh.elements()];
+            let t0 = std::time::Instant::now();
+            hier.partition_with(
+                &mut ws,
+                &Serial,
+                &plan,
+                Points::new(&mesh.xy, 2, None),
+                &mut parts,
+            )?;
+            if last {
+                times.push(t0.elapsed().as_secs_f64());
+            }
+            if times.len() <= 1 {
+                cut.push(cuts(mesh, &parts, ranks).iter().sum());
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let n = seq.last().map_or(1, |m| m.elements()).max(1) as f64;
+    Ok((
+        cut,
+        times.get(1).or(times.first()).copied().unwrap_or(0.0) / n / ranks as f64,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meshes::sequence;
+
+    fn calib(steps: usize) -> Calib {
+        Calib {
+            a: vec![1e-6; steps],
+            l: vec![1e-4; steps],
+            p: 1e-7,
+            host_mflops: 100.0,
+            bytes_per_cut_iteration: 16.0,
+            bytes_per_element: 100.0,
+            monitor_overhead: 0.0,
+            kappa: 0.0,
+            link: LinkModel {
+                alpha: 1e-6,
+                beta: 1e-10,
+            },
+        }
+    }
+
+    fn config(nodes: Vec<NodeSpec>, sizing: Sizing, loads: Vec<SimLoad>) -> SimConfig {
+        SimConfig {
+            nodes,
+            net: Net::Host,
+            sizing,
+            w_comm: 0.0,
+            loads,
+            rebalance: RebalanceMode::Policy,
+            sensing: Sensing::Every(1),
+            policy: Policy::default(),
+        }
+    }
+
+    #[test]
+    fn the_machine_files_parse_with_one_rank_per_process() {
+        let nodes = vec![
+            NodeSpec::new("a", 67.5, 4, 3),
+            NodeSpec::new("b", 45.0, 1, 1),
+        ];
+        let m = Machine::parse_str(&machine_xml(&nodes, 100.0), "t").unwrap();
+        assert_eq!(m.num_ranks(), 4);
+        assert_eq!(rank_nodes(&nodes), [0, 0, 0, 1]);
+        // 3 processes and 2 competitors on 4 CPUs: 4/5 each; the uniprocessor alone: 1.
+        let s = shares(
+            &nodes,
+            &[SimLoad {
+                rank: 1,
+                procs: 2,
+                from: 0,
+                until: None,
+            }],
+            &[0, 0, 0, 1],
+            0,
+        );
+        assert_eq!(s, [0.8, 1.0]);
+    }
+
+    #[test]
+    fn a_slow_node_gets_a_smaller_part_and_the_run_is_faster_than_uniform() {
+        let seq = sequence(3_000, |_, _| {}).unwrap();
+        let c = calib(seq.len());
+        let nodes = vec![
+            NodeSpec::new("f", 100.0, 1, 1),
+            NodeSpec::new("s", 100.0, 1, 1),
+        ];
+        let loads = vec![SimLoad {
+            rank: 1,
+            procs: 1,
+            from: 0,
+            until: None,
+        }];
+        let uni = simulate(
+            &seq,
+            &c,
+            &config(nodes.clone(), Sizing::Uniform, loads.clone()),
+        )
+        .unwrap();
+        let mon = simulate(
+            &seq,
+            &c,
+            &config(nodes.clone(), Sizing::Monitored, loads.clone()),
+        )
+        .unwrap();
+        let stat = simulate(&seq, &c, &config(nodes.clone(), Sizing::Static, loads)).unwrap();
+        // Uniform: the loaded rank computes half the elements at half speed.
+        let n: f64 = seq.last().unwrap().elements() as f64;
+        // (within the policy's eff_min: a kept partition may be 10 % off)
+        assert!(
+            uni.step_s.last().unwrap() > &(c.a[0] * n * 0.85),
+            "{:?} {n}",
+            uni.step_s
+        );
+        assert!(
+            mon.time_s < 0.85 * uni.time_s,
+            "{} vs {}",
+            mon.time_s,
+            uni.time_s
+        );
+        assert!((stat.time_s - uni.time_s).abs() < 0.05 * uni.time_s); // equal ratings
+        // Never rebalancing after step 0 migrates nothing.
+        let mut never = config(nodes, Sizing::Monitored, Vec::new());
+        never.rebalance = RebalanceMode::Never;
+        let r = simulate(&seq, &c, &never).unwrap();
+        assert_eq!((r.rebalances, r.migrated_elements), (1, 0));
+    }
+
+    #[test]
+    fn rc_ideal_and_h_cpu_follow_the_shares() {
+        let nodes = vec![
+            NodeSpec::new("f", 60.0, 1, 1),
+            NodeSpec::new("s", 60.0, 1, 1),
+        ];
+        let loads = [SimLoad {
+            rank: 1,
+            procs: 1,
+            from: 2,
+            until: Some(4),
+        }];
+        assert_eq!(rc_ideal(&nodes, &loads, 0), 0.0);
+        assert!((rc_ideal(&nodes, &loads, 3) - 1.0 / 3.0).abs() < 1e-12);
+        assert!((h_cpu(&nodes, &loads, 3) - 0.25).abs() < 1e-12);
+        assert_eq!(h_cpu(&nodes, &loads, 4), 0.0);
+    }
+}
