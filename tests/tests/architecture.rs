@@ -478,7 +478,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("crates/drum-model/src/xml.rs", "parse"),
     ("crates/fem-laplace/src/assemble.rs", "assemble_rows"),
     ("crates/fem-laplace/src/dist/local.rs", "absorb_with_owners"),
-    ("crates/fem-laplace/src/dist/mark.rs", "mark"),
     ("crates/fem-laplace/src/dist/run.rs", "step"),
     ("crates/fem-laplace/src/dist/skeleton.rs", "build"),
     ("crates/fem-laplace/src/mesh.rs", "refine_part"),
