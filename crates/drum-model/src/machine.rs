@@ -152,11 +152,15 @@ pub enum PartitionMethod {
     Rcb,
     /// Recursive inertial bisection (`RIB`).
     Rib,
+    /// Incremental load transfer between neighbouring parts (`DIFFUSION`; Watts, Rieffel &
+    /// Taylor 1998): a repartition moves objects from the current partition along the
+    /// processor graph, boundary first (parameter `METHOD` = `HBM`, `GDE` or `IMPLICIT`).
+    Diffusion,
 }
 
 impl PartitionMethod {
     /// The names accepted in `lbm="..."` (case-insensitive, as Zoltan's `LB_METHOD`).
-    pub const NAMES: [&'static str; 3] = ["HSFC", "RCB", "RIB"];
+    pub const NAMES: [&'static str; 4] = ["HSFC", "RCB", "RIB", "DIFFUSION"];
 
     /// Parses a method name, ignoring ASCII case and surrounding white space.
     pub fn parse(name: &str) -> Option<PartitionMethod> {
@@ -165,6 +169,7 @@ impl PartitionMethod {
             PartitionMethod::Hsfc,
             PartitionMethod::Rcb,
             PartitionMethod::Rib,
+            PartitionMethod::Diffusion,
         ]
         .into_iter()
         .find(|m| m.as_str().eq_ignore_ascii_case(n))
@@ -176,6 +181,7 @@ impl PartitionMethod {
             PartitionMethod::Hsfc => "HSFC",
             PartitionMethod::Rcb => "RCB",
             PartitionMethod::Rib => "RIB",
+            PartitionMethod::Diffusion => "DIFFUSION",
         }
     }
 }

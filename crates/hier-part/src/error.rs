@@ -174,6 +174,18 @@ pub enum Error {
         /// The node, as `node 3 ("name")`.
         node: String,
     },
+    /// A point assign reached a DIFFUSION level, whose parts are sets of objects, not regions.
+    #[error("a DIFFUSION level has no cuts to assign a point by: its parts are sets of objects")]
+    NoCutsInDiffusion,
+    /// An error of a DIFFUSION level's load transfer or task selection.
+    #[error("diffusion: {0}")]
+    Diffusion(Box<diffusion::Error>),
+}
+
+impl From<diffusion::Error> for Error {
+    fn from(e: diffusion::Error) -> Error {
+        Error::Diffusion(Box::new(e))
+    }
 }
 
 impl Error {

@@ -29,8 +29,8 @@ pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
 pub use drum_model::PartitionMethod;
 pub use error::Error;
 pub use hier::{
-    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport, Moved,
-    OnPlan, Plan, PlanNode, ToleranceWarning, Workspace,
+    Child, DEFAULT_EFF_MIN, DEFAULT_IMBALANCE_TOL, Diffused, Hier, HierPartition, LevelCuts,
+    LevelMethod, LevelReport, Moved, OnPlan, Plan, PlanNode, ToleranceWarning, Workspace,
 };
 /// The one parallelism setting of the workspace (`part_api`'s): `Seq`, or a local rayon pool
 /// of that many threads (never rayon's global pool).
