@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use drum_loop::rebalance::Policy;
 use drum_loop::{LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
 use drum_model::load::{Load, LoadReport, LoadSpec};
-use drum_model::{Machine, PowerConfig, PowerModel, UtilBasis};
+use drum_model::{Machine, PartitionMethod, PowerConfig, PowerModel, UtilBasis};
 use fem_laplace::dist::{Balancer, DistStepReport};
 use std::io::Write;
 use std::time::Duration;
@@ -70,6 +70,12 @@ pub struct DrumArgs {
     /// Do not pin each rank to its node's `cpus`.
     #[arg(long)]
     pub no_pin: bool,
+    /// Repartition incrementally (Watts, Rieffel & Taylor 1998): every level that splits
+    /// becomes `lbm="DIFFUSION"` with this load transfer calculation (`hbm`, `gde` or
+    /// `implicit`), keeping its `IMBALANCE_TOL`; the first partition is HSFC. Default: each
+    /// level's own `<lbmethod>`.
+    #[arg(long, value_parser = str::parse::<diffusion::Method>)]
+    pub transfer: Option<diffusion::Method>,
 }
 
 impl DrumArgs {
@@ -108,13 +114,24 @@ impl DrumArgs {
         })
     }
 
-    /// The balancer for `machine`.
+    /// The balancer for `machine` (with `--transfer`, its levels diffusing).
     pub fn balancer(&self, machine: &Machine) -> Result<Balancer> {
         // Check the powers now, so a bad flag is one clear error before any rank starts.
         let cfg = self.config()?;
-        drum_model::static_powers(machine, &cfg.power)
+        let mut machine = machine.clone();
+        if let Some(t) = self.transfer {
+            let name = t.name().to_ascii_uppercase();
+            machine.set_every_lbmethod(
+                PartitionMethod::Diffusion,
+                &[("METHOD", &name)],
+                "--transfer",
+            );
+        }
+        let powers = drum_model::static_powers(&machine, &cfg.power)
             .with_context(|| format!("powers of {}", machine.source()))?;
-        Ok(Balancer::drum(machine.clone(), cfg))
+        hier_part::Plan::new(&machine, &powers)
+            .with_context(|| format!("the levels of {}", machine.source()))?;
+        Ok(Balancer::drum(machine, cfg))
     }
 
     /// The loads to run: `--load`, and with `--machine-load` the file's.

@@ -144,8 +144,10 @@ fn run() -> Result<()> {
         ),
         None => {
             let d = &args.drum;
-            if d.balance.is_some() || !d.load.is_empty() || d.machine_load {
-                bail!("--balance, --load and --machine-load need --machine (the ranks' nodes)");
+            if d.balance.is_some() || !d.load.is_empty() || d.machine_load || d.transfer.is_some() {
+                bail!(
+                    "--balance, --load, --machine-load and --transfer need --machine (the ranks' nodes)"
+                );
             }
             None
         }
