@@ -246,6 +246,47 @@ fn transfer_repartitions_incrementally_and_keeps_the_serial_mesh() {
 }
 
 #[test]
+fn measured_capacities_come_from_work_and_cpu_seconds() {
+    let m = machine("local-2core-hetero.xml");
+    let serial = json_lines(&["--target-vertices", "20000", "--json"]);
+    let dist = json_lines(&[
+        "--target-vertices",
+        "20000",
+        "--json",
+        "--machine",
+        &m,
+        "--capacity",
+        "measured",
+        "--rebalance",
+        "always",
+    ]);
+    assert_eq!(dist.len(), serial.len());
+    let mut renewed = 0;
+    for (k, (d, s)) in dist.iter().zip(&serial).enumerate() {
+        assert_eq!(d["mesh_hash"], s["mesh_hash"], "step {k}");
+        let b = &d["balance"];
+        assert_eq!(b["sizing"], "monitored");
+        // Until every rank has had a window with work in it, the sizes stay (and say why).
+        let kept = (b["warnings"].as_array().unwrap().iter())
+            .any(|w| w.as_str().unwrap().contains("no measured work for rank"));
+        let sizes: Vec<f64> = (b["monitored_sizes"].as_array().unwrap().iter())
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert!((sizes.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{sizes:?}");
+        if b["measured_s"].as_f64().unwrap() > 0.0 && !kept {
+            // Work ÷ CPU seconds: two equal cores give about equal capacities, but never the
+            // ratings' exact halves.
+            renewed += 1;
+            assert!(
+                sizes[0] != 0.5 && sizes.iter().all(|&x| x > 0.2),
+                "{sizes:?}"
+            );
+        }
+    }
+    assert!(renewed > 0, "no window was measured");
+}
+
+#[test]
 fn bad_drum_flags_are_named() {
     let run = |args: &[&str]| {
         let out = bin().args(args).output().unwrap();
@@ -283,6 +324,20 @@ fn bad_drum_flags_are_named() {
     assert!(e.contains("a number of steps >= 1 or `once`"), "{e}");
     let e = run(&["--machine", &m, "--transfer", "metis"]);
     assert!(e.contains("expected hbm, gde or implicit"), "{e}");
+    let e = run(&[
+        "--machine",
+        &m,
+        "--capacity",
+        "measured",
+        "--balance",
+        "uniform",
+    ]);
+    assert!(
+        e.contains("--capacity measured and --balance uniform disagree"),
+        "{e}"
+    );
+    let e = run(&["--machine", &m, "--capacity", "loadavg"]);
+    assert!(e.contains("possible values: static, measured"), "{e}");
     let e = run(&["--transfer", "hbm", "--target-vertices", "100"]);
     assert!(e.contains("need --machine"), "{e}");
 }

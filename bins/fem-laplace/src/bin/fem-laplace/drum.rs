@@ -2,6 +2,7 @@
 //! pinning, the competing loads, and the run's summary.
 
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use drum_loop::rebalance::Policy;
 use drum_loop::{LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
 use drum_model::load::{Load, LoadReport, LoadSpec};
@@ -17,6 +18,18 @@ pub enum BasisArg {
     Window,
     /// The time the rank was runnable (kernel schedstat).
     Runnable,
+}
+
+/// `--capacity`: where the capacities (part sizes) come from, as Watts, Rieffel & Taylor 1998
+/// measure them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapacityArg {
+    /// The machine file's ratings (`--balance static`).
+    Static,
+    /// Each rank's work (the weight it holds) ÷ the CPU seconds of its window, renewed at
+    /// the rebalance points (the paper's dynamic capacities); the static ratings until the
+    /// first window.
+    Measured,
 }
 
 /// The flags of DRUM in the loop (with `--machine`).
@@ -76,6 +89,11 @@ pub struct DrumArgs {
     /// level's own `<lbmethod>`.
     #[arg(long, value_parser = str::parse::<diffusion::Method>)]
     pub transfer: Option<diffusion::Method>,
+    /// Capacities as Watts et al. measure them: `static` (the ratings, as `--balance
+    /// static`) or `measured` (work ÷ CPU seconds of each rank's window). Default: DRUM's
+    /// powers as `--balance` says.
+    #[arg(long, value_enum)]
+    pub capacity: Option<CapacityArg>,
 }
 
 impl DrumArgs {
@@ -93,12 +111,33 @@ impl DrumArgs {
             drift_threshold: self.drift,
         };
         policy.validate().context("--eff-min, --gamma or --drift")?;
-        Ok(LoopConfig {
-            sizing: self.balance.unwrap_or_default(),
-            power: PowerConfig {
-                model: PowerModel::Drum {
+        let (sizing, model) = match (self.capacity, self.balance) {
+            (None, b) => (
+                b.unwrap_or_default(),
+                PowerModel::Drum {
                     w_comm: self.w_comm,
                 },
+            ),
+            (Some(CapacityArg::Static), None | Some(Sizing::Static)) => (
+                Sizing::Static,
+                PowerModel::Drum {
+                    w_comm: self.w_comm,
+                },
+            ),
+            (Some(CapacityArg::Measured), None | Some(Sizing::Monitored)) => {
+                (Sizing::Monitored, PowerModel::Measured)
+            }
+            (Some(c), Some(b)) => bail!(
+                "--capacity {} and --balance {b} disagree: --capacity static is --balance \
+                 static, measured is monitored",
+                c.to_possible_value()
+                    .map_or("?".into(), |v| v.get_name().to_string())
+            ),
+        };
+        Ok(LoopConfig {
+            sizing,
+            power: PowerConfig {
+                model,
                 basis: match self.util_basis {
                     BasisArg::Window => UtilBasis::Window,
                     BasisArg::Runnable => UtilBasis::Runnable,
@@ -127,7 +166,7 @@ impl DrumArgs {
                 "--transfer",
             );
         }
-        let powers = drum_model::static_powers(&machine, &cfg.power)
+        let powers = drum_model::static_powers(&machine, &cfg.starting_power())
             .with_context(|| format!("powers of {}", machine.source()))?;
         hier_part::Plan::new(&machine, &powers)
             .with_context(|| format!("the levels of {}", machine.source()))?;

@@ -144,9 +144,14 @@ fn run() -> Result<()> {
         ),
         None => {
             let d = &args.drum;
-            if d.balance.is_some() || !d.load.is_empty() || d.machine_load || d.transfer.is_some() {
+            if d.balance.is_some()
+                || !d.load.is_empty()
+                || d.machine_load
+                || d.transfer.is_some()
+                || d.capacity.is_some()
+            {
                 bail!(
-                    "--balance, --load, --machine-load and --transfer need --machine (the ranks' nodes)"
+                    "--balance, --capacity, --load, --machine-load and --transfer need --machine (the ranks' nodes)"
                 );
             }
             None
