@@ -263,12 +263,14 @@ pub struct CgWork {
     z: Vec<f64>,
     p: Vec<f64>,
     q: Vec<f64>,
+    w: Vec<f64>,
 }
 
 impl CgWork {
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
-        8 * (self.r.capacity() + self.z.capacity() + self.p.capacity() + self.q.capacity())
+        let vecs = [&self.r, &self.z, &self.p, &self.q, &self.w];
+        8 * vecs.iter().map(|v| v.capacity()).sum::<usize>()
     }
 }
 
@@ -290,8 +292,8 @@ pub(crate) trait CgOps {
     fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), Self::Error>;
     /// The own rows' part of a·b.
     fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum;
-    /// Completes a sum over all ranks.
-    fn global(&mut self, s: &mut ExactSum) -> Result<(), Self::Error>;
+    /// Completes sums over all ranks (in one reduction).
+    fn global(&mut self, s: &mut [ExactSum]) -> Result<(), Self::Error>;
 }
 
 /// One process: every row is its own.
@@ -319,7 +321,7 @@ impl CgOps for SerialOps<'_> {
     fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum {
         ExactSum::dot(a, b)
     }
-    fn global(&mut self, _s: &mut ExactSum) -> Result<(), Self::Error> {
+    fn global(&mut self, _s: &mut [ExactSum]) -> Result<(), Self::Error> {
         Ok(())
     }
 }
@@ -343,7 +345,16 @@ pub fn pcg(
     }
 }
 
-/// [`pcg`] over any row layout ([`CgOps`]).
+/// [`pcg`] over any row layout ([`CgOps`]): Chronopoulos and Gear's one-reduction form of
+/// preconditioned CG (Chronopoulos & Gear 1989, "s-step iterative methods for symmetric linear
+/// systems", the s = 1 case). With z = B r and w = A z, both inner products of a step,
+/// γ = (r, z) and δ = (w, z), are summed in one reduction, and the recurrences
+/// β_k = γ_k / γ_{k−1}, α_k = γ_k / (δ_k − β_k γ_k / α_{k−1}), p = z + β p, s = w + β s,
+/// x += α p, r −= α s give the iterates of the two-reduction form in exact arithmetic. A step
+/// costs one preconditioner, one product (its halo exchange) and one reduction; the stop test
+/// √(α_k γ_k) ≤ tol comes before the next preconditioner, so the last step costs nothing more.
+/// Every update runs over all entries, own and ghost: p and x keep the owners' bits on the
+/// ghost entries (z's are filled in by the product's exchange), so x needs no exchange after.
 pub(crate) fn pcg_with<O: CgOps>(
     ops: &mut O,
     x: &mut [f64],
@@ -353,61 +364,65 @@ pub(crate) fn pcg_with<O: CgOps>(
 ) -> Result<SolveStats, O::Error> {
     let n = ops.len();
     assert_eq!(x.len(), n, "pcg: x must have one entry per row");
-    for v in [&mut work.r, &mut work.z, &mut work.p, &mut work.q] {
+    for v in [
+        &mut work.r,
+        &mut work.z,
+        &mut work.p,
+        &mut work.q,
+        &mut work.w,
+    ] {
         if v.len() != n {
             *v = vec![0.0; n];
         }
     }
-    let CgWork { r, z, p, q } = work;
-    ops.matvec(x, q, false)?;
+    let CgWork { r, z, p, q: s, w } = work;
+    ops.matvec(x, s, false)?;
     let rhs = ops.rhs();
     for i in 0..n {
-        r[i] = rhs[i] - q[i];
+        r[i] = rhs[i] - s[i];
     }
-    ops.precondition(r, z)?;
-    let mut s = ops.local_dot(r, z);
-    ops.global(&mut s)?;
-    let mut rz = s.value();
-    let rz0 = rz;
+    let (mut gamma, delta) = precondition_and_reduce(ops, r, z, w)?;
+    let rz0 = gamma;
     let mut stats = SolveStats {
         initial_residual: rz0.max(0.0).sqrt(),
         final_residual: rz0.max(0.0).sqrt(),
         ..Default::default()
     };
-    if rz0 <= 0.0 {
+    if rz0 <= 0.0 || delta <= 0.0 {
         return Ok(stats);
     }
     p.copy_from_slice(z);
+    s.copy_from_slice(w);
+    let mut alpha = gamma / delta;
     let mut alphas = Vec::new();
     let mut betas = Vec::new();
     while stats.iterations < cfg.max_iter {
-        let mut s = ops.matvec(p, q, true)?;
-        ops.global(&mut s)?;
-        let pq = s.value();
-        if pq <= 0.0 {
-            break;
-        }
-        let alpha = rz / pq;
         for i in 0..n {
             x[i] += alpha * p[i];
-            r[i] -= alpha * q[i];
+            r[i] -= alpha * s[i];
         }
         stats.iterations += 1;
         alphas.push(alpha);
-        stats.algebraic_error = (alpha * rz).sqrt();
-        ops.precondition(r, z)?;
-        let mut s = ops.local_dot(r, z);
-        ops.global(&mut s)?;
-        let rz_new = s.value();
-        stats.final_residual = rz_new.max(0.0).sqrt();
-        if stats.algebraic_error <= tol || rz_new <= cfg.rel_residual * cfg.rel_residual * rz0 {
+        stats.algebraic_error = (alpha * gamma).sqrt();
+        if stats.algebraic_error <= tol || stats.iterations == cfg.max_iter {
             break;
         }
-        let beta = rz_new / rz;
+        let (gamma_new, delta_new) = precondition_and_reduce(ops, r, z, w)?;
+        stats.final_residual = gamma_new.max(0.0).sqrt();
+        if gamma_new <= cfg.rel_residual * cfg.rel_residual * rz0 {
+            break;
+        }
+        let beta = gamma_new / gamma;
+        let denom = delta_new - beta * gamma_new / alpha;
+        if denom <= 0.0 {
+            break;
+        }
         betas.push(beta);
-        rz = rz_new;
+        gamma = gamma_new;
+        alpha = gamma / denom;
         for i in 0..n {
             p[i] = z[i] + beta * p[i];
+            s[i] = w[i] + beta * s[i];
         }
     }
     if alphas.len() >= 2 {
@@ -416,6 +431,20 @@ pub(crate) fn pcg_with<O: CgOps>(
         stats.eig_max = hi;
     }
     Ok(stats)
+}
+
+/// z = B r, w = A z, and (r, z), (w, z) summed over all ranks in one reduction.
+fn precondition_and_reduce<O: CgOps>(
+    ops: &mut O,
+    r: &[f64],
+    z: &mut [f64],
+    w: &mut [f64],
+) -> Result<(f64, f64), O::Error> {
+    ops.precondition(r, z)?;
+    let wz = ops.matvec(z, w, true)?;
+    let mut sums = [ops.local_dot(r, z), wz];
+    ops.global(&mut sums)?;
+    Ok((sums[0].value(), sums[1].value()))
 }
 
 /// x·y, summed exactly and rounded once ([`ExactSum`]).

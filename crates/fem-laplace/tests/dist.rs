@@ -72,6 +72,51 @@ fn check(exact: &(dyn ExactSolution + Sync), cfg: AdaptConfig, ranks: &[usize]) 
             assert_eq!(owned, rep.base.elements);
             let verts: usize = rep.ranks.iter().map(|x| x.owned_vertices).sum();
             assert_eq!(verts, rep.base.vertices);
+            rounds_within_bounds(rep);
+        }
+    }
+}
+
+/// Every rank's calls into the communicator stay within the rounds the algorithms need,
+/// whatever the mesh size: marking 3, CG one preconditioner, one product and one reduction per
+/// iteration plus one product at the start (and one more round of the three when the
+/// residual test, not the tolerance, ends the solve), the set-up 2, and at most 30 in a step after the
+/// first (the mesh hash, asked for by these tests, adds one gather).
+fn rounds_within_bounds(rep: &DistStepReport) {
+    use fem_laplace::dist::Phase;
+    if rep.nranks == 1 {
+        return;
+    }
+    let cg = rep.base.cg_iterations as u64;
+    let cg_calls = 3 * cg + 4;
+    for r in &rep.ranks {
+        let calls = |p: Phase| r.phases.get(p).collectives;
+        let step = rep.base.step;
+        assert!(
+            calls(Phase::Mark) <= 3,
+            "step {step} rank {}: marking took {} calls",
+            r.rank,
+            calls(Phase::Mark)
+        );
+        assert!(
+            calls(Phase::Solve) <= cg_calls,
+            "step {step} rank {}: CG took {} calls for {cg} iterations",
+            r.rank,
+            calls(Phase::Solve)
+        );
+        assert!(
+            calls(Phase::Setup) <= 2,
+            "step {step} rank {}: set-up took {} calls",
+            r.rank,
+            calls(Phase::Setup)
+        );
+        if step > 0 {
+            assert!(
+                r.collectives <= 31,
+                "step {step} rank {}: {} calls",
+                r.rank,
+                r.collectives
+            );
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::keys::Birth;
 use super::local::{Local, UNKNOWN};
 use crate::mesh::NONE;
-use comm::wire::{Outbox, Reader};
+use comm::wire::{Reader, Writer};
 use comm::{Comm, CommError};
 
 /// Who sends which vertex values to whom, set up once per mesh.
@@ -18,10 +18,10 @@ pub(crate) struct Halo {
 }
 
 impl Halo {
-    /// Asks each owner for the vertices this rank needs: the vertices of its ghost elements
-    /// that it does not own (every other vertex of its elements is its own, or a vertex of a
-    /// ghost too).
-    pub(crate) fn build<C: Comm>(comm: &C, l: &Local) -> Result<Halo, CommError> {
+    /// This rank's requests, per owner: the vertices of its ghost elements that it does not
+    /// own (every other vertex of its elements is its own, or a vertex of a ghost too), in
+    /// birth order. They become the halo's receive lists.
+    pub(crate) fn requests(l: &Local) -> Vec<Vec<u32>> {
         let mut need: Vec<u32> = Vec::new();
         for &g in &l.ghosts {
             for &v in &l.mesh.tri[g as usize] {
@@ -43,28 +43,46 @@ impl Halo {
             );
             recv[o as usize].push(v);
         }
-        let mut out = Outbox::new(l.size);
-        for (q, list) in recv.iter().enumerate() {
+        recv
+    }
+
+    /// Writes the requests for every rank to read (each owner, its count and the births).
+    pub(crate) fn write_requests(l: &Local, recv: &[Vec<u32>], w: &mut Writer) {
+        for (q, list) in recv.iter().enumerate().filter(|(_, list)| !list.is_empty()) {
+            w.u32(q as u32);
+            w.usize(list.len());
             for &v in list {
                 let b = l.birth(v as usize);
-                out.to(q).u16(b.sg);
-                out.to(q).u128(b.key);
+                w.u16(b.sg);
+                w.u128(b.key);
             }
         }
-        let (bytes, counts) = out.flatten();
-        let asked = comm.alltoallv_bytes(&bytes, &counts)?;
+    }
+
+    /// The halo from this rank's receive lists (`recv`, [`Halo::requests`]) and every rank's
+    /// written requests (`asked[q]`, [`Halo::write_requests`]): this rank answers the ones
+    /// addressed to it.
+    pub(crate) fn from_requests(
+        l: &Local,
+        recv: Vec<Vec<u32>>,
+        asked: &[&[u8]],
+    ) -> Result<Halo, CommError> {
         // Requests come sorted by birth from each rank; resolve them all in one merge.
         let mut all: Vec<(Birth, u32, u32)> = Vec::new();
-        for q in 0..l.size {
-            let mut r = Reader::new(asked.get(q), "a ghost-vertex request");
-            let mut i = 0;
+        for (q, piece) in asked.iter().enumerate() {
+            let mut r = Reader::new(piece, "a ghost-vertex request");
             while !r.done() {
-                let b = Birth {
-                    sg: r.u16()?,
-                    key: r.u128()?,
-                };
-                all.push((b, q as u32, i));
-                i += 1;
+                let owner = r.u32()?;
+                let n = r.usize()?;
+                for i in 0..n {
+                    let b = Birth {
+                        sg: r.u16()?,
+                        key: r.u128()?,
+                    };
+                    if owner == l.rank {
+                        all.push((b, q as u32, i as u32));
+                    }
+                }
             }
         }
         all.sort_unstable();

@@ -61,16 +61,19 @@ pub use timed::{Phase, Timed, Traffic};
 use crate::exact::{ExactSum, WORDS};
 use comm::{Comm, CommError, ReduceOp};
 
-/// The exact sum of every rank's `s` (an integer reduction: the same bits on every backend
-/// and for any number of ranks).
-pub(crate) fn global_sum<C: Comm>(comm: &C, s: &ExactSum) -> Result<ExactSum, CommError> {
+/// Replaces each of `sums` by the exact sum of every rank's, in one reduction (an integer
+/// reduction: the same bits on every backend and for any number of ranks).
+pub(crate) fn global_sums<C: Comm>(comm: &C, sums: &mut [ExactSum]) -> Result<(), CommError> {
     if comm.size() == 1 {
-        return Ok(s.clone());
+        return Ok(());
     }
-    let mut w = s.words();
+    let mut w: Vec<u64> = sums.iter().flat_map(|s| s.words()).collect();
     comm.allreduce_u64(ReduceOp::Sum, &mut w)?;
-    debug_assert_eq!(w.len(), WORDS);
-    Ok(ExactSum::from_words(&w))
+    debug_assert_eq!(w.len(), WORDS * sums.len());
+    for (s, words) in sums.iter_mut().zip(w.chunks_exact(WORDS)) {
+        *s = ExactSum::from_words(words);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,12 +6,12 @@ use super::keys::mix;
 use super::local::{Local, Moved};
 use super::skeleton::Skeleton;
 use super::timed::{Phase, Timed, Traffic};
-use super::{Balancer, global_sum};
+use super::{Balancer, global_sums};
 use crate::FemError;
 use crate::adapt::{AdaptConfig, StepReport, StepTimes};
 use crate::assemble::System;
-use crate::estimate::{errors_part, estimate_part};
-use crate::exact::ExactSum;
+use crate::estimate::{ErrorsPart, errors_part, estimate_part};
+use crate::exact::{ExactSum, WORDS};
 use crate::mark::Marking;
 use crate::problem::ExactSolution;
 use crate::solver::{CgOps, CgWork, Multilevel, SolveStats, pcg_with};
@@ -243,6 +243,34 @@ struct Counts {
     owned_elements: usize,
 }
 
+/// The halo and the skeleton of `l`'s mesh (the skeleton with 1/D from `inv`) in two
+/// `allgatherv`: every rank's halo requests travel with its skeleton candidates.
+pub(crate) fn setup<C: Comm>(
+    comm: &C,
+    l: &Local,
+    inv: &[f64],
+) -> Result<(Halo, Skeleton), CommError> {
+    let recv = Halo::requests(l);
+    let mut halo_w = Writer::default();
+    Halo::write_requests(l, &recv, &mut halo_w);
+    let mut w = Writer::default();
+    w.usize(halo_w.len());
+    w.bytes(halo_w.as_bytes());
+    Skeleton::write_candidates(l, &mut w);
+    let all = comm.allgatherv_bytes(w.as_bytes())?;
+    let mut asked = Vec::with_capacity(comm.size());
+    let mut candidates = Vec::with_capacity(comm.size());
+    for r in 0..comm.size() {
+        let mut rd = Reader::new(all.get(r), "a rank's halo requests and skeleton candidates");
+        let n = rd.usize()?;
+        asked.push(rd.bytes(n)?);
+        candidates.push(rd.bytes(rd.remaining())?);
+    }
+    let halo = Halo::from_requests(l, recv, &asked)?;
+    let skel = Skeleton::build(comm, l, &candidates, inv)?;
+    Ok((halo, skel))
+}
+
 /// The step's phase times as the serial report gives them: each phase's largest time over
 /// the ranks (mark + refine in `refine`; partition, migration and set-up in `assemble`).
 fn step_times(ranks: &[RankStep]) -> StepTimes {
@@ -360,25 +388,27 @@ impl<'a, C: Comm> RankRun<'a, C> {
             },
             balance: None,
         };
-        if self.step > 0 && !self.adapt(&mut fig)? {
+        let census = if self.step == 0 {
+            None
+        } else if let Some(c) = self.adapt(&mut fig)? {
+            Some(c)
+        } else {
             return Ok(None);
-        }
+        };
         self.comm.enter(Phase::Partition);
-        self.repartition(&mut fig)?;
-        self.comm.enter(Phase::Setup);
-        let t0 = Instant::now();
-        self.halo = Halo::build(&self.comm, &self.l)?;
-        self.skel = Skeleton::build(&self.comm, &self.l)?;
-        fig.times.setup = t0.elapsed().as_secs_f64();
+        self.repartition(&mut fig, census)?;
+        let (sys, mut pre) = self.assemble(&mut fig);
+        self.setup(&mut fig, pre.inv_diag())?;
         let owned_e: Vec<bool> = (0..self.l.ekey.len())
             .map(|t| self.l.owns_element(t))
             .collect();
         self.comm.enter(Phase::Report);
         let counts = self.counts(&owned_e)?;
         self.nv = counts.vertices;
-        let (stats, tol) = self.solve(&mut fig, prev)?;
-        let grad = self.estimate(&mut fig, &owned_e)?;
-        let errs = self.errors(&mut fig, &grad, &owned_e)?;
+        let (stats, tol) = self.solve(&mut fig, prev, &sys, &mut pre)?;
+        let (grad, eta2) = self.estimate(&mut fig, &owned_e);
+        let errs = self.errors(&mut fig, &grad, &owned_e);
+        let (energy, own_max) = self.sum_up(&mut fig, eta2, errs)?;
         let wall = t_step.elapsed().as_secs_f64();
         let me = RankStep {
             rank: self.comm.rank(),
@@ -400,15 +430,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
         } else {
             None
         };
-        let ranks = self.gather_ranks(me, &before.1)?;
+        let (ranks, maxima) =
+            self.gather_ranks(me, [own_max, f64::from(counts.max_level)], &before.1)?;
         let base = StepReport {
             step: self.step,
             vertices: counts.vertices as usize,
             elements: counts.elements as usize,
             unknowns: counts.unknowns as usize,
-            max_level: counts.max_level,
-            error_energy: errs.0,
-            error_max: errs.1,
+            max_level: maxima[1] as u8,
+            error_energy: energy,
+            error_max: self.cfg.adapt.errors.then_some(maxima[0]),
             estimate: self.estimate,
             cg_iterations: stats.iterations,
             algebraic_error: stats.algebraic_error,
@@ -428,11 +459,12 @@ impl<'a, C: Comm> RankRun<'a, C> {
         }))
     }
 
-    /// Marks and refines (every step but the first); `false` once the target was reached.
-    fn adapt(&mut self, fig: &mut Figures) -> Result<bool, FemError> {
+    /// Marks and refines (every step but the first); the census of the refined mesh (see
+    /// [`RankRun::local_census`]), or `None` once the target was reached.
+    fn adapt(&mut self, fig: &mut Figures) -> Result<Option<[u64; 2]>, FemError> {
         if self.nv >= self.cfg.adapt.target_vertices as u64 {
             self.done = true;
-            return Ok(false);
+            return Ok(None);
         }
         if self.step > self.cfg.adapt.max_steps {
             return Err(FemError::InvalidConfig {
@@ -472,12 +504,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         self.eta2 = Vec::new();
         let refined = self.l.refine(bits, self.step, self.exact);
-        self.agreed(refined)?;
+        // The census rides on the agreement that every rank refined.
+        let mut census = self.local_census();
+        self.agreed_summing(refined, &mut census)?;
         fig.times.refine = t0.elapsed().as_secs_f64();
-        Ok(true)
+        Ok(Some(census))
     }
 
-    /// The global counts of the step (vertices: the owned ones are `0..n_owned`).
+    /// The global counts of the step (vertices: the owned ones are `0..n_owned`), in one
+    /// reduction; the deepest level is this rank's (the report's is the largest over the ranks,
+    /// from [`RankRun::gather_ranks`]).
     fn counts(&self, owned_e: &[bool]) -> Result<Counts, CommError> {
         let n_own = self.l.n_owned;
         let mut c = [n_own as u64, 0, 0];
@@ -488,33 +524,22 @@ impl<'a, C: Comm> RankRun<'a, C> {
         c[1] = owned_e.iter().filter(|&&o| o).count() as u64;
         let owned_elements = c[1] as usize;
         self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
-        let mut maxlev = [self
-            .l
-            .mesh
-            .level
-            .iter()
-            .zip(owned_e)
+        let max_level = (self.l.mesh.level.iter().zip(owned_e))
             .filter(|x| *x.1)
-            .map(|x| u64::from(*x.0))
+            .map(|x| *x.0)
             .max()
-            .unwrap_or(0)];
-        self.comm.allreduce_u64(ReduceOp::Max, &mut maxlev)?;
+            .unwrap_or(0);
         Ok(Counts {
             vertices: c[0],
             elements: c[1],
             unknowns: c[2],
-            max_level: maxlev[0] as u8,
+            max_level,
             owned_elements,
         })
     }
 
-    /// Assembles the own rows and solves (nested iteration from the prolongated solution,
-    /// stopped against the predicted estimate of this mesh); the statistics and tolerance.
-    fn solve(
-        &mut self,
-        fig: &mut Figures,
-        prev: (u64, f64),
-    ) -> Result<(SolveStats, f64), FemError> {
+    /// Assembles the own rows and the preconditioner's diagonal (no communication).
+    fn assemble(&mut self, fig: &mut Figures) -> (System, Multilevel) {
         self.comm.enter(Phase::Assemble);
         let t0 = Instant::now();
         let n_own = self.l.n_owned;
@@ -524,9 +549,33 @@ impl<'a, C: Comm> RankRun<'a, C> {
         } else {
             sys.assemble_rows(&self.l.mesh, &self.l.u, |i| i < n_own);
         }
-        let mut pre = Multilevel::new(&self.l.mesh, &sys);
-        self.skel.set_inv(&self.comm, pre.inv_diag())?;
+        let pre = Multilevel::new(&self.l.mesh, &sys);
         fig.times.assemble = t0.elapsed().as_secs_f64();
+        (sys, pre)
+    }
+
+    /// The halo and the skeleton of this mesh in two `allgatherv`: every rank's halo requests
+    /// with its skeleton candidates, then the skeleton's second round with the diagonal.
+    fn setup(&mut self, fig: &mut Figures, inv: &[f64]) -> Result<(), CommError> {
+        self.comm.enter(Phase::Setup);
+        let t0 = Instant::now();
+        let (halo, skel) = setup(&self.comm, &self.l, inv)?;
+        self.halo = halo;
+        self.skel = skel;
+        fig.times.setup = t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Solves (nested iteration from the prolongated solution, stopped against the predicted
+    /// estimate of this mesh); the statistics and tolerance.
+    fn solve(
+        &mut self,
+        fig: &mut Figures,
+        prev: (u64, f64),
+        sys: &System,
+        pre: &mut Multilevel,
+    ) -> Result<(SolveStats, f64), FemError> {
+        let n_own = self.l.n_owned;
         self.comm.enter(Phase::Solve);
         let t0 = Instant::now();
         let tol = if self.step == 0 {
@@ -540,8 +589,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
             let mut ops = RankOps {
                 comm: &self.comm,
                 l: &self.l,
-                sys: &sys,
-                pre: &mut pre,
+                sys,
+                pre,
                 skel: &mut self.skel,
                 halo: &self.halo,
                 n_owned: n_own,
@@ -555,15 +604,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 &mut CgWork::default(),
             )?
         };
-        self.halo.update(&self.comm, &mut u)?;
+        // (CG kept the ghost entries of u equal to their owners'.)
         self.l.u = u;
         fig.times.solve = t0.elapsed().as_secs_f64();
         Ok((stats, tol))
     }
 
-    /// The estimator on the owned elements (neighbours from the ghost layer), summed
-    /// exactly over the ranks; returns the gradients for the errors.
-    fn estimate(&mut self, fig: &mut Figures, owned_e: &[bool]) -> Result<Vec<[f64; 2]>, FemError> {
+    /// The estimator on the owned elements (neighbours from the ghost layer): the gradients
+    /// for the errors and this rank's part of η² (summed over the ranks in
+    /// [`RankRun::sum_up`]).
+    fn estimate(&mut self, fig: &mut Figures, owned_e: &[bool]) -> (Vec<[f64; 2]>, ExactSum) {
         self.comm.enter(Phase::Estimate);
         let t0 = Instant::now();
         let mut grad = Vec::new();
@@ -577,21 +627,21 @@ impl<'a, C: Comm> RankRun<'a, C> {
             &mut eta2,
             |t| owned_e[t],
         );
-        self.estimate = global_sum(&self.comm, &local)?.value().sqrt();
         self.eta2 = eta2;
         fig.times.estimate = t0.elapsed().as_secs_f64();
-        Ok(grad)
+        (grad, local)
     }
 
-    /// The errors against the exact solution (energy and largest vertex error), if asked.
+    /// This rank's part of the errors against the exact solution (energy and largest vertex
+    /// error), if asked.
     fn errors(
         &mut self,
         fig: &mut Figures,
         grad: &[[f64; 2]],
         owned_e: &[bool],
-    ) -> Result<(Option<f64>, Option<f64>), FemError> {
+    ) -> Result<Option<ErrorsPart>, FemError> {
         if !self.cfg.adapt.errors {
-            return Ok((None, None));
+            return Ok(None);
         }
         self.comm.enter(Phase::Error);
         let t0 = Instant::now();
@@ -610,24 +660,46 @@ impl<'a, C: Comm> RankRun<'a, C> {
             |v| v < n_own,
             |t| owned_e[t],
         );
-        let part = self.agreed(part)?;
-        let mut mx = [part.max_vertex];
-        self.comm.allreduce_f64(ReduceOp::Max, &mut mx)?;
-        let energy = match part.energy2 {
-            Some(s) => Some(global_sum(&self.comm, &s)?.value().sqrt()),
-            None => None,
-        };
         fig.times.error = t0.elapsed().as_secs_f64();
-        Ok((energy, Some(mx[0])))
+        part.map(Some)
+    }
+
+    /// The step's sums in one reduction that also agrees on the errors' outcome: η (kept for
+    /// the next step's tolerance) and the energy error; returns the energy error and this
+    /// rank's largest vertex error (the largest over the ranks comes with the rank figures).
+    fn sum_up(
+        &mut self,
+        fig: &mut Figures,
+        eta2: ExactSum,
+        errs: Result<Option<ErrorsPart>, FemError>,
+    ) -> Result<(Option<f64>, f64), FemError> {
+        self.comm.enter(Phase::Estimate);
+        let t0 = Instant::now();
+        let energy2 = errs.as_ref().ok().and_then(|e| e.as_ref()?.energy2.clone());
+        let mut sums: Vec<u64> = eta2.words().to_vec();
+        sums.extend(energy2.as_ref().map_or([0; WORDS], ExactSum::words));
+        let agreed = self.agreed_summing(errs, &mut sums)?;
+        self.estimate = ExactSum::from_words(&sums[..WORDS]).value().sqrt();
+        let energy = energy2.map(|_| ExactSum::from_words(&sums[WORDS..]).value().sqrt());
+        fig.times.estimate += t0.elapsed().as_secs_f64();
+        Ok((energy, agreed.map_or(0.0, |e| e.max_vertex)))
     }
 
     /// Partitions the owned elements (all elements, after a refinement) and moves them,
     /// checking that no element is lost or duplicated.
-    fn repartition(&mut self, fig: &mut Figures) -> Result<(), FemError> {
+    fn repartition(&mut self, fig: &mut Figures, census: Option<[u64; 2]>) -> Result<(), FemError> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
-        let before = if several { self.census()? } else { (0, 0) };
+        let before = match census {
+            Some(c) => c,
+            None if several => {
+                let mut c = self.local_census();
+                self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
+                c
+            }
+            None => [0, 0],
+        };
         let mut parts = vec![self.comm.rank() as u32; ne];
         if self.comm.size() > 1 {
             let tp = Instant::now();
@@ -650,9 +722,12 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         fig.moved = self.l.rebuild(&self.comm, &parts)?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
-        let after = if several { self.census()? } else { (0, 0) };
-        let mut moved = [fig.moved.elements as u64, fig.moved.bytes as u64];
-        self.comm.allreduce_u64(ReduceOp::Sum, &mut moved)?;
+        // The census after and what moved, in one reduction.
+        let [c0, c1] = self.local_census();
+        let mut sums = [c0, c1, fig.moved.elements as u64, fig.moved.bytes as u64];
+        self.comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+        let after = [sums[0], sums[1]];
+        let moved = [sums[2], sums[3]];
         if self.balancing.wants_migration_costs() {
             // δ and bytes per unit of weight (one per element) for Lan's cost next time, the
             // same on every rank so every rank decides alike: δ is the slowest rank's
@@ -666,8 +741,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
         fig.migration = MigrationReport {
             elements: moved[0],
             bytes: moved[1],
-            count_ok: before.0 == after.0,
-            checksum_ok: before.1 == after.1,
+            count_ok: !several || before[0] == after[0],
+            checksum_ok: !several || before[1] == after[1],
         };
         if !(fig.migration.count_ok && fig.migration.checksum_ok) {
             return Err(FemError::Migration {
@@ -675,15 +750,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 rank: self.comm.rank(),
                 detail: format!(
                     "{} elements (checksum {:016x}) before, {} (checksum {:016x}) after",
-                    before.0, before.1, after.0, after.1
+                    before[0], before[1], after[0], after[1]
                 ),
             });
         }
         Ok(())
     }
 
-    /// Global element count and order-independent checksum of the owned element keys.
-    fn census(&self) -> Result<(u64, u64), CommError> {
+    /// This rank's part of the census: the owned elements' count and order-independent
+    /// checksum of their keys (summed over the ranks, the same before and after a migration).
+    fn local_census(&self) -> [u64; 2] {
         let mut c = [0u64, 0u64];
         for t in 0..self.l.ekey.len() {
             if self.l.owns_element(t) {
@@ -691,30 +767,44 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 c[1] = c[1].wrapping_add(mix(self.l.ekey.get(t)));
             }
         }
-        self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
-        Ok((c[0], c[1]))
+        c
     }
 
     /// Agrees on a local result before the next collective (`part_api::agree`, the
     /// workspace's one protocol): if any rank failed, every rank returns an error, the failing
     /// rank its own, the others [`FemError::PeerFailed`] naming the lowest failed rank.
     pub fn agreed<T>(&self, r: Result<T, FemError>) -> Result<T, FemError> {
-        let rank = self.comm.rank();
-        part_api::agreed(&self.comm, r, |_, failed| FemError::PeerFailed {
-            rank,
-            failed,
-        })
+        self.agreed_summing(r, &mut [])
     }
 
-    /// Every rank's figures to rank 0 (one `gatherv`), with each rank's calls, messages and
-    /// bytes since `before`; rank 0 adds this gather's own cost to each rank's report phase.
-    fn gather_ranks(
+    /// [`RankRun::agreed`] that also sums `sums` over the ranks in the same reduction.
+    fn agreed_summing<T>(&self, r: Result<T, FemError>, sums: &mut [u64]) -> Result<T, FemError> {
+        let rank = self.comm.rank();
+        match part_api::agree(&self.comm, r, sums)? {
+            Ok(x) => Ok(x),
+            Err(part_api::Failed::Here(e)) => Err(e),
+            Err(part_api::Failed::Elsewhere { first, .. }) => Err(FemError::PeerFailed {
+                rank,
+                failed: first,
+            }),
+        }
+    }
+
+    /// Every rank's figures to every rank (one `allgatherv`), with each rank's calls, messages
+    /// and bytes since `before` (this gather's own cost added to each rank's report phase) and
+    /// the largest of each of `maxima` over the ranks. Rank 0 keeps the figures; the other
+    /// ranks return none.
+    fn gather_ranks<const M: usize>(
         &self,
         mut me: RankStep,
+        maxima: [f64; M],
         before: &[Traffic; Phase::ALL.len()],
-    ) -> Result<Vec<RankStep>, CommError> {
+    ) -> Result<(Vec<RankStep>, [f64; M]), CommError> {
         let now = self.comm.stats().traffic();
         let mut w = Writer::default();
+        for x in maxima {
+            w.f64(x);
+        }
         w.u64(me.owned as u64);
         w.u64(me.ghosts as u64);
         w.u64(me.owned_vertices as u64);
@@ -730,13 +820,19 @@ impl<'a, C: Comm> RankRun<'a, C> {
             w.u64(t.bytes);
         }
         w.u64(me.skeleton as u64);
-        let Some(all) = self.comm.gatherv_bytes(0, w.as_bytes())? else {
-            return Ok(Vec::new());
-        };
+        let all = self.comm.allgatherv_bytes(w.as_bytes())?;
         let mut ranks = Vec::with_capacity(self.comm.size());
+        let mut largest = maxima;
+        let others = (self.comm.size() - 1) as u64;
         for r in 0..self.comm.size() {
             let piece = all.get(r);
             let mut rd = Reader::new(piece, "a rank's step figures");
+            for m in &mut largest {
+                *m = m.max(rd.f64()?);
+            }
+            if self.comm.rank() != 0 {
+                continue;
+            }
             me.rank = r;
             me.owned = rd.u64()? as usize;
             me.ghosts = rd.u64()? as usize;
@@ -756,12 +852,11 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 };
             }
             me.skeleton = rd.u64()? as usize;
-            // This gather: one call, one message and its bytes for every rank but the root.
-            let own = usize::from(r != 0) as u64;
+            // This gather: one call, and the rank's piece sent to every other rank.
             me.phases.0[Phase::Report as usize] = me.phases.get(Phase::Report).plus(Traffic {
                 collectives: 1,
-                messages: own,
-                bytes: own * piece.len() as u64,
+                messages: others,
+                bytes: others * piece.len() as u64,
             });
             let total = me.phases.total();
             me.collectives = total.collectives;
@@ -769,7 +864,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             me.bytes = total.bytes;
             ranks.push(me.clone());
         }
-        Ok(ranks)
+        Ok((ranks, largest))
     }
 
     /// The mesh hash, on rank 0.
@@ -933,8 +1028,7 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
     fn local_dot(&self, a: &[f64], b: &[f64]) -> ExactSum {
         ExactSum::dot(&a[..self.n_owned], &b[..self.n_owned])
     }
-    fn global(&mut self, s: &mut ExactSum) -> Result<(), CommError> {
-        *s = global_sum(self.comm, s)?;
-        Ok(())
+    fn global(&mut self, s: &mut [ExactSum]) -> Result<(), CommError> {
+        global_sums(self.comm, s)
     }
 }

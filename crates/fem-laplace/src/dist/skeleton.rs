@@ -78,8 +78,10 @@ pub(crate) struct Skeleton {
 }
 
 impl Skeleton {
-    /// Finds the skeleton and sets up this rank's part (two `allgatherv`).
-    pub(crate) fn build<C: Comm>(comm: &C, l: &Local) -> Result<Skeleton, CommError> {
+    /// This rank's skeleton candidates for every rank to read (the first round of
+    /// [`Skeleton::build`]): the parents of owned vertices owned elsewhere and their ancestors,
+    /// in birth order, with their keys and their parents' keys.
+    pub(crate) fn write_candidates(l: &Local, w: &mut Writer) {
         let nv = l.mesh.coords.len();
         let par = &l.mesh.parents;
         // 1. Parents of owned vertices owned elsewhere, and their ancestors.
@@ -112,7 +114,6 @@ impl Skeleton {
         };
         let mut marked: Vec<u32> = (0..nv as u32).filter(|&v| mark[v as usize]).collect();
         marked.sort_unstable_by_key(|&v| l.birth(v as usize));
-        let mut w = Writer::default();
         for &v in &marked {
             {
                 let b = l.birth(v as usize);
@@ -124,10 +125,22 @@ impl Skeleton {
                 }
             }
         }
-        let all = comm.allgatherv_bytes(w.as_bytes())?;
+    }
+
+    /// Finds the skeleton from every rank's candidates (`candidates[r]`,
+    /// [`Skeleton::write_candidates`]) and sets up this rank's part, with 1/D of the skeleton
+    /// vertices from `inv` (this rank's diagonal): one `allgatherv`.
+    pub(crate) fn build<C: Comm>(
+        comm: &C,
+        l: &Local,
+        candidates: &[&[u8]],
+        inv: &[f64],
+    ) -> Result<Skeleton, CommError> {
+        let nv = l.mesh.coords.len();
+        let par = &l.mesh.parents;
         let mut recs: Vec<(Birth, VKey, [VKey; 2])> = Vec::new();
-        for r in 0..comm.size() {
-            let mut rd = Reader::new(all.get(r), "a skeleton vertex list");
+        for piece in candidates {
+            let mut rd = Reader::new(piece, "a skeleton vertex list");
             while !rd.done() {
                 let b = Birth {
                     sg: rd.u16()?,
@@ -196,16 +209,23 @@ impl Skeleton {
             mine.push(v);
             // Own skeleton list travels with it.
         }
-        let mut w2 = Writer::default();
+        // With it, the skeleton vertices this rank owns and their 1/D.
+        let mut msg = Writer::default();
+        msg.usize(w.len());
+        msg.bytes(w.as_bytes());
         for &o in &sk.own_o {
-            w2.u32(o);
+            msg.u32(o);
+            msg.f64(inv[sk.local[o as usize] as usize]);
         }
         let size = comm.size();
-        let all_ext = comm.allgatherv_bytes(w.as_bytes())?;
-        let all_own = comm.allgatherv_bytes(w2.as_bytes())?;
+        let all = comm.allgatherv_bytes(msg.as_bytes())?;
         let mut ext: Vec<(Birth, [u32; 2], u32, u32)> = Vec::new(); // birth, parents, rank, i
+        let mut own_pieces = Vec::with_capacity(size);
         for r in 0..size {
-            let mut rd = Reader::new(all_ext.get(r), "a skeleton extension");
+            let mut whole = Reader::new(all.get(r), "a skeleton extension");
+            let len = whole.usize()?;
+            let mut rd = Reader::new(whole.bytes(len)?, "a skeleton extension");
+            own_pieces.push(whole);
             let mut i = 0u32;
             while !rd.done() {
                 let b = Birth {
@@ -234,12 +254,16 @@ impl Skeleton {
         for (i, &v) in mine.iter().enumerate() {
             sk.ext_of[v as usize] = ext_index_of_mine[i];
         }
-        sk.piece_o = (0..size)
-            .map(|r| {
-                let mut rd = Reader::new(all_own.get(r), "a skeleton ownership list");
+        sk.inv = vec![0.0; n];
+        sk.piece_o = own_pieces
+            .into_iter()
+            .map(|mut rd| {
                 let mut v = Vec::new();
                 while !rd.done() {
-                    v.push(rd.u32()?);
+                    let o = rd.u32()?;
+                    // (An index from the skeleton every rank built alike.)
+                    sk.inv[o as usize] = rd.f64()?;
+                    v.push(o);
                 }
                 Ok(v)
             })
@@ -288,26 +312,6 @@ impl Skeleton {
     #[cfg(test)]
     pub(crate) fn is_bulk(&self, v: usize) -> bool {
         self.bulk[v]
-    }
-
-    /// Shares 1/D of the skeleton vertices (after each assembly).
-    pub(crate) fn set_inv<C: Comm>(&mut self, comm: &C, inv: &[f64]) -> Result<(), CommError> {
-        if self.n == 0 {
-            return Ok(());
-        }
-        let mine: Vec<f64> = self
-            .own_o
-            .iter()
-            .map(|&o| inv[self.local[o as usize] as usize])
-            .collect();
-        let all = comm.allgatherv(&mine)?;
-        self.inv = vec![0.0; self.n];
-        for (r, list) in self.piece_o.iter().enumerate() {
-            for (&o, &x) in list.iter().zip(all.get(r)) {
-                self.inv[o as usize] = x;
-            }
-        }
-        Ok(())
     }
 
     /// z = B r with this rank's rows (see the module documentation).
