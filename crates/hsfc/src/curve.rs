@@ -634,6 +634,7 @@ mod tests {
         // Skilling's parity bit doubles the 12 orientations.
         assert_eq!(tables(2).states, 4);
         assert_eq!(tables(3).states, 24);
+        assert_eq!((tables(2).n, tables(3).n), (2, 3));
     }
 
     #[test]
