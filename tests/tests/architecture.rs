@@ -14,9 +14,10 @@ use std::process::Command;
 const LAYERS: &[(&str, u32)] = &[
     // The interface every partitioner and communicator shares.
     ("part-api", 0),
-    // The machine model; the partitioners; the communicators.
+    // The machine model; the partitioners (diffusion: incremental); the communicators.
     ("drum-model", 1),
     ("hsfc", 1),
+    ("diffusion", 1),
     ("comm", 1),
     // The walk along the machine tree; the C ABI of hsfc; what the commands share.
     ("hier-part", 2),
@@ -36,6 +37,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("hier-part-cli", 6),
     ("fem-laplace-cli", 6),
     ("samr-cli", 6),
+    ("diffusion-study", 6),
     // Apart: xtask runs binaries, the tests check everything.
     ("xtask", 7),
     ("drum-tests", 7),
@@ -249,6 +251,8 @@ fn partitioners_know_no_machines_mpi_or_meshes() {
     ];
     assert_none_of(&pkgs, "hsfc", &forbidden);
     assert_none_of(&pkgs, "part-api", &forbidden);
+    // diffusion sees points, weights, an adjacency and capacities.
+    assert_none_of(&pkgs, "diffusion", &forbidden);
     // hier-part walks a machine tree: it knows machines, but no mesh and no runtime.
     assert_none_of(&pkgs, "hier-part", &["fem-laplace", "drum-loop", "mpi"]);
 }

@@ -61,6 +61,8 @@ const FEM_FLAGS_WITH_VALUE: &[&str] = &[
     "--power-floor",
     "--rebalance",
     "--sensing",
+    "--transfer",
+    "--capacity",
 ];
 
 const KNOWN: &str = "--machine FILE, --backend threads|mpi, --hostfile FILE, --vcluster, \
@@ -69,7 +71,7 @@ const KNOWN: &str = "--machine FILE, --backend threads|mpi, --hostfile FILE, --v
      --compare, --json, --out DIR, --vtk DIR, --svg FILE, --target-vertices N, --problem P, \
      --marking M, --cg-tol-factor F, --eff-min E, --gamma G, --drift D, --monitor-period-ms MS, \
      --util-basis window|runnable, --power-floor F, --rebalance policy|always|never, \
-     --sensing N|once";
+     --sensing N|once, --transfer hbm|gde|implicit, --capacity static|measured";
 
 pub(crate) fn parse(args: &[String]) -> Result<Options> {
     let mut o = Options {

@@ -128,7 +128,7 @@ fn bad_input_is_file_line_col_on_stderr_and_exit_1() {
         (
             "bad4.xml",
             "<machinemodel>\n<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\">\n  <lbmethod lbm=\"FOO\"/></node>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\"/></machinemodel>",
-            "3:13: node 0 (\"sw\"): unknown lbmethod `FOO` (known: HSFC, RCB, RIB)",
+            "3:13: node 0 (\"sw\"): unknown lbmethod `FOO` (known: HSFC, RCB, RIB, DIFFUSION)",
         ),
     ];
     for (name, content, msg) in cases {

@@ -309,6 +309,90 @@ fn ctrl_c_leaves_no_load_behind() {
 }
 
 #[test]
+fn transfer_repartitions_incrementally_and_keeps_the_serial_mesh() {
+    let m = machine("local-2core-hetero.xml");
+    let serial = json_lines(&["--target-vertices", "20000", "--json"]);
+    for t in ["hbm", "gde", "implicit"] {
+        let args = [
+            "--target-vertices",
+            "20000",
+            "--json",
+            "--machine",
+            &m,
+            "--balance",
+            "static",
+            "--rebalance",
+            "always",
+            "--transfer",
+            t,
+        ];
+        let dist = json_lines(&args);
+        assert_eq!(dist.len(), serial.len());
+        let mut moved = 0;
+        for (k, (d, s)) in dist.iter().zip(&serial).enumerate() {
+            assert_eq!(d["mesh_hash"], s["mesh_hash"], "{t}, step {k}");
+            let b = &d["balance"];
+            assert_eq!(b["decision"]["rebalance"], true);
+            // Equal ratings: each rank ends within the machine file's IMBALANCE_TOL = 1.02
+            // of half the weight, once elements are small against it.
+            let elements = d["elements"].as_u64().unwrap() as f64;
+            for a in b["achieved"].as_array().unwrap() {
+                let a = a.as_f64().unwrap();
+                assert!(
+                    elements < 1000.0 || a <= 0.5 * 1.02 + 2.0 / elements,
+                    "{t}, step {k}: {b}"
+                );
+            }
+            if k > 0 {
+                moved += d["migration"]["elements"].as_u64().unwrap();
+            }
+        }
+        assert!(moved > 0, "{t}: refinement unbalanced nothing?");
+    }
+}
+
+#[test]
+fn measured_capacities_come_from_work_and_cpu_seconds() {
+    let m = machine("local-2core-hetero.xml");
+    let serial = json_lines(&["--target-vertices", "20000", "--json"]);
+    let dist = json_lines(&[
+        "--target-vertices",
+        "20000",
+        "--json",
+        "--machine",
+        &m,
+        "--capacity",
+        "measured",
+        "--rebalance",
+        "always",
+    ]);
+    assert_eq!(dist.len(), serial.len());
+    let mut renewed = 0;
+    for (k, (d, s)) in dist.iter().zip(&serial).enumerate() {
+        assert_eq!(d["mesh_hash"], s["mesh_hash"], "step {k}");
+        let b = &d["balance"];
+        assert_eq!(b["sizing"], "monitored");
+        // Until every rank has had a window with work in it, the sizes stay (and say why).
+        let kept = (b["warnings"].as_array().unwrap().iter())
+            .any(|w| w.as_str().unwrap().contains("no measured work for rank"));
+        let sizes: Vec<f64> = (b["monitored_sizes"].as_array().unwrap().iter())
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert!((sizes.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{sizes:?}");
+        if b["measured_s"].as_f64().unwrap() > 0.0 && !kept {
+            // Work ÷ CPU seconds: two equal cores give about equal capacities, but never the
+            // ratings' exact halves.
+            renewed += 1;
+            assert!(
+                sizes[0] != 0.5 && sizes.iter().all(|&x| x > 0.2),
+                "{sizes:?}"
+            );
+        }
+    }
+    assert!(renewed > 0, "no window was measured");
+}
+
+#[test]
 fn bad_drum_flags_are_named() {
     let run = |args: &[&str]| {
         let out = bin().args(args).output().unwrap();
@@ -344,4 +428,22 @@ fn bad_drum_flags_are_named() {
     assert!(e.contains("expected policy, always or never"), "{e}");
     let e = run(&["--machine", &m, "--sensing", "0"]);
     assert!(e.contains("a number of steps >= 1 or `once`"), "{e}");
+    let e = run(&["--machine", &m, "--transfer", "metis"]);
+    assert!(e.contains("expected hbm, gde or implicit"), "{e}");
+    let e = run(&[
+        "--machine",
+        &m,
+        "--capacity",
+        "measured",
+        "--balance",
+        "uniform",
+    ]);
+    assert!(
+        e.contains("--capacity measured and --balance uniform disagree"),
+        "{e}"
+    );
+    let e = run(&["--machine", &m, "--capacity", "loadavg"]);
+    assert!(e.contains("possible values: static, measured"), "{e}");
+    let e = run(&["--transfer", "hbm", "--target-vertices", "100"]);
+    assert!(e.contains("need --machine"), "{e}");
 }

@@ -10,8 +10,8 @@ use drum_model::monitor::{
 };
 use drum_model::usage::Usage;
 use drum_model::{
-    Machine, NodeObservation, Observations, PowerConfig, Powers, compute_powers, static_powers,
-    uniform_powers,
+    Machine, NodeObservation, Observations, PowerConfig, PowerModel, Powers, RankWork,
+    compute_powers, static_powers, uniform_powers,
 };
 use hier_part::{Hier, HierPartition, Plan, Workspace};
 use part_api::{Points, Reduce};
@@ -175,6 +175,20 @@ pub struct LoopConfig {
     pub probe: Option<LinkProbe>,
     /// The partitioner (its parallelism).
     pub hier: Hier,
+}
+
+impl LoopConfig {
+    /// The power configuration of the partition before any window was measured: a model
+    /// that needs measurements ([`PowerModel::Measured`]) starts from DRUM's static ratings.
+    pub fn starting_power(&self) -> PowerConfig {
+        match self.power.model {
+            PowerModel::Measured => PowerConfig {
+                model: PowerModel::Drum { w_comm: 0.0 },
+                ..self.power.clone()
+            },
+            _ => self.power.clone(),
+        }
+    }
 }
 
 impl Default for LoopConfig {
@@ -381,6 +395,9 @@ pub struct DrumLoop {
     /// The last observation of every computing node (the static one until measured).
     nodes: BTreeMap<u32, NodeObservation>,
     last_total: Option<f64>,
+    /// Each rank's latest work and CPU seconds (Watts' measured capacity), kept while a
+    /// window says nothing of it.
+    work: BTreeMap<usize, RankWork>,
     bytes_per_weight: f64,
     delta: f64,
 }
@@ -412,7 +429,7 @@ impl DrumLoop {
             });
         }
         let rank = Comm::rank(comm);
-        let statics = static_powers(&machine, &cfg.power)?;
+        let statics = static_powers(&machine, &cfg.starting_power())?;
         let powers = match cfg.sizing {
             Sizing::Uniform => uniform_powers(&machine, cfg.power.model.clone())?,
             Sizing::Static | Sizing::Monitored => statics.clone(),
@@ -475,6 +492,7 @@ impl DrumLoop {
             last_point: Instant::now(),
             nodes,
             last_total: None,
+            work: BTreeMap::new(),
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
             delta: 0.0,
             machine,
@@ -609,7 +627,7 @@ impl DrumLoop {
         self.since_sensed += 1;
         let due = self.cfg.sensing.due(self.sensed, self.since_sensed);
         if longest >= self.cfg.min_window.as_secs_f64() && due {
-            self.observe(&point.windows, warnings);
+            self.observe(&point.windows, &point.loads, warnings);
             self.pending = RankWindow::default();
             self.since_sensed = 0;
             self.sensed = true;
@@ -731,8 +749,10 @@ impl DrumLoop {
         }
     }
 
-    /// New node observations from the ranks' windows, then the monitored powers.
-    fn observe(&mut self, accs: &[RankWindow], warnings: &mut Vec<String>) {
+    /// New node observations from the ranks' windows, then the monitored powers. `loads`:
+    /// the weight each rank holds, its work for [`drum_model::PowerModel::Measured`] (Watts
+    /// et al. 1998: capacity = work ÷ the CPU seconds of the window).
+    fn observe(&mut self, accs: &[RankWindow], loads: &[f64], warnings: &mut Vec<String>) {
         for node in self.machine.computing_nodes() {
             let range = node.rank_range();
             if range.is_empty() {
@@ -757,9 +777,10 @@ impl DrumLoop {
             self.nodes
                 .insert(node.nodenum, Usage::join(&usages).observation());
         }
+        self.work.extend(rank_work(accs, loads));
         let obs = Observations {
             nodes: self.nodes.clone(),
-            rank_work: BTreeMap::new(),
+            rank_work: self.work.clone(),
         };
         match compute_powers(&self.machine, &self.cfg.power, &obs) {
             Ok(p) => {
@@ -797,6 +818,18 @@ fn measure_link<C: Comm + Reduce>(
         }
     }
     unreachable!("the second attempt returns")
+}
+
+/// Each rank's work (the weight it holds) and the CPU seconds of its window, for the ranks
+/// whose window has both and enough evidence.
+fn rank_work(accs: &[RankWindow], loads: &[f64]) -> BTreeMap<usize, RankWork> {
+    (accs.iter().zip(loads).enumerate())
+        .filter_map(|(r, (a, &work))| {
+            let cpu_seconds = a.usage.procs.first()?.cpu_s;
+            (a.error.is_none() && a.evidence() && work > 0.0 && cpu_seconds > 0.0)
+                .then_some((r, RankWork { work, cpu_seconds }))
+        })
+        .collect()
 }
 
 fn summary(s: &MonitorStats) -> LoopSummary {

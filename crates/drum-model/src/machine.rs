@@ -152,11 +152,15 @@ pub enum PartitionMethod {
     Rcb,
     /// Recursive inertial bisection (`RIB`).
     Rib,
+    /// Incremental load transfer between neighbouring parts (`DIFFUSION`; Watts, Rieffel &
+    /// Taylor 1998): a repartition moves objects from the current partition along the
+    /// processor graph, boundary first (parameter `METHOD` = `HBM`, `GDE` or `IMPLICIT`).
+    Diffusion,
 }
 
 impl PartitionMethod {
     /// The names accepted in `lbm="..."` (case-insensitive, as Zoltan's `LB_METHOD`).
-    pub const NAMES: [&'static str; 3] = ["HSFC", "RCB", "RIB"];
+    pub const NAMES: [&'static str; 4] = ["HSFC", "RCB", "RIB", "DIFFUSION"];
 
     /// Parses a method name, ignoring ASCII case and surrounding white space.
     pub fn parse(name: &str) -> Option<PartitionMethod> {
@@ -165,6 +169,7 @@ impl PartitionMethod {
             PartitionMethod::Hsfc,
             PartitionMethod::Rcb,
             PartitionMethod::Rib,
+            PartitionMethod::Diffusion,
         ]
         .into_iter()
         .find(|m| m.as_str().eq_ignore_ascii_case(n))
@@ -176,6 +181,7 @@ impl PartitionMethod {
             PartitionMethod::Hsfc => "HSFC",
             PartitionMethod::Rcb => "RCB",
             PartitionMethod::Rib => "RIB",
+            PartitionMethod::Diffusion => "DIFFUSION",
         }
     }
 }
@@ -372,6 +378,40 @@ impl Machine {
             .map(|n| n.id)
     }
 
+    /// Gives every node that splits its objects (a network node, a computing node hosting
+    /// more than one process) the method `method` with the parameters `params` (name, value):
+    /// a command-line override such as `fem-laplace --transfer`. A node's own parameters of
+    /// other names stay (e.g. its `IMBALANCE_TOL`); `origin` names where the new ones come
+    /// from in messages (their location is `origin:0:0`).
+    pub fn set_every_lbmethod(
+        &mut self,
+        method: PartitionMethod,
+        params: &[(&str, &str)],
+        origin: &str,
+    ) {
+        let at = Location::new(origin, 0, 0);
+        for n in &mut self.nodes {
+            if n.children.is_empty() && n.processes() <= 1 {
+                continue;
+            }
+            let lb = n.lbmethod.get_or_insert_with(|| LbMethod {
+                method,
+                method_location: at.clone(),
+                params: Vec::new(),
+                location: at.clone(),
+            });
+            lb.method = method;
+            lb.method_location = at.clone();
+            lb.params.retain(|a| !params.iter().any(|p| p.0 == a.name));
+            lb.params
+                .extend(params.iter().map(|&(name, value)| Attribute {
+                    name: name.into(),
+                    value: value.into(),
+                    location: at.clone(),
+                }));
+        }
+    }
+
     /// Children of `id` in document order.
     pub fn children(&self, id: NodeId) -> &[NodeId] {
         &self.nodes[id.0].children
@@ -534,6 +574,45 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_splitting_node_gets_the_override() {
+        let mut m = Machine::parse_str(
+            r#"<machinemodel>
+  <node type="NETWORK" nodenum="0" name="sw" parent="-1"><lbmethod lbm="RCB" IMBALANCE_TOL="1.2" METHOD="x"/></node>
+  <node type="MULTIPLE_COMPUTING" nodenum="1" name="smp" parent="0" numprocs="2"/>
+  <node type="SINGLE_COMPUTING" nodenum="2" name="one" parent="0"/>
+</machinemodel>"#,
+            "o.xml",
+        )
+        .unwrap();
+        m.set_every_lbmethod(
+            PartitionMethod::Diffusion,
+            &[("METHOD", "gde")],
+            "--transfer",
+        );
+        let kinds: Vec<_> = m.nodes().iter().map(|n| n.lbmethod.as_ref()).collect();
+        for k in &kinds[..2] {
+            let lb = k.unwrap();
+            assert_eq!(lb.method, PartitionMethod::Diffusion);
+            assert_eq!(lb.param("METHOD"), Some("gde"));
+            assert_eq!(
+                lb.params.last().unwrap().location.to_string(),
+                "--transfer:0:0"
+            );
+        }
+        // The node's own other parameters stay.
+        let root = kinds[0].unwrap();
+        assert_eq!(root.params.len(), 2);
+        assert_eq!(root.param("IMBALANCE_TOL"), Some("1.2"));
+        assert!(kinds[2].is_none());
+        // It writes and reads back.
+        let again = Machine::parse_str(&m.to_xml(), "again.xml").unwrap();
+        assert_eq!(
+            again.nodes()[1].lbmethod.as_ref().unwrap().method,
+            PartitionMethod::Diffusion
+        );
+    }
 
     #[test]
     fn cpu_lists_parse_and_print() {

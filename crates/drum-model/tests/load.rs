@@ -108,7 +108,7 @@ fn structure_errors() {
         &model(
             "<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\"><lbmethod lbm=\"FOO\"/></node>",
         ),
-        "t.xml:2:66: node 0 (\"sw\"): unknown lbmethod `FOO` (known: HSFC, RCB, RIB)",
+        "t.xml:2:66: node 0 (\"sw\"): unknown lbmethod `FOO` (known: HSFC, RCB, RIB, DIFFUSION)",
     );
 }
 

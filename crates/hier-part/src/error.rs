@@ -89,30 +89,10 @@ pub enum Error {
         /// Number of parts (or groups).
         k: usize,
     },
-    /// CSR offsets are malformed.
-    #[error("graph: {reason}")]
-    GraphOffsets {
-        /// What is wrong with `xadj`.
-        reason: String,
-    },
-    /// A graph vertex names a neighbour that does not exist, itself, or one twice.
-    #[error("graph: vertex {vertex} lists neighbour {neighbour}: {reason}")]
-    GraphEdge {
-        /// The vertex whose adjacency list is wrong.
-        vertex: usize,
-        /// The neighbour entry.
-        neighbour: u64,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// An edge has no reverse edge.
-    #[error("graph: edge {u} -> {v} has no reverse edge {v} -> {u} (the graph must be symmetric)")]
-    GraphAsymmetric {
-        /// Source vertex.
-        u: usize,
-        /// Target vertex.
-        v: usize,
-    },
+    /// A graph is malformed (CSR offsets, a neighbour, a missing reverse edge) or its points
+    /// are.
+    #[error("graph: {0}")]
+    Graph(#[from] part_api::GraphError),
     /// A parameter is out of its domain.
     #[error("{what} is {value}; expected {expected}")]
     BadValue {
@@ -194,6 +174,18 @@ pub enum Error {
         /// The node, as `node 3 ("name")`.
         node: String,
     },
+    /// A point assign reached a DIFFUSION level, whose parts are sets of objects, not regions.
+    #[error("a DIFFUSION level has no cuts to assign a point by: its parts are sets of objects")]
+    NoCutsInDiffusion,
+    /// An error of a DIFFUSION level's load transfer or task selection.
+    #[error("diffusion: {0}")]
+    Diffusion(Box<diffusion::Error>),
+}
+
+impl From<diffusion::Error> for Error {
+    fn from(e: diffusion::Error) -> Error {
+        Error::Diffusion(Box::new(e))
+    }
 }
 
 impl Error {

@@ -10,7 +10,7 @@
 //!   returning a [`Bisection`] with per-part weights, imbalance and the cuts
 //!   ([`Bisection::point_assign`]);
 //! - [`quality`]: per-part weight against target, imbalance, edge cut and neighbour parts of a
-//!   partition on a graph ([`graph::Csr`], [`Csr::knn`]), aggregated per level of a machine tree
+//!   partition on a graph ([`Csr`], [`Csr::knn`]: `part_api`'s), aggregated per level of a machine tree
 //!   ([`Quality::grouped`]), with a table and an ASCII picture ([`picture`]);
 //!
 //! When to repartition, and DRUM in the loop around it, are the runtime crate's (`drum-loop`).
@@ -21,7 +21,6 @@
 
 mod bisect;
 mod error;
-pub mod graph;
 mod hier;
 mod input;
 pub mod quality;
@@ -29,14 +28,15 @@ pub mod quality;
 pub use bisect::{Bisection, Cut, Method, Plane, Rcb, Rib};
 pub use drum_model::PartitionMethod;
 pub use error::Error;
-pub use graph::Csr;
 pub use hier::{
-    Child, DEFAULT_IMBALANCE_TOL, Hier, HierPartition, LevelCuts, LevelMethod, LevelReport, Moved,
-    OnPlan, Plan, PlanNode, ToleranceWarning, Workspace,
+    Child, DEFAULT_EFF_MIN, DEFAULT_IMBALANCE_TOL, Diffused, Hier, HierPartition, LevelCuts,
+    LevelMethod, LevelReport, Moved, OnPlan, Plan, PlanNode, ToleranceWarning, Workspace,
 };
 /// The one parallelism setting of the workspace (`part_api`'s): `Seq`, or a local rayon pool
 /// of that many threads (never rayon's global pool).
 pub use part_api::Par;
+/// The one graph type of the workspace: a mesh's neighbours, or a k-nearest-neighbour graph.
+pub use part_api::{Csr, GraphError};
 /// The one partitioner interface ([`Rcb`], [`Rib`], [`Hier`] and `hsfc::Hsfc` implement it),
 /// its input view, and the one-rank group (a serial call).
 pub use part_api::{Partitioner, Points, Serial};

@@ -3,8 +3,8 @@
 //! of a machine tree: [`Quality::grouped`]). [`Quality`] prints as a table, [`picture`] draws
 //! the parts of a 2-D point set in ASCII.
 
+use crate::Csr;
 use crate::bisect::imbalance;
-use crate::graph::Csr;
 use crate::input::{check_weights, fractions};
 use crate::{Error, Par};
 use std::collections::HashMap;

@@ -172,6 +172,26 @@ fn run_serial(
     (parts, r)
 }
 
+/// A serial repartition of 2-D points with weights `w`.
+fn repartition_serial(
+    plan: &Plan,
+    previous: &HierPartition,
+    x: &[f64],
+    w: &[f64],
+    parts: &mut [u32],
+) -> HierPartition {
+    Hier::default()
+        .repartition(
+            &mut Workspace::default(),
+            &Serial,
+            plan,
+            previous,
+            Points::new(x, 2, Some(w)),
+            parts,
+        )
+        .unwrap()
+}
+
 #[test]
 fn every_machine_file_partitions_correctly() {
     for f in machine_files() {
@@ -313,6 +333,7 @@ fn same_cuts(a: &LevelCuts, b: &LevelCuts, what: &str) {
                 );
             }
         }
+        (LevelCuts::Diffusion(a), LevelCuts::Diffusion(b)) => assert_eq!(a, b, "{what}"),
         _ => panic!("{what}: different kinds of cuts"),
     }
 }
@@ -357,16 +378,7 @@ fn keep_cuts_repartition_moves_little() {
     let (parts, r) = run_serial(&plan, &x, 2, Some(&w), Par::Seq);
     // The same load again: nothing moves.
     let mut again = parts.clone();
-    let r1 = Hier::default()
-        .repartition(
-            &mut Workspace::default(),
-            &Serial,
-            &plan,
-            &r,
-            Points::new(&x, 2, Some(&w)),
-            &mut again,
-        )
-        .unwrap();
+    let r1 = repartition_serial(&plan, &r, &x, &w, &mut again);
     assert_eq!(again, parts);
     assert_eq!(r1.moved.unwrap().count, 0);
     // 1% of the objects get 20% heavier: a few percent of the weight moves.
@@ -376,19 +388,138 @@ fn keep_cuts_repartition_moves_little() {
         .map(|(i, v)| if i % 100 == 0 { v * 1.2 } else { *v })
         .collect();
     let mut p2 = parts.clone();
-    let r2 = Hier::default()
-        .repartition(
-            &mut Workspace::default(),
-            &Serial,
-            &plan,
-            &r,
-            Points::new(&x, 2, Some(&w2)),
-            &mut p2,
-        )
-        .unwrap();
+    let r2 = repartition_serial(&plan, &r, &x, &w2, &mut p2);
     let moved = r2.moved.unwrap();
     assert!(moved.weight < 0.05 * r2.total_weight, "{moved:?}");
     check_partition(&plan, &x, 2, Some(&w2), &p2, &r2);
+}
+
+/// A root that diffuses over four nodes of speeds 1, 2, 4 and 8, one with an HSFC split into
+/// two ranks and one with a DIFFUSION split into three.
+fn diffusion_machine(method: &str) -> Machine {
+    let xml = format!(
+        r#"<machinemodel>
+      <node type="NETWORK" nodenum="0" name="top" parent="-1"><lbmethod lbm="DIFFUSION" METHOD="{method}" IMBALANCE_TOL="1.03"/></node>
+      <node type="SINGLE_COMPUTING" nodenum="1" name="a" parent="0" mflops="1"/>
+      <node type="MULTIPLE_COMPUTING" nodenum="2" name="b" parent="0" numprocs="2" mflops="2"><lbmethod lbm="HSFC"/></node>
+      <node type="MULTIPLE_COMPUTING" nodenum="3" name="c" parent="0" numprocs="3" mflops="4"><lbmethod lbm="DIFFUSION" METHOD="{method}" EFF_MIN="0.995"/></node>
+      <node type="SINGLE_COMPUTING" nodenum="4" name="d" parent="0" mflops="8"/>
+    </machinemodel>"#
+    );
+    Machine::parse_str(&xml, "diffusion.xml").unwrap()
+}
+
+#[test]
+fn diffusion_levels_repartition_incrementally_serial_and_distributed() {
+    for (i, method) in ["HBM", "gde", "Implicit"].into_iter().enumerate() {
+        let m = diffusion_machine(method);
+        let plan = plan_of(&m);
+        let root = plan.node(plan.root()).method.clone().unwrap();
+        assert_eq!(root.kind, PartitionMethod::Diffusion);
+        assert_eq!(root.transfer.name(), method.to_ascii_lowercase());
+        check_dist_equals_serial(&m, 2, 4000, 40 + i as u64);
+        check_dist_equals_serial(&m, 3, 2500, 50 + i as u64);
+    }
+}
+
+#[test]
+fn diffusion_moves_less_than_a_recut_and_meets_the_tolerance() {
+    let m = diffusion_machine("HBM");
+    let plan = plan_of(&m);
+    let (x, _) = points_with(
+        &mut Xoshiro256::new(9),
+        20_000,
+        2,
+        Distribution::Uniform,
+        WeightKind::Unit,
+    );
+    let w = vec![1.0; 20_000];
+    let (parts, r) = run_serial(&plan, &x, 2, Some(&w), Par::Seq);
+    // The first partition has no previous one: HSFC at the DIFFUSION levels.
+    assert!(matches!(
+        r.cuts.get(&plan.root()),
+        None | Some(LevelCuts::Hsfc(_))
+    ));
+    check_partition(&plan, &x, 2, Some(&w), &parts, &r);
+    // The objects in a corner (about 4 %) get three times as heavy (a refined corner).
+    let w2: Vec<f64> = (0..20_000)
+        .map(|i| {
+            if x[2 * i] < 0.2 && x[2 * i + 1] < 0.2 {
+                3.0
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let mut p2 = parts.clone();
+    let r2 = repartition_serial(&plan, &r, &x, &w2, &mut p2);
+    check_partition(&plan, &x, 2, Some(&w2), &p2, &r2);
+    let root = plan.node(plan.root()).id;
+    let level = r2
+        .levels(&plan)
+        .into_iter()
+        .find(|l| l.node == root)
+        .unwrap();
+    assert!(level.max_ratio <= 1.03 + 1e-9, "{level:?}");
+    // A fresh HSFC partition of the new weights moves far more.
+    let mut fresh = vec![u32::MAX; 20_000];
+    let recut = Hier::default()
+        .partition(&Serial, &plan, Points::new(&x, 2, Some(&w2)), &mut fresh)
+        .unwrap();
+    let moved_recut = fresh.iter().zip(&parts).filter(|(a, b)| a != b).count() as u64;
+    let moved = r2.moved.unwrap().count;
+    assert!(
+        moved > 0 && moved < moved_recut,
+        "{moved} vs {moved_recut} ({recut:?})"
+    );
+    // At least the excess of the overloaded ranks must leave them; diffusion moves at most
+    // three times that (a transfer may pass through a rank on its way).
+    let mut held = vec![0.0; plan.num_ranks()];
+    for (&p, &wi) in parts.iter().zip(&w2) {
+        held[p as usize] += wi;
+    }
+    let excess: f64 = (held.iter().zip(&r2.targets))
+        .map(|(h, t)| (h - t).max(0.0))
+        .sum();
+    let moved_w = r2.moved.unwrap().weight;
+    assert!(moved_w <= 3.0 * excess, "moved {moved_w}, excess {excess}");
+    // The same weights again: nothing moves.
+    let mut p3 = p2.clone();
+    let r3 = repartition_serial(&plan, &r2, &x, &w2, &mut p3);
+    assert_eq!(p3, p2);
+    assert_eq!(r3.moved.unwrap().count, 0);
+    // A DIFFUSION level has no cuts to assign a point by.
+    let e = r2.point_assign(&plan, &[0.5, 0.5]).unwrap_err().to_string();
+    assert!(e.contains("DIFFUSION") || e.contains("no cuts"), "{e}");
+}
+
+/// A switch with `lb` (on line 3) over two single nodes.
+fn xml(lb: &str) -> String {
+    format!(
+        "<machinemodel>\n<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\">\n  {lb}\n</node>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" name=\"a\" parent=\"0\"/>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"2\" name=\"b\" parent=\"0\"/>\n</machinemodel>"
+    )
+}
+
+/// The plan's error for [`xml`]`(lb)`.
+fn bad(lb: &str) -> String {
+    let m = Machine::parse_str(&xml(lb), "bad.xml").unwrap();
+    let powers = static_powers(&m, &PowerConfig::default()).unwrap();
+    Plan::new(&m, &powers).map(|_| ()).unwrap_err().to_string()
+}
+
+#[test]
+fn diffusion_parameters_are_checked() {
+    assert_eq!(
+        bad(r#"<lbmethod lbm="DIFFUSION" METHOD="METIS"/>"#),
+        "bad.xml:3:29: node 0 (\"sw\"): lbmethod parameter METHOD=\"METIS\" is not HBM, GDE or IMPLICIT"
+    );
+    assert_eq!(
+        bad(r#"<lbmethod lbm="DIFFUSION" EFF_MIN="1"/>"#),
+        "bad.xml:3:29: node 0 (\"sw\"): lbmethod parameter EFF_MIN=\"1\" is not a number in (0, 1)"
+    );
+    // METHOD of another method is ignored with a warning, as unknown parameters are.
+    let m = Machine::parse_str(&xml(r#"<lbmethod lbm="RCB" METHOD="HBM"/>"#), "w.xml").unwrap();
+    assert_eq!(plan_of(&m).warnings().len(), 1);
 }
 
 #[test]
@@ -430,22 +561,12 @@ fn method_of_each_level_comes_from_the_xml() {
 
 #[test]
 fn lbmethod_errors_name_the_node_and_the_line() {
-    let xml = |lb: &str| {
-        format!(
-            "<machinemodel>\n<node type=\"NETWORK\" nodenum=\"0\" name=\"sw\" parent=\"-1\">\n  {lb}\n</node>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" name=\"a\" parent=\"0\"/>\n<node type=\"SINGLE_COMPUTING\" nodenum=\"2\" name=\"b\" parent=\"0\"/>\n</machinemodel>"
-        )
-    };
-    let bad = |lb: &str| {
-        let m = Machine::parse_str(&xml(lb), "bad.xml").unwrap();
-        let powers = static_powers(&m, &PowerConfig::default()).unwrap();
-        Plan::new(&m, &powers).map(|_| ()).unwrap_err().to_string()
-    };
     // Method names are part of the file format: the reader rejects an unknown one.
     assert_eq!(
         Machine::parse_str(&xml(r#"<lbmethod lbm="PARMETIS"/>"#), "bad.xml")
             .unwrap_err()
             .to_string(),
-        "bad.xml:3:13: node 0 (\"sw\"): unknown lbmethod `PARMETIS` (known: HSFC, RCB, RIB)"
+        "bad.xml:3:13: node 0 (\"sw\"): unknown lbmethod `PARMETIS` (known: HSFC, RCB, RIB, DIFFUSION)"
     );
     assert_eq!(
         bad(r#"<lbmethod lbm="RCB" KEEP_CUTS="yes"/>"#),

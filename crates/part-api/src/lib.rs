@@ -9,6 +9,8 @@
 //! - [`Reduce`]: the few collective reductions a distributed partitioner needs, with
 //!   [`Serial`] the one-rank group; [`agree`], the one protocol that makes a local failure
 //!   collective before the next collective; [`block_range`], the usual block distribution;
+//! - [`Csr`]: an undirected graph (a mesh's neighbours, a k-nearest-neighbour graph), the
+//!   one graph type of the partitioners and of quality measures;
 //! - [`Par`]: the caller's parallelism setting and the one executor behind it (local rayon
 //!   pools; rayon's global pool is never used).
 //!
@@ -27,10 +29,12 @@
 #![deny(missing_docs)]
 
 mod dist;
+mod graph;
 mod par;
 mod points;
 
 pub use dist::{Failed, Reduce, Serial, agree, agreed, block_range};
+pub use graph::{Csr, GraphError};
 pub use par::{Par, PoolError};
 pub use points::{Partitioner, Points};
 

@@ -14,6 +14,10 @@ fn par_never_builds_the_global_pool() {
         assert_eq!(sum, 4_999_950_000);
         let pool = Par::threads(threads).pool().unwrap().unwrap();
         assert_eq!(pool.current_num_threads(), threads);
+        // The k-nearest-neighbour graph's queries run on the same pools.
+        let coords: Vec<f64> = (0..3000).map(|i| f64::from(i * 37 % 1001)).collect();
+        let g = part_api::Csr::knn(&coords, 3, 4, Par::threads(threads)).unwrap();
+        assert_eq!(g.n(), 1000);
     }
     assert!(
         rayon::ThreadPoolBuilder::new()

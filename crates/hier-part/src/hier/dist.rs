@@ -14,7 +14,7 @@ use crate::bisect::dist::agreed;
 use crate::bisect::rank_order_ids;
 use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
-use drum_model::NodeId;
+use drum_model::{NodeId, PartitionMethod};
 use part_api::Points;
 use part_api::Reduce;
 use std::collections::BTreeMap;
@@ -371,8 +371,15 @@ impl Walk<'_> {
                 .previous
                 .filter(|_| method.keep_cuts)
                 .and_then(|p| p.cuts.get(&id)),
+            from_previous: false,
         };
-        if level.keeps_hsfc_cuts(dim).is_some() {
+        let from_previous = level.keeps_hsfc_cuts(dim).is_some()
+            || (self.previous.is_some() && method.kind == PartitionMethod::Diffusion);
+        let level = Level {
+            from_previous,
+            ..level
+        };
+        if from_previous {
             let lookup = rank_to_child(plan, id);
             for (c, o) in child.iter_mut().zip(objs) {
                 *c = lookup.get(o.prev as usize).copied().unwrap_or(u32::MAX);

@@ -2,9 +2,10 @@
 //! the method a `<lbmethod>` names becomes a partitioner call, for the serial and the
 //! distributed walk alike.
 
-use super::{LevelCuts, LevelMethod};
+use super::{Diffused, LevelCuts, LevelMethod};
 use crate::bisect::{Bisector, dist::bisect_dist};
 use crate::{Error, Method, Par};
+use comm::ReduceOp;
 use drum_model::PartitionMethod;
 use part_api::Reduce;
 use part_api::{Partitioner, Points};
@@ -16,6 +17,9 @@ pub(super) struct Level<'a> {
     pub(super) par: Par,
     pub(super) targets: &'a [f64],
     pub(super) prev: Option<&'a LevelCuts>,
+    /// Whether `out` holds each object's previous child on entry (`u32::MAX` for objects
+    /// that were in another subtree): a repartition of a level that starts from them.
+    pub(super) from_previous: bool,
 }
 
 impl Level<'_> {
@@ -58,6 +62,7 @@ impl Level<'_> {
                     None => h.partition_with(ws, group, points, self.targets, out)?,
                 }));
             }
+            PartitionMethod::Diffusion => return self.diffuse(ws, group, points, gids, out),
             PartitionMethod::Rcb => bisector(Method::Rcb),
             PartitionMethod::Rib => bisector(Method::Rib),
         };
@@ -67,6 +72,129 @@ impl Level<'_> {
             None => b.run_checked(points, self.targets, out)?,
         }))
     }
+}
+
+impl Level<'_> {
+    /// A DIFFUSION level: from the previous children in `out`, objects move between
+    /// neighbouring children until the level's `IMBALANCE_TOL` is met
+    /// ([`diffusion::Diffusion`], with the level's `METHOD` and `EFF_MIN`). With no previous
+    /// child to start from (the first partition, or no object of the group was in this
+    /// subtree before) the level partitions afresh with HSFC.
+    ///
+    /// Over several ranks every rank gathers the group's objects and runs the same serial
+    /// rebalance on them in global-id order (the serial walk's order), so the result is the
+    /// serial one for every rank count; memory is the group's objects on each rank.
+    fn diffuse<C: comm::Comm + Reduce>(
+        &self,
+        ws: &mut hsfc::Workspace,
+        group: &C,
+        points: Points<'_>,
+        gids: Option<&[u64]>,
+        out: &mut [u32],
+    ) -> Result<LevelCuts, Error> {
+        let k = self.targets.len();
+        let mut known = [if self.from_previous {
+            out.iter().filter(|&&c| (c as usize) < k).count() as u64
+        } else {
+            0
+        }];
+        if gids.is_some() {
+            group.allreduce_u64(ReduceOp::Sum, &mut known)?;
+        }
+        if known[0] == 0 {
+            let h = hsfc::Hsfc {
+                par: self.par,
+                tolerance: hsfc_tolerance(self.method),
+            };
+            return Ok(LevelCuts::Hsfc(h.partition_with(
+                ws,
+                group,
+                points,
+                self.targets,
+                out,
+            )?));
+        }
+        let d = diffusion::Diffusion {
+            transfer: diffusion::Transfer {
+                method: self.method.transfer,
+                eff_min: self.method.eff_min,
+                ..diffusion::Diffusion::default().transfer
+            },
+            tolerance: self.method.imbalance_tol - 1.0,
+            par: self.par,
+            ..diffusion::Diffusion::default()
+        };
+        let r = match gids {
+            None => d.rebalance(points, None, self.targets, out)?,
+            Some(gids) => rebalance_gathered(&d, group, points, gids, self.targets, out)?,
+        };
+        let mut part_counts = vec![0usize; k];
+        for &c in out.iter() {
+            part_counts[c as usize] += 1;
+        }
+        if gids.is_some() {
+            let mut all: Vec<u64> = part_counts.iter().map(|&c| c as u64).collect();
+            group.allreduce_u64(ReduceOp::Sum, &mut all)?;
+            part_counts = all.iter().map(|&c| c as usize).collect();
+        }
+        Ok(LevelCuts::Diffusion(Diffused {
+            part_counts,
+            rounds: r.rounds.len(),
+            imbalance: r.imbalance,
+            met: r.met,
+        }))
+    }
+}
+
+/// [`diffusion::Diffusion::rebalance`] of the objects of every rank of `group`: each rank
+/// gathers them all (coordinates, weights, global ids, previous children), orders them by
+/// global id, runs the same rebalance, and keeps its own objects' children.
+fn rebalance_gathered<C: comm::Comm>(
+    d: &diffusion::Diffusion,
+    group: &C,
+    points: Points<'_>,
+    gids: &[u64],
+    targets: &[f64],
+    out: &mut [u32],
+) -> Result<diffusion::Rebalance, Error> {
+    let (coords, dim, weights) = points.into_parts();
+    let all_x = group.allgatherv::<f64>(coords)?;
+    let all_w = match weights {
+        Some(w) => Some(group.allgatherv::<f64>(w)?),
+        None => None,
+    };
+    let mut ids_prev: Vec<u64> = Vec::with_capacity(2 * gids.len());
+    for (&g, &c) in gids.iter().zip(out.iter()) {
+        ids_prev.push(g);
+        ids_prev.push(u64::from(c));
+    }
+    let all_ids = group.allgatherv::<u64>(&ids_prev)?;
+    let ids = all_ids.data();
+    let n = ids.len() / 2;
+    // Positions in gathered order, sorted by global id (ids are distinct).
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by_key(|&i| ids[2 * i]);
+    let x = all_x.data();
+    let sorted_x: Vec<f64> = (order.iter())
+        .flat_map(|&i| x[i * dim..(i + 1) * dim].iter().copied())
+        .collect();
+    let sorted_w: Option<Vec<f64>> = all_w.map(|w| order.iter().map(|&i| w.data()[i]).collect());
+    let mut parts: Vec<u32> = order.iter().map(|&i| ids[2 * i + 1] as u32).collect();
+    let r = d.rebalance(
+        Points::new(&sorted_x, dim, sorted_w.as_deref()),
+        None,
+        targets,
+        &mut parts,
+    )?;
+    for (c, g) in out.iter_mut().zip(gids) {
+        let at = order
+            .binary_search_by_key(g, |&i| ids[2 * i])
+            .map_err(|_| Error::Inconsistent {
+                what: "an object's global id is missing from its group's gather",
+            })?;
+        *c = parts[at];
+    }
+    Ok(r)
 }
 
 /// The `hsfc` repartition tolerance of a level: `IMBALANCE_TOL − 1`, below `hsfc`'s limit of 1.

@@ -21,7 +21,7 @@ pub struct Workspace {
     hsfc: Vec<hsfc::Workspace>,
 }
 
-pub use plan::{Child, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
+pub use plan::{Child, DEFAULT_EFF_MIN, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
 
 use crate::bisect::imbalance;
 use crate::{Bisection, Error, Par};
@@ -150,6 +150,21 @@ pub enum LevelCuts {
     Hsfc(hsfc::Partition),
     /// An RCB or RIB level: the cut tree.
     Bisection(Bisection),
+    /// A DIFFUSION level's repartition: no cuts (objects moved one by one), its figures.
+    Diffusion(Diffused),
+}
+
+/// What a DIFFUSION level's repartition did ([`diffusion::Rebalance`] in short).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diffused {
+    /// Objects of each child.
+    pub part_counts: Vec<usize>,
+    /// Rounds of transfer calculation and task selection.
+    pub rounds: usize,
+    /// `max_c W_c / T_c` of the children at the end.
+    pub imbalance: f64,
+    /// Whether the level's `IMBALANCE_TOL` was met.
+    pub met: bool,
 }
 
 impl LevelCuts {
@@ -168,6 +183,7 @@ impl LevelCuts {
                 }
                 Ok(b.point_assign(x) as usize)
             }
+            LevelCuts::Diffusion(_) => Err(Error::NoCutsInDiffusion),
         }
     }
 }

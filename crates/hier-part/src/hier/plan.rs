@@ -9,6 +9,10 @@ use std::fmt;
 /// Zoltan's default `IMBALANCE_TOL` (`lb_const.h`).
 pub const DEFAULT_IMBALANCE_TOL: f64 = 1.1;
 
+/// The default `EFF_MIN` of a DIFFUSION level: each round's transfers aim at Watts'
+/// efficiency `U_avg / U_max` of at least this.
+pub const DEFAULT_EFF_MIN: f64 = 0.99;
+
 /// The method of one level with its parameters, parsed from a node's `<lbmethod>`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelMethod {
@@ -24,6 +28,12 @@ pub struct LevelMethod {
     pub imbalance_tol: f64,
     /// `RCB_RECTILINEAR_BLOCKS="1"` (RCB and RIB): objects on a cut all go to one side.
     pub keep_ties: bool,
+    /// `METHOD` of a DIFFUSION level: the load transfer calculation (`HBM`, `GDE` or
+    /// `IMPLICIT`; default HBM).
+    pub transfer: diffusion::Method,
+    /// `EFF_MIN` of a DIFFUSION level, in (0, 1): the efficiency each round's transfers aim
+    /// at (the implicit method's accuracy is `1 − EFF_MIN`).
+    pub eff_min: f64,
     /// Parameters given that this level does not use, with where and why (printed as
     /// warnings by the CLI, as Zoltan warns on parameters it does not know).
     pub ignored: Vec<(String, Location, &'static str)>,
@@ -37,6 +47,8 @@ impl LevelMethod {
             keep_cuts: false,
             imbalance_tol: DEFAULT_IMBALANCE_TOL,
             keep_ties: false,
+            transfer: diffusion::Method::Hbm,
+            eff_min: DEFAULT_EFF_MIN,
             ignored: Vec::new(),
         }
     }
@@ -84,6 +96,16 @@ impl LevelMethod {
                          would give the same cuts",
                     ));
                 }
+                ("METHOD", PartitionMethod::Diffusion) => {
+                    m.transfer = a.value.parse().map_err(|_| bad("HBM, GDE or IMPLICIT"))?
+                }
+                ("EFF_MIN", PartitionMethod::Diffusion) => {
+                    let v: f64 = (a.value.trim().parse()).map_err(|_| bad("a number in (0, 1)"))?;
+                    if !(v > 0.0 && v < 1.0) {
+                        return Err(bad("a number in (0, 1)"));
+                    }
+                    m.eff_min = v;
+                }
                 ("AVERAGE_CUTS", PartitionMethod::Rcb | PartitionMethod::Rib) => {
                     if !flag()? {
                         m.ignored.push((
@@ -112,6 +134,9 @@ impl fmt::Display for LevelMethod {
         }
         if self.keep_ties {
             f.write_str(" RECTILINEAR")?;
+        }
+        if self.kind == PartitionMethod::Diffusion {
+            write!(f, " {} eff_min {}", self.transfer.name(), self.eff_min)?;
         }
         write!(f, " tol {}", self.imbalance_tol)
     }

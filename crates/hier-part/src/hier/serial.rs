@@ -6,7 +6,7 @@ use super::level::Level;
 use super::{Child, HierPartition, LevelCuts, Moved, Plan, Workspace};
 use crate::input::check_points;
 use crate::{Error, Par};
-use drum_model::NodeId;
+use drum_model::{NodeId, PartitionMethod};
 use part_api::Points;
 use part_api::Serial;
 use std::collections::BTreeMap;
@@ -236,9 +236,11 @@ impl Ctx<'_> {
         }
         let n = r.child.len();
         let (dim, kids) = (self.dim, node.children.len());
-        if let Some((p, entry)) = self.prev.filter(|_| method.keep_cuts)
-            && p.cuts.contains_key(&id)
-        {
+        let diffusion = method.kind == PartitionMethod::Diffusion;
+        let from_previous = self
+            .prev
+            .is_some_and(|(p, _)| diffusion || (method.keep_cuts && p.cuts.contains_key(&id)));
+        if let Some((_, entry)) = self.prev.filter(|_| from_previous) {
             let lookup = rank_to_child(self.plan, id);
             let objs = self.objects(src, &r.bufs, n);
             for (j, c) in r.child.iter_mut().enumerate() {
@@ -256,6 +258,7 @@ impl Ctx<'_> {
                 .prev
                 .filter(|_| method.keep_cuts)
                 .and_then(|(p, _)| p.cuts.get(&id)),
+            from_previous,
         };
         let mut hsfc_ws = self.take_hsfc();
         let t0 = Instant::now();
@@ -276,6 +279,7 @@ impl Ctx<'_> {
         let mut next: Vec<usize> = match &cuts {
             LevelCuts::Hsfc(p) => p.part_counts().iter().map(|&c| c as usize).collect(),
             LevelCuts::Bisection(b) => b.part_counts.clone(),
+            LevelCuts::Diffusion(d) => d.part_counts.clone(),
         };
         debug_assert_eq!(next.len(), kids);
         debug_assert_eq!(next.iter().sum::<usize>(), n);

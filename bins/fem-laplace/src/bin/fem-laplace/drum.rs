@@ -2,10 +2,11 @@
 //! pinning, the competing loads, and the run's summary.
 
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use drum_loop::rebalance::Policy;
 use drum_loop::{LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
 use drum_model::load::{Load, LoadReport, LoadSpec, NetLoadSpec};
-use drum_model::{Machine, PowerConfig, PowerModel, UtilBasis};
+use drum_model::{Machine, PartitionMethod, PowerConfig, PowerModel, UtilBasis};
 use fem_laplace::dist::{Balancer, DistStepReport};
 use std::fmt;
 use std::io::Write;
@@ -19,6 +20,18 @@ pub enum BasisArg {
     Window,
     /// The time the rank was runnable (kernel schedstat).
     Runnable,
+}
+
+/// `--capacity`: where the capacities (part sizes) come from, as Watts, Rieffel & Taylor 1998
+/// measure them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapacityArg {
+    /// The machine file's ratings (`--balance static`).
+    Static,
+    /// Each rank's work (the weight it holds) ÷ the CPU seconds of its window, renewed at
+    /// the rebalance points (the paper's dynamic capacities); the static ratings until the
+    /// first window.
+    Measured,
 }
 
 /// The flags of DRUM in the loop (with `--machine`).
@@ -91,6 +104,17 @@ pub struct DrumArgs {
     /// (default 50; 0 sleeps at once, leaving a shared core to the process beside it).
     #[arg(long, value_name = "US")]
     pub spin_us: Option<u64>,
+    /// Repartition incrementally (Watts, Rieffel & Taylor 1998): every level that splits
+    /// becomes `lbm="DIFFUSION"` with this load transfer calculation (`hbm`, `gde` or
+    /// `implicit`), keeping its `IMBALANCE_TOL`; the first partition is HSFC. Default: each
+    /// level's own `<lbmethod>`.
+    #[arg(long, value_parser = str::parse::<diffusion::Method>)]
+    pub transfer: Option<diffusion::Method>,
+    /// Capacities as Watts et al. measure them: `static` (the ratings, as `--balance
+    /// static`) or `measured` (work ÷ CPU seconds of each rank's window). Default: DRUM's
+    /// powers as `--balance` says.
+    #[arg(long, value_enum)]
+    pub capacity: Option<CapacityArg>,
 }
 
 impl DrumArgs {
@@ -108,12 +132,33 @@ impl DrumArgs {
             drift_threshold: self.drift,
         };
         policy.validate().context("--eff-min, --gamma or --drift")?;
-        Ok(LoopConfig {
-            sizing: self.balance.unwrap_or_default(),
-            power: PowerConfig {
-                model: PowerModel::Drum {
+        let (sizing, model) = match (self.capacity, self.balance) {
+            (None, b) => (
+                b.unwrap_or_default(),
+                PowerModel::Drum {
                     w_comm: self.w_comm,
                 },
+            ),
+            (Some(CapacityArg::Static), None | Some(Sizing::Static)) => (
+                Sizing::Static,
+                PowerModel::Drum {
+                    w_comm: self.w_comm,
+                },
+            ),
+            (Some(CapacityArg::Measured), None | Some(Sizing::Monitored)) => {
+                (Sizing::Monitored, PowerModel::Measured)
+            }
+            (Some(c), Some(b)) => bail!(
+                "--capacity {} and --balance {b} disagree: --capacity static is --balance \
+                 static, measured is monitored",
+                c.to_possible_value()
+                    .map_or("?".into(), |v| v.get_name().to_string())
+            ),
+        };
+        Ok(LoopConfig {
+            sizing,
+            power: PowerConfig {
+                model,
                 basis: match self.util_basis {
                     BasisArg::Window => UtilBasis::Window,
                     BasisArg::Runnable => UtilBasis::Runnable,
@@ -129,13 +174,24 @@ impl DrumArgs {
         })
     }
 
-    /// The balancer for `machine`.
+    /// The balancer for `machine` (with `--transfer`, its levels diffusing).
     pub fn balancer(&self, machine: &Machine) -> Result<Balancer> {
         // Check the powers now, so a bad flag is one clear error before any rank starts.
         let cfg = self.config()?;
-        drum_model::static_powers(machine, &cfg.power)
+        let mut machine = machine.clone();
+        if let Some(t) = self.transfer {
+            let name = t.name().to_ascii_uppercase();
+            machine.set_every_lbmethod(
+                PartitionMethod::Diffusion,
+                &[("METHOD", &name)],
+                "--transfer",
+            );
+        }
+        let powers = drum_model::static_powers(&machine, &cfg.starting_power())
             .with_context(|| format!("powers of {}", machine.source()))?;
-        Ok(Balancer::drum(machine.clone(), cfg))
+        hier_part::Plan::new(&machine, &powers)
+            .with_context(|| format!("the levels of {}", machine.source()))?;
+        Ok(Balancer::drum(machine, cfg))
     }
 
     /// The loads to run: `--load`, and with `--machine-load` the file's.

@@ -146,11 +146,16 @@ fn run() -> Result<()> {
         ),
         None => {
             let d = &args.drum;
-            if d.balance.is_some() || !d.load.is_empty() || d.machine_load || !d.net_load.is_empty()
+            if d.balance.is_some()
+                || !d.load.is_empty()
+                || d.machine_load
+                || !d.net_load.is_empty()
+                || d.transfer.is_some()
+                || d.capacity.is_some()
             {
                 bail!(
-                    "--balance, --load, --machine-load and --net-load need --machine (the ranks' \
-                     nodes)"
+                    "--balance, --capacity, --load, --machine-load, --net-load and --transfer need \
+                     --machine (the ranks' nodes)"
                 );
             }
             None

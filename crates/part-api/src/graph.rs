@@ -1,13 +1,81 @@
-//! Undirected graphs in CSR form for partition quality: a mesh's element neighbours, or a
-//! k-nearest-neighbour graph built from points.
+//! Undirected graphs in compressed sparse row form: a mesh's element neighbours, or the
+//! k-nearest-neighbour graph of points. The one CSR type of the workspace: `hier-part`
+//! measures partition quality on it, `diffusion` moves objects along it.
 
-use crate::{Error, Par};
+use crate::Par;
 use rayon::prelude::*;
 use std::collections::BinaryHeap;
+
+/// Why a graph could not be built. Messages name the vertex or the point.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphError {
+    /// CSR offsets are malformed.
+    #[error("{reason}")]
+    Offsets {
+        /// What is wrong with `xadj`.
+        reason: String,
+    },
+    /// A vertex names a neighbour that does not exist, itself, or one twice.
+    #[error("vertex {vertex} lists neighbour {neighbour}: {reason}")]
+    Edge {
+        /// The vertex whose adjacency list is wrong.
+        vertex: usize,
+        /// The neighbour entry.
+        neighbour: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An edge has no reverse edge.
+    #[error("edge {u} -> {v} has no reverse edge {v} -> {u} (the graph must be symmetric)")]
+    Asymmetric {
+        /// Source vertex.
+        u: usize,
+        /// Target vertex.
+        v: usize,
+    },
+    /// More vertices than a `u32` can name.
+    #[error("{count} vertices are more than a u32 can name")]
+    TooMany {
+        /// How many were given.
+        count: usize,
+    },
+    /// The points of a k-nearest-neighbour graph are not whole points of dimension 1 to 3.
+    #[error("{len} coordinates do not make points of dimension {dim} (1, 2 or 3)")]
+    Dimension {
+        /// The dimension given.
+        dim: usize,
+        /// Number of coordinate values.
+        len: usize,
+    },
+    /// A coordinate of a k-nearest-neighbour graph's points is NaN or infinite.
+    #[error("point {index}: coordinate {axis} is {value}; coordinates must be finite")]
+    Coordinate {
+        /// Index of the point.
+        index: usize,
+        /// Axis (0 = x).
+        axis: usize,
+        /// The value given.
+        value: f64,
+    },
+    /// The caller's thread pool could not be built.
+    #[error(transparent)]
+    Pool(#[from] crate::PoolError),
+}
 
 /// A symmetric graph without self-loops or repeated edges, in compressed sparse row form: the
 /// neighbours of vertex `v` are `adjncy[xadj[v]..xadj[v + 1]]`, sorted. Every undirected edge
 /// appears in both rows.
+///
+/// ```
+/// use part_api::{Csr, Par};
+/// let path = Csr::from_edges(3, [(1, 0), (1, 2), (0, 1)]).unwrap();
+/// assert_eq!((path.n(), path.edges()), (3, 2));
+/// assert_eq!(path.neighbours(1), &[0, 2]);
+/// // Four points on a line, each joined to its nearest other point.
+/// let knn = Csr::knn(&[0.0, 1.0, 3.0, 7.0], 1, 1, Par::Seq).unwrap();
+/// assert_eq!(knn.neighbours(1), &[0, 2]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Csr {
     xadj: Vec<usize>,
@@ -18,8 +86,8 @@ impl Csr {
     /// Checks and takes a CSR graph (rows are sorted here). Errors name the vertex: offsets
     /// that do not start at 0, decrease or do not end at `adjncy.len()`; a neighbour out of
     /// range, the vertex itself or listed twice; an edge without its reverse.
-    pub fn new(xadj: Vec<usize>, mut adjncy: Vec<u32>) -> Result<Csr, Error> {
-        let bad = |reason: String| Err(Error::GraphOffsets { reason });
+    pub fn new(xadj: Vec<usize>, mut adjncy: Vec<u32>) -> Result<Csr, GraphError> {
+        let bad = |reason: String| Err(GraphError::Offsets { reason });
         if xadj.is_empty() {
             return bad("xadj is empty; it needs n + 1 offsets".into());
         }
@@ -42,10 +110,7 @@ impl Csr {
         }
         let n = xadj.len() - 1;
         if n > u32::MAX as usize {
-            return Err(Error::TooMany {
-                what: "vertices",
-                count: n,
-            });
+            return Err(GraphError::TooMany { count: n });
         }
         for v in 0..n {
             let row = &mut adjncy[xadj[v]..xadj[v + 1]];
@@ -60,9 +125,9 @@ impl Csr {
                 } else {
                     continue;
                 };
-                return Err(Error::GraphEdge {
+                return Err(GraphError::Edge {
                     vertex: v,
-                    neighbour: u as u64,
+                    neighbour: u64::from(u),
                     reason,
                 });
             }
@@ -71,7 +136,7 @@ impl Csr {
         for v in 0..n {
             for &u in g.neighbours(v) {
                 if g.neighbours(u as usize).binary_search(&(v as u32)).is_err() {
-                    return Err(Error::GraphAsymmetric {
+                    return Err(GraphError::Asymmetric {
                         u: v,
                         v: u as usize,
                     });
@@ -82,15 +147,21 @@ impl Csr {
     }
 
     /// The graph on `n` vertices with the given undirected edges (either orientation; repeats
-    /// are merged).
-    pub fn from_edges(n: usize, edges: impl IntoIterator<Item = (u32, u32)>) -> Result<Csr, Error> {
+    /// are merged). An end `>= n` or a self-loop is an error naming the vertex.
+    pub fn from_edges(
+        n: usize,
+        edges: impl IntoIterator<Item = (u32, u32)>,
+    ) -> Result<Csr, GraphError> {
+        if n > u32::MAX as usize {
+            return Err(GraphError::TooMany { count: n });
+        }
         let mut both = Vec::new();
         for (a, b) in edges {
             for (u, v) in [(a, b), (b, a)] {
                 if u as usize >= n || v as usize >= n || u == v {
-                    return Err(Error::GraphEdge {
+                    return Err(GraphError::Edge {
                         vertex: u as usize,
-                        neighbour: v as u64,
+                        neighbour: u64::from(v),
                         reason: if u == v {
                             "a vertex cannot neighbour itself"
                         } else {
@@ -115,13 +186,27 @@ impl Csr {
     }
 
     /// The symmetrised `k`-nearest-neighbour graph of points `coords` (interleaved, `dim` = 1,
-    /// 2 or 3): `u` and `v` are joined when either is among the other's `k` nearest (Euclidean
-    /// distance, ties broken by index). Built with a k-d tree, so graded point sets cost no
-    /// more than uniform ones; deterministic for every `par`.
-    pub fn knn(coords: &[f64], dim: usize, k: usize, par: Par) -> Result<Csr, Error> {
-        let input =
-            crate::input::validate(coords, dim, None, &[1.0], coords.len() / dim.max(1), par)?;
-        let n = input.n;
+    /// 2 or 3, finite): `u` and `v` are joined when either is among the other's `k` nearest
+    /// (Euclidean distance, ties broken by index). Built with a k-d tree, so graded point
+    /// sets cost no more than uniform ones; the same graph for every `par`.
+    pub fn knn(coords: &[f64], dim: usize, k: usize, par: Par) -> Result<Csr, GraphError> {
+        if !(1..=3).contains(&dim) || !coords.len().is_multiple_of(dim) {
+            return Err(GraphError::Dimension {
+                dim,
+                len: coords.len(),
+            });
+        }
+        if let Some(i) = coords.iter().position(|c| !c.is_finite()) {
+            return Err(GraphError::Coordinate {
+                index: i / dim,
+                axis: i % dim,
+                value: coords[i],
+            });
+        }
+        let n = coords.len() / dim;
+        if n > u32::MAX as usize {
+            return Err(GraphError::TooMany { count: n });
+        }
         let tree = KdTree::new(coords, dim);
         let query = |i: usize| tree.nearest(i, k);
         let lists: Vec<Vec<u32>> = if par.is_parallel() {
@@ -332,15 +417,19 @@ impl Ord for Ord64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hsfc::generate::{RandomSource, Xoshiro256};
+
+    /// A scrambled sequence in [0, 1) (the golden-ratio sequence of a multiplied index).
+    fn scrambled(i: usize) -> f64 {
+        ((i as u64).wrapping_mul(0x9e37_79b9) % 1_000_003) as f64 / 1_000_003.0
+    }
 
     #[test]
     fn knn_matches_brute_force() {
-        let mut rng = Xoshiro256::new(3);
         for dim in 1..=3 {
             for n in [0, 1, 2, 10, 300] {
+                // Few distinct values: many ties, broken by index.
                 let coords: Vec<f64> = (0..n * dim)
-                    .map(|_| (rng.next_u64() % 7) as f64 * rng.uniform().round())
+                    .map(|i| (7.0 * scrambled(i)).floor() * scrambled(i + 7919).round())
                     .collect();
                 let tree = KdTree::new(&coords, dim);
                 for k in [1, 3, 8] {
@@ -360,53 +449,58 @@ mod tests {
 
     #[test]
     fn knn_graph_is_symmetric() {
-        let mut rng = Xoshiro256::new(4);
-        let coords: Vec<f64> = (0..2 * 500).map(|_| rng.uniform()).collect();
+        let coords: Vec<f64> = (0..2 * 500).map(scrambled).collect();
         let g = Csr::knn(&coords, 2, 5, Par::Seq).unwrap();
         // Csr::new checks symmetry, sortedness and repeats.
         let again = Csr::new(g.xadj().to_vec(), g.adjncy().to_vec()).unwrap();
         assert_eq!(g, again);
         assert!((0..500).all(|v| g.neighbours(v).len() >= 5));
         assert_eq!(g, Csr::knn(&coords, 2, 5, Par::threads(3)).unwrap());
+        let e = |c: &[f64], d| Csr::knn(c, d, 2, Par::Seq).unwrap_err().to_string();
+        assert_eq!(
+            e(&[0.0, 1.0, 2.0], 2),
+            "3 coordinates do not make points of dimension 2 (1, 2 or 3)"
+        );
+        assert_eq!(
+            e(&[0.0, 1.0, f64::NAN, 2.0], 2),
+            "point 1: coordinate 0 is NaN; coordinates must be finite"
+        );
     }
 
     #[test]
     fn bad_graphs_are_named() {
         let e = |x: Vec<usize>, a: Vec<u32>| Csr::new(x, a).unwrap_err().to_string();
-        assert_eq!(
-            e(vec![], vec![]),
-            "graph: xadj is empty; it needs n + 1 offsets"
-        );
-        assert_eq!(e(vec![1, 1], vec![0]), "graph: xadj[0] is 1, not 0");
+        assert_eq!(e(vec![], vec![]), "xadj is empty; it needs n + 1 offsets");
+        assert_eq!(e(vec![1, 1], vec![0]), "xadj[0] is 1, not 0");
         assert_eq!(
             e(vec![0, 2, 1], vec![1, 1]),
-            "graph: xadj decreases at vertex 1 (2 then 1)"
+            "xadj decreases at vertex 1 (2 then 1)"
         );
         assert_eq!(
             e(vec![0, 1, 2], vec![1]),
-            "graph: xadj ends at 2 but adjncy has 1 entries"
+            "xadj ends at 2 but adjncy has 1 entries"
         );
         assert_eq!(
             e(vec![0, 1, 2], vec![5, 0]),
-            "graph: vertex 0 lists neighbour 5: no such vertex"
+            "vertex 0 lists neighbour 5: no such vertex"
         );
         assert_eq!(
             e(vec![0, 1, 2], vec![1, 1]),
-            "graph: vertex 1 lists neighbour 1: a vertex cannot neighbour itself"
+            "vertex 1 lists neighbour 1: a vertex cannot neighbour itself"
         );
         assert_eq!(
             e(vec![0, 2, 3], vec![1, 1, 0]),
-            "graph: vertex 0 lists neighbour 1: listed twice"
+            "vertex 0 lists neighbour 1: listed twice"
         );
         assert_eq!(
             e(vec![0, 1, 1], vec![1]),
-            "graph: edge 0 -> 1 has no reverse edge 1 -> 0 (the graph must be symmetric)"
+            "edge 0 -> 1 has no reverse edge 1 -> 0 (the graph must be symmetric)"
         );
         assert_eq!(
             Csr::from_edges(3, [(0, 1), (2, 2)])
                 .unwrap_err()
                 .to_string(),
-            "graph: vertex 2 lists neighbour 2: a vertex cannot neighbour itself"
+            "vertex 2 lists neighbour 2: a vertex cannot neighbour itself"
         );
         let g = Csr::from_edges(3, [(0, 1), (1, 0), (2, 1)]).unwrap();
         assert_eq!((g.n(), g.edges()), (3, 2));
