@@ -122,6 +122,26 @@ fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => project_root().join(d),
+        None => project_root().join("target"),
+    }
+}
+
+/// Whether this process runs as root (uid 0), from `/proc/self/status`.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|u| u.split_whitespace().next().map(|x| x == "0"))
+        })
+        .unwrap_or(false)
+}
+
 fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(project_root());

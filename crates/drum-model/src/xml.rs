@@ -1,5 +1,6 @@
 //! Stage 1 of loading: the DrumHead XML text into a raw document of elements and attributes with
-//! their source positions (no meaning attached yet), and the writer back to XML.
+//! their source positions (no meaning attached yet); the escaping the writer
+//! ([`crate::Machine::to_xml`]) uses.
 //!
 //! Accepted shape (DRUM 2005 Fig. 4, whose printed excerpt is garbled: the attributes really sit
 //! on the `<node>` tag):
@@ -14,7 +15,6 @@
 //! `<node>` elements may also nest (a nested node's parent is the enclosing node).
 
 use crate::error::{Error, Location, Problem, Result};
-use crate::machine::{Machine, NodeKind};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 
@@ -390,74 +390,6 @@ pub(crate) fn push_attr(out: &mut String, name: &str, value: &str) {
     out.push_str("=\"");
     out.push_str(&escape_attr(value));
     out.push('"');
-}
-
-/// The DrumHead XML of `m` (flat form with `parent=`, document order kept, unknown
-/// attributes written back): [`Machine::to_xml`].
-pub(crate) fn write(m: &Machine) -> String {
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<machinemodel");
-    for a in &m.attrs {
-        push_attr(&mut out, &a.name, &a.value);
-    }
-    out.push_str(">\n");
-    for n in &m.nodes {
-        out.push_str("  <node");
-        push_attr(&mut out, "type", n.kind.as_str());
-        push_attr(&mut out, "nodenum", &n.nodenum.to_string());
-        push_attr(&mut out, "name", &n.name);
-        if let Some(ip) = &n.ip {
-            push_attr(&mut out, "IP", ip);
-        }
-        if let Some(m) = n.is_monitorable {
-            push_attr(&mut out, "isMonitorable", if m { "true" } else { "false" });
-        }
-        let parent = n
-            .parent
-            .map_or("-1".to_string(), |p| m.node(p).nodenum.to_string());
-        push_attr(&mut out, "parent", &parent);
-        let nums = [
-            ("imgx", n.img.0),
-            ("imgy", n.img.1),
-            ("numprocs", None),
-            ("mflops", n.mflops),
-            ("bandwidth", n.bandwidth),
-            ("memory", n.memory),
-        ];
-        for (name, v) in nums {
-            if name == "numprocs" {
-                if let NodeKind::MultipleComputing { numprocs } = n.kind {
-                    push_attr(&mut out, "numprocs", &numprocs.to_string());
-                }
-            } else if let Some(v) = v {
-                push_attr(&mut out, name, &v.to_string());
-            }
-        }
-        if let Some(c) = &n.cpus {
-            push_attr(&mut out, "cpus", &c.to_string());
-        }
-        if let Some(r) = n.ranks {
-            push_attr(&mut out, "ranks", &r.to_string());
-        }
-        if let Some(l) = n.load {
-            push_attr(&mut out, "load", &l.to_string());
-        }
-        for a in &n.extra {
-            push_attr(&mut out, &a.name, &a.value);
-        }
-        match &n.lbmethod {
-            None => out.push_str("/>\n"),
-            Some(lb) => {
-                out.push_str(">\n    <lbmethod");
-                push_attr(&mut out, "lbm", lb.method.as_str());
-                for p in &lb.params {
-                    push_attr(&mut out, &p.name, &p.value);
-                }
-                out.push_str("/>\n  </node>\n");
-            }
-        }
-    }
-    out.push_str("</machinemodel>\n");
-    out
 }
 
 #[cfg(test)]

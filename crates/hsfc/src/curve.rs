@@ -87,9 +87,9 @@ impl RawState {
 
 /// The generated tables for one dimension.
 #[derive(Debug)]
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "n, states, levels: read by tests and Debug")
+#[expect(
+    dead_code,
+    reason = "n (and states, levels outside the tests): read by Debug"
 )]
 pub(crate) struct Tables {
     /// Dimension n (2 or 3).

@@ -283,7 +283,6 @@ impl Reduce for ThreadRanks {
 
 /// Runs the distributed partition on `ranks` threads, points dealt round-robin in blocks,
 /// and returns the parts in the original order plus every rank's result.
-#[expect(clippy::type_complexity, reason = "a test case table")]
 fn run_ranks(
     ranks: usize,
     points: &[f64],
