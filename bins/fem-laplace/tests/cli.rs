@@ -128,10 +128,20 @@ fn ranks_json_equals_serial_and_carries_rank_fields() {
                 "owned_vertices",
                 "work",
                 "wait_s",
-                "sent_bytes",
+                "collectives",
+                "messages",
+                "bytes",
             ] {
                 assert!(x[f].is_number(), "ranks[{r}].{f} in {x}");
             }
+            // Every call is counted in a phase, and the phases add up to the totals.
+            let phases = x["phases"].as_object().unwrap();
+            for f in ["collectives", "messages", "bytes"] {
+                let sum: u64 = phases.values().map(|p| p[f].as_u64().unwrap()).sum();
+                assert_eq!(x[f].as_u64().unwrap(), sum, "ranks[{r}].{f} in {x}");
+            }
+            assert!(x["collectives"].as_u64().unwrap() > 0, "{x}");
+            assert!(phases["solve"]["collectives"].as_u64().unwrap() > 0, "{x}");
             for f in [
                 "refine",
                 "partition",

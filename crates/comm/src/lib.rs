@@ -446,60 +446,55 @@ pub(crate) fn send_offsets(size: usize, send_len: usize, send_counts: &[usize]) 
     offsets
 }
 
-/// Implements `part_api::Reduce` for a communicator type by forwarding to [`Comm`].
+/// Implements `part_api::Reduce` by forwarding to [`Comm`]: the one forwarding of the
+/// workspace. `impl_reduce!(Type)` for a communicator type; with generics and the
+/// communicator reached from `self` by an expression:
+/// `impl_reduce!([C: comm::Comm] Wrapper<C>, |s| &s.inner)`.
+#[macro_export]
 macro_rules! impl_reduce {
-    ($ty:ty) => {
-        impl part_api::Reduce for $ty {
+    ([$($g:tt)*] $ty:ty, |$s:ident| $comm:expr) => {
+        impl<$($g)*> $crate::__part_api::Reduce for $ty {
             type Error = $crate::CommError;
             fn rank(&self) -> usize {
-                $crate::Comm::rank(self)
+                let $s = self;
+                $crate::Comm::rank($comm)
             }
             fn size(&self) -> usize {
-                $crate::Comm::size(self)
+                let $s = self;
+                $crate::Comm::size($comm)
             }
             fn sum_f64(&self, buf: &mut [f64]) -> Result<(), Self::Error> {
-                $crate::Comm::allreduce_f64(self, $crate::ReduceOp::Sum, buf)
+                let $s = self;
+                $crate::Comm::allreduce_f64($comm, $crate::ReduceOp::Sum, buf)
             }
             fn min_f64(&self, buf: &mut [f64]) -> Result<(), Self::Error> {
-                $crate::Comm::allreduce_f64(self, $crate::ReduceOp::Min, buf)
+                let $s = self;
+                $crate::Comm::allreduce_f64($comm, $crate::ReduceOp::Min, buf)
             }
             fn max_f64(&self, buf: &mut [f64]) -> Result<(), Self::Error> {
-                $crate::Comm::allreduce_f64(self, $crate::ReduceOp::Max, buf)
+                let $s = self;
+                $crate::Comm::allreduce_f64($comm, $crate::ReduceOp::Max, buf)
             }
             fn sum_u64(&self, buf: &mut [u64]) -> Result<(), Self::Error> {
-                $crate::Comm::allreduce_u64(self, $crate::ReduceOp::Sum, buf)
+                let $s = self;
+                $crate::Comm::allreduce_u64($comm, $crate::ReduceOp::Sum, buf)
             }
         }
     };
+    ($ty:ty) => {
+        $crate::impl_reduce!([] $ty, |s| s);
+    };
 }
-pub(crate) use impl_reduce;
 
-/// Any [`Comm`] as an `part_api::Reduce`, for generic code bound by `Comm` alone (such as
+#[doc(hidden)]
+pub use part_api as __part_api;
+
+/// Any [`Comm`] as a `part_api::Reduce`, for generic code bound by `Comm` alone (such as
 /// `part_api::agree` called from a distributed algorithm written against `Comm`).
 #[derive(Debug, Clone, Copy)]
 pub struct AsReduce<'a, C>(pub &'a C);
 
-impl<C: Comm> part_api::Reduce for AsReduce<'_, C> {
-    type Error = CommError;
-    fn rank(&self) -> usize {
-        self.0.rank()
-    }
-    fn size(&self) -> usize {
-        self.0.size()
-    }
-    fn sum_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
-        self.0.allreduce_f64(ReduceOp::Sum, buf)
-    }
-    fn min_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
-        self.0.allreduce_f64(ReduceOp::Min, buf)
-    }
-    fn max_f64(&self, buf: &mut [f64]) -> Result<(), CommError> {
-        self.0.allreduce_f64(ReduceOp::Max, buf)
-    }
-    fn sum_u64(&self, buf: &mut [u64]) -> Result<(), CommError> {
-        self.0.allreduce_u64(ReduceOp::Sum, buf)
-    }
-}
+impl_reduce!(['a, C: Comm] AsReduce<'a, C>, |s| s.0);
 
 #[cfg(test)]
 mod tests {

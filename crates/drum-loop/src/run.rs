@@ -3,7 +3,8 @@
 use crate::Error;
 use crate::rebalance::{Decision, Migration, Observation, Policy, Reason, measure_group_link};
 use crate::window::RankWindow;
-use comm::{Comm, LinkModel, LinkProbe};
+use comm::wire::{Reader, Writer};
+use comm::{Comm, CommError, LinkModel, LinkProbe};
 use drum_model::monitor::{
     Monitor, MonitorConfig, MonitorStats, MonitorTarget, ProcFs, ProcessRef, start_monitoring,
 };
@@ -165,10 +166,8 @@ pub struct LoopConfig {
     /// The agents' sampling period (their samples make the recording; the windows have
     /// exact ends whatever the period).
     pub period: Duration,
-    /// A window shorter than this (default 30 ms) is not cut (it stays open into the next
-    /// step), and
-    /// measurements shorter than this do not change powers: /proc/stat counts CPU time in
-    /// 10 ms ticks.
+    /// Powers are renewed only from windows at least this long (default 30 ms; shorter ones
+    /// add up into the next points): /proc/stat counts CPU time in 10 ms ticks.
     pub min_window: Duration,
     /// Where `/proc` and `/sys` are (tests use fake trees).
     pub procfs: ProcFs,
@@ -325,6 +324,16 @@ pub struct LoopSummary {
     pub windows: usize,
 }
 
+/// What every rank learns at a rebalance point, in one collective.
+struct Gathered {
+    /// Seconds since the previous point (the longest over the ranks).
+    window_s: f64,
+    /// The weight each rank holds.
+    loads: Vec<f64>,
+    /// Each rank's pending window.
+    windows: Vec<RankWindow>,
+}
+
 /// One rank's side of DRUM in the loop (see the module documentation).
 pub struct DrumLoop {
     machine: Machine,
@@ -346,9 +355,8 @@ pub struct DrumLoop {
     /// Rebalance points since the powers were last renewed, and whether they ever were.
     since_sensed: usize,
     sensed: bool,
-    /// When the last rebalance point was, and when the agent's window was last cut.
+    /// When the last rebalance point was.
     last_point: Instant,
-    last_cut: Instant,
     /// The last observation of every computing node (the static one until measured).
     nodes: BTreeMap<u32, NodeObservation>,
     last_total: Option<f64>,
@@ -443,7 +451,6 @@ impl DrumLoop {
             since_sensed: 0,
             sensed: false,
             last_point: Instant::now(),
-            last_cut: Instant::now(),
             nodes,
             last_total: None,
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
@@ -472,6 +479,9 @@ impl DrumLoop {
     /// repartitions `points` (this rank's objects with their work weights). `parts` holds
     /// each object's current rank on entry (this rank, for objects it created) and its new
     /// rank on return.
+    ///
+    /// Collectives: one `allgatherv` (every rank's time since the last point, load and
+    /// pending window) when the partition is kept; the partitioner's own when it is not.
     pub fn rebalance<C: Comm + Reduce>(
         &mut self,
         comm: &C,
@@ -479,114 +489,27 @@ impl DrumLoop {
         parts: &mut [u32],
     ) -> Result<LoopReport, Error> {
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
-        // Seconds since the last point and since the agents' window was last cut (the
-        // longest over the ranks, so that all of them cut or none does).
-        let now = Instant::now();
-        let mut since = [
-            now.duration_since(self.last_point).as_secs_f64(),
-            now.duration_since(self.last_cut).as_secs_f64(),
-        ];
-        comm.allreduce_f64(comm::ReduceOp::Max, &mut since)?;
-        self.last_point = now;
-        let window_s = since[0];
-        // A window shorter than min_window stays open: /proc/stat counts CPU time in 10 ms
-        // ticks, so a few ticks would read as all idle or all busy.
-        if since[1] >= self.cfg.min_window.as_secs_f64() {
-            self.cut_window();
-            self.last_cut = Instant::now();
-        }
-        let all = comm.allgatherv_bytes(&self.pending.encode())?;
-        let ranks = Comm::size(comm);
-        let accs: Vec<RankWindow> = (0..ranks).map(|r| RankWindow::decode(all.get(r))).collect();
-        let longest = accs.iter().map(RankWindow::seconds).fold(0.0, f64::max);
-        self.since_sensed += 1;
-        let due = self.cfg.sensing.due(self.sensed, self.since_sensed);
-        let measured_s = if longest >= self.cfg.min_window.as_secs_f64() && due {
-            self.observe(&accs, &mut warnings);
-            self.pending = RankWindow::default();
-            self.since_sensed = 0;
-            self.sensed = true;
-            if self.cfg.sizing == Sizing::Monitored {
-                self.powers = self.monitored.clone();
-                self.plan = Plan::new(&self.machine, &self.powers)?;
-            }
-            longest
-        } else {
-            if self.cfg.sensing == Sensing::Once && self.sensed {
-                self.pending = RankWindow::default(); // measured once: windows are not kept
-            }
-            0.0
-        };
-        let measured = accs.iter().enumerate().map(|(r, a)| a.measure(r)).collect();
-
-        // The loads the ranks hold now.
-        let (_, _, weights) = points.into_parts();
-        let n = parts.len();
-        let local = weights.map_or(n as f64, |w| w.iter().sum());
-        let mut loads = vec![0.0; ranks];
-        comm.allgather(&[local], &mut loads)?;
-        let total: f64 = loads.iter().sum();
-        let fractions: Vec<f64> = loads.iter().map(|l| l / total.max(1e-300)).collect();
+        let point = self.gather(comm, points, parts.len())?;
+        let measured_s = self.sense(&point, &mut warnings)?;
+        let measured = point
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(r, a)| a.measure(r))
+            .collect();
+        let total: f64 = point.loads.iter().sum();
+        let fractions: Vec<f64> = point.loads.iter().map(|l| l / total.max(1e-300)).collect();
         let targets = self.powers.parts.clone();
-
-        let decision = match &self.previous {
-            None => DecisionReport::initial(),
-            Some(_) => {
-                let growth = self.last_total.map_or(1.0, |t| total / t.max(1e-300));
-                let capacities: Vec<f64> = targets.iter().map(|&t| t.max(1e-12)).collect();
-                let obs = Observation {
-                    loads: &fractions,
-                    capacities: &capacities,
-                    partition_powers: self.partition_sizes.as_deref(),
-                    step_time: Some(window_s * growth),
-                    migration: self.link.map(|link| Migration {
-                        link,
-                        bytes_per_load: self.bytes_per_weight * total,
-                        delta: self.delta,
-                    }),
-                };
-                let mut d = DecisionReport::of(&self.cfg.policy.decide(&obs)?);
-                if let Some(forced) = self.cfg.rebalance.forced() {
-                    let (what, mode) = if forced {
-                        ("rebalance", "always")
-                    } else {
-                        ("keep", "never")
-                    };
-                    d.rebalance = forced;
-                    d.reason = mode.into();
-                    d.text = format!("{what} ({mode}; the policy: {})", d.text);
-                }
-                d
-            }
-        };
+        let decision = self.decide(&fractions, &targets, total, point.window_s)?;
         self.last_total = Some(total);
-
         let (achieved, partition_s, moved_weight) = if decision.rebalance && total > 0.0 {
-            let t0 = Instant::now();
-            let hier = self.cfg.hier;
-            // A workspace per repartition: kept between steps, its buffers would sit on top
-            // of the application's peak.
-            let mut ws = Workspace::default();
-            let result = match &self.previous {
-                Some(prev) => hier.repartition(&mut ws, comm, &self.plan, prev, points, parts)?,
-                None => hier.partition_with(&mut ws, comm, &self.plan, points, parts)?,
-            };
-            let secs = t0.elapsed().as_secs_f64();
-            let achieved = result
-                .rank_weights
-                .iter()
-                .map(|w| w / result.total_weight.max(1e-300))
-                .collect();
-            let moved = result.moved.map_or(0.0, |m| m.weight);
-            self.previous = Some(result);
-            self.partition_sizes = Some(targets.clone());
-            (achieved, secs, moved)
+            self.repartition(comm, points, parts, &targets)?
         } else {
             (fractions.clone(), 0.0, 0.0)
         };
         Ok(LoopReport {
             sizing: self.cfg.sizing.name(),
-            window_s,
+            window_s: point.window_s,
             measured_s,
             measured,
             monitored_sizes: self.monitored.parts.clone(),
@@ -598,6 +521,142 @@ impl DrumLoop {
             moved_weight,
             warnings,
         })
+    }
+
+    /// Cuts this rank's window into the pending measurement and gathers, in one collective,
+    /// every rank's time since the last point, load (the weight it holds) and pending
+    /// window. A cut window that is too short is not lost: the pending measurement adds it
+    /// up ([`Usage::merge`]), so cutting at every point equals keeping it open.
+    fn gather<C: Comm>(
+        &mut self,
+        comm: &C,
+        points: Points<'_>,
+        n: usize,
+    ) -> Result<Gathered, Error> {
+        let now = Instant::now();
+        let since = now.duration_since(self.last_point).as_secs_f64();
+        self.last_point = now;
+        self.cut_window();
+        let (_, _, weights) = points.into_parts();
+        let load = weights.map_or(n as f64, |w| w.iter().sum());
+        let mut w = Writer::default();
+        w.f64(since);
+        w.f64(load);
+        w.bytes(&self.pending.encode());
+        let all = comm.allgatherv_bytes(w.as_bytes())?;
+        let ranks = Comm::size(comm);
+        let mut window_s = 0.0f64;
+        let mut loads = Vec::with_capacity(ranks);
+        let mut windows = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            let mut rd = Reader::new(all.get(r), "a rank's rebalance-point figures");
+            window_s = window_s.max(rd.f64().map_err(CommError::from)?);
+            loads.push(rd.f64().map_err(CommError::from)?);
+            windows.push(RankWindow::decode(
+                rd.bytes(rd.remaining()).map_err(CommError::from)?,
+            ));
+        }
+        Ok(Gathered {
+            window_s,
+            loads,
+            windows,
+        })
+    }
+
+    /// Renews the monitored powers from the gathered windows when the longest is at least
+    /// `min_window` and sensing is due; returns the seconds measured (0: powers unchanged).
+    fn sense(&mut self, point: &Gathered, warnings: &mut Vec<String>) -> Result<f64, Error> {
+        let longest = point
+            .windows
+            .iter()
+            .map(RankWindow::seconds)
+            .fold(0.0, f64::max);
+        self.since_sensed += 1;
+        let due = self.cfg.sensing.due(self.sensed, self.since_sensed);
+        if longest >= self.cfg.min_window.as_secs_f64() && due {
+            self.observe(&point.windows, warnings);
+            self.pending = RankWindow::default();
+            self.since_sensed = 0;
+            self.sensed = true;
+            if self.cfg.sizing == Sizing::Monitored {
+                self.powers = self.monitored.clone();
+                self.plan = Plan::new(&self.machine, &self.powers)?;
+            }
+            return Ok(longest);
+        }
+        if self.cfg.sensing == Sensing::Once && self.sensed {
+            self.pending = RankWindow::default(); // measured once: windows are not kept
+        }
+        Ok(0.0)
+    }
+
+    /// The policy's decision on the loads the ranks hold now (fractions of `total`) against
+    /// `targets`, or the initial partition; [`RebalanceMode`] overrides keep its figures.
+    fn decide(
+        &self,
+        fractions: &[f64],
+        targets: &[f64],
+        total: f64,
+        window_s: f64,
+    ) -> Result<DecisionReport, Error> {
+        if self.previous.is_none() {
+            return Ok(DecisionReport::initial());
+        }
+        let growth = self.last_total.map_or(1.0, |t| total / t.max(1e-300));
+        let capacities: Vec<f64> = targets.iter().map(|&t| t.max(1e-12)).collect();
+        let obs = Observation {
+            loads: fractions,
+            capacities: &capacities,
+            partition_powers: self.partition_sizes.as_deref(),
+            step_time: Some(window_s * growth),
+            migration: self.link.map(|link| Migration {
+                link,
+                bytes_per_load: self.bytes_per_weight * total,
+                delta: self.delta,
+            }),
+        };
+        let mut d = DecisionReport::of(&self.cfg.policy.decide(&obs)?);
+        if let Some(forced) = self.cfg.rebalance.forced() {
+            let (what, mode) = if forced {
+                ("rebalance", "always")
+            } else {
+                ("keep", "never")
+            };
+            d.rebalance = forced;
+            d.reason = mode.into();
+            d.text = format!("{what} ({mode}; the policy: {})", d.text);
+        }
+        Ok(d)
+    }
+
+    /// KEEP_CUTS repartition into `targets` (a fresh partition the first time): the weight
+    /// fractions achieved, the partitioner's seconds and the weight moved.
+    fn repartition<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        points: Points<'_>,
+        parts: &mut [u32],
+        targets: &[f64],
+    ) -> Result<(Vec<f64>, f64, f64), Error> {
+        let t0 = Instant::now();
+        let hier = self.cfg.hier;
+        // A workspace per repartition: kept between steps, its buffers would sit on top of
+        // the application's peak.
+        let mut ws = Workspace::default();
+        let result = match &self.previous {
+            Some(prev) => hier.repartition(&mut ws, comm, &self.plan, prev, points, parts)?,
+            None => hier.partition_with(&mut ws, comm, &self.plan, points, parts)?,
+        };
+        let secs = t0.elapsed().as_secs_f64();
+        let achieved = result
+            .rank_weights
+            .iter()
+            .map(|w| w / result.total_weight.max(1e-300))
+            .collect();
+        let moved = result.moved.map_or(0.0, |m| m.weight);
+        self.previous = Some(result);
+        self.partition_sizes = Some(targets.to_vec());
+        Ok((achieved, secs, moved))
     }
 
     /// What the last migration cost, for Lan's test at the next rebalance: `seconds` of

@@ -106,7 +106,7 @@ pub fn calibrate(
             let work = num(&r["work"], "work")?.max(1.0);
             per_element = per_element.max((busy - own).max(0.0) / work);
             busy_max = busy_max.max(busy);
-            sent += num(&r["sent_bytes"], "sent_bytes")?;
+            sent += num(&r["bytes"], "bytes")?;
         }
         a.push(per_element);
         l.push((wall - busy_max).max(0.0));

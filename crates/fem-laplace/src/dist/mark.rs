@@ -1,218 +1,106 @@
-//! Marking across ranks, giving exactly the serial marks.
+//! Marking across ranks, giving exactly the serial marks, in three collectives whatever the
+//! mesh size.
 //!
-//! The serial marking ([`crate::mark::mark`]) takes entries in a fixed order (indicator bin,
-//! highest first; ties in curve order; for PHAML's "double" each element's first bisection,
-//! then its second) and closes each one's marks at once, until the mesh would have the
-//! target number of vertices (or, for Dörfler, the entries' shares reach θ). Call f(x) the
-//! first entry whose closure marks edge x. The closure of a prefix of the entries is exactly
-//! {x : f(x) before the end of the prefix}, and it has as many new vertices as edges, so the
-//! serial marks are {x : f(x) ≤ F} where F is the need-th smallest f over all edges (need =
-//! the missing vertices), and the Dörfler prefix ends at the entry where the running share
-//! crosses θ. Everything is a min-label propagation along the closure rules followed by a
-//! selection, both of which distribute:
+//! The serial marking ([`crate::mark::mark`]) takes entries in a fixed order — label
+//! `(bin, key)`: indicator bin, highest first; ties in curve order (the element's tree key,
+//! its first bisection before its second) — and closes each one's marks at once, until the
+//! mesh would have the target number of vertices (or, for Dörfler, the entries' shares reach
+//! θ). Call f(x) the smallest label of an entry whose closure marks edge x. The closure rules
+//! are Horn clauses (an edge of an element marked ⇒ its refinement edge marked; an edge
+//! marked ⇒ marked in both elements that share it), so the closure of a prefix of the entries
+//! is exactly {x : f(x) ≤ the prefix's last label}; every marked edge creates one vertex, so
+//! the serial marks are {x : f(x) ≤ F} with F the need-th smallest f over all edges (need =
+//! the missing vertices), capped for Dörfler where the entries' shares reach θ.
 //!
-//! 1. Labels are compared first by bin: each rank propagates the bins of its entries through
-//!    its owned elements in increasing order, so that every edge is set once, and stops at
-//!    the first of a few checkpoints (spread over the global entry count) where the ranks
-//!    together have labelled enough edges; the ranks exchange the labels of the edges they
-//!    share and propagate improvements until no rank changes anything. A histogram selection
-//!    over all ranks gives the bin B of the need-th edge.
-//! 2. Within bin B the same is done with the rest of the label (the element's tree key and
-//!    first/second bisection), only over the edges whose bin is B, and a radix selection
-//!    gives the key K.
+//! f is a min-label propagation along the closure rules. Within a rank it runs over the
+//! owned elements; it crosses to another rank only at a *port*, an edge an owned element
+//! shares with a ghost. So:
+//! 1. each rank propagates its own entries (pass 1), giving every port p the smallest local
+//!    label S(p) that reaches it, and computes, for every port p, the ports R(p) that a label
+//!    arriving at p from the other side reaches through its own elements. One `allgatherv`
+//!    sends every rank every rank's ports (key, S, R) — and, for Dörfler, its exact sum of
+//!    η²; every rank then solves the small port graph identically (labels processed in
+//!    increasing order, each reaching what it reaches first) and knows the exact f of every
+//!    port, and propagates the ports' labels that beat its own into its elements (pass 2):
+//!    every local edge now has its exact f;
+//! 2. one `allreduce` of the histogram of f's bins over the edges each rank counts (each edge
+//!    once: by the element first along the curve) — and, for Dörfler, of the entries'
+//!    shares — gives the bin B of the need-th edge;
+//! 3. one `allgatherv` of the keys in bin B (and Dörfler's entries in their bin) gives the
+//!    key K.
 //!
-//! An edge is marked when its label is at most (B, K). Shared edges get the same label on both
-//! sides, so the ranks agree on them without further exchange.
-#![expect(
-    clippy::needless_range_loop,
-    reason = "index loops over parallel element arrays"
-)]
+//! An edge is marked when f ≤ (B, K). Shared edges get the same f on both sides, so the ranks
+//! agree on them without further exchange.
 
 use super::keys::edge_key;
 use super::local::Local;
+use crate::exact::{ExactSum, WORDS};
 use crate::mark::{Marking, NBINS, bin, dorfler_goal, dorfler_weight};
 use crate::mesh::NONE;
-use comm::wire::{Outbox, Reader, WireError, Writer};
+use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, CommError, ReduceOp};
+use std::cmp::Ordering;
+use std::collections::HashMap;
 
-const INF1: u16 = u16::MAX;
-const INF2: u128 = u128::MAX;
-/// Checkpoints of the stage-1 propagation (see the module documentation).
-const CHECKPOINTS: u64 = 16;
+/// A label: (bin, key). Smaller is taken first.
+type Label = (u16, u128);
+/// No label: the edge is reached by no entry.
+const INF: Label = (u16::MAX, u128::MAX);
+/// No label, as an index.
+const NO: u32 = u32::MAX;
 
-/// The edges an owned element shares with ghosts, per ghost owner, in midpoint order (the
-/// same list on both sides of each pair of ranks).
-struct Shared {
-    per: Vec<Vec<(u32, u8)>>,
+/// The owned elements' entries in label order: entry `2t` is element t's first bisection,
+/// `2t + 1` its second (double marking only).
+struct Entries {
+    order: Vec<u32>,
+    bins: Vec<u16>,
 }
 
-impl Shared {
-    fn new(l: &Local) -> Shared {
-        let mut per: Vec<Vec<(u128, u32, u8)>> = vec![Vec::new(); l.size];
-        let c = &l.mesh.coords;
-        for &(t, k) in &l.shared {
-            let (tu, ku) = (t as usize, k as usize);
-            let n = l.mesh.nbr[tu][ku];
-            let tv = l.mesh.tri[tu];
-            let e = edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize]);
-            per[l.eowner[n as usize] as usize].push((e, t, k));
+impl Entries {
+    /// A counting sort by bin of the entries in curve order (elements are numbered in curve
+    /// order, so each bin stays in key order).
+    fn new(l: &Local, eta2: &[f64], double: bool) -> Entries {
+        let ne = l.ekey.len();
+        let label_bin = |e: usize| -> u16 {
+            let b = bin(eta2[e / 2]);
+            (NBINS
+                - 1
+                - if e.is_multiple_of(2) {
+                    b
+                } else {
+                    b.saturating_sub(8)
+                }) as u16
+        };
+        let step = if double { 1 } else { 2 };
+        let live = |e: usize| l.owns_element(e / 2) && (double || e.is_multiple_of(2));
+        let mut count = vec![0u32; NBINS + 1];
+        for e in (0..2 * ne).step_by(step).filter(|&e| live(e)) {
+            count[label_bin(e) as usize + 1] += 1;
         }
-        Shared {
-            per: per
-                .into_iter()
-                .map(|mut v| {
-                    v.sort_unstable();
-                    v.into_iter().map(|(_, t, k)| (t, k)).collect()
-                })
-                .collect(),
+        for b in 0..NBINS {
+            count[b + 1] += count[b];
         }
-    }
-}
-
-/// A label type propagated along the closure: the bin (stage 1) or the key (stage 2).
-trait Label: Copy + Ord {
-    const INF: Self;
-    fn put(self, w: &mut Writer);
-    fn get(r: &mut Reader<'_>) -> Result<Self, WireError>;
-}
-
-impl Label for u16 {
-    const INF: u16 = INF1;
-    fn put(self, w: &mut Writer) {
-        w.u16(self);
-    }
-    fn get(r: &mut Reader<'_>) -> Result<u16, WireError> {
-        r.u16()
-    }
-}
-
-impl Label for u128 {
-    const INF: u128 = INF2;
-    fn put(self, w: &mut Writer) {
-        w.u128(self);
-    }
-    fn get(r: &mut Reader<'_>) -> Result<u128, WireError> {
-        r.u128()
-    }
-}
-
-/// Where the labels of an element's three edges are kept.
-trait Slots<L: Label> {
-    /// The labels of element t, if it takes part.
-    fn at(&mut self, t: usize) -> Option<&mut [L; 3]>;
-}
-
-/// Stage 1: every element.
-struct Dense<L>(Vec<[L; 3]>);
-impl<L: Label> Slots<L> for Dense<L> {
-    #[inline]
-    fn at(&mut self, t: usize) -> Option<&mut [L; 3]> {
-        Some(&mut self.0[t])
-    }
-}
-
-/// Stage 2: the elements with an edge in bin B, through an index.
-struct Sparse {
-    index: Vec<u32>,
-    lab: Vec<[u128; 3]>,
-}
-impl Slots<u128> for Sparse {
-    #[inline]
-    fn at(&mut self, t: usize) -> Option<&mut [u128; 3]> {
-        match self.index[t] {
-            NONE => None,
-            i => Some(&mut self.lab[i as usize]),
+        let mut order = vec![0u32; count[NBINS] as usize];
+        for e in (0..2 * ne).step_by(step).filter(|&e| live(e)) {
+            let b = label_bin(e) as usize;
+            order[count[b] as usize] = e as u32;
+            count[b] += 1;
         }
+        let bins = order.iter().map(|&e| label_bin(e as usize)).collect();
+        Entries { order, bins }
+    }
+
+    /// The label of the entry at `i` of the order.
+    fn label(&self, l: &Local, i: usize) -> Label {
+        let e = self.order[i] as usize;
+        (self.bins[i], l.ekey.get(e / 2) | (e as u128 & 1))
     }
 }
 
-/// Min-label propagation over the owned elements' edges, with a histogram of the labels of
-/// the edges this rank counts (stage 1).
-struct Propagation<'a, L: Label, S: Slots<L>> {
-    l: &'a Local,
-    slots: S,
-    /// Stage 2: only the edges of this stage-1 label may take a label.
-    only: Option<(&'a [[u16; 3]], u16)>,
-    hist: Option<Vec<u64>>,
-    stack: Vec<(u32, u8)>,
-    _l: std::marker::PhantomData<L>,
-}
-
-impl<'a, L: Label + Into<u128>, S: Slots<L>> Propagation<'a, L, S> {
-    /// Gives edge k of owned element t the label `x` if smaller, and closes: the element's
-    /// refinement edge, and the same edge in the neighbour (which, if owned, closes too).
-    fn set(&mut self, t: u32, k: u8, x: L) {
-        self.stack.push((t, k));
-        while let Some((t, k)) = self.stack.pop() {
-            let (tu, ku) = (t as usize, k as usize);
-            if let Some((lab1, b)) = self.only
-                && lab1[tu][ku] != b
-            {
-                continue;
-            }
-            let Some(lab) = self.slots.at(tu) else {
-                continue;
-            };
-            let old = lab[ku];
-            if old <= x {
-                continue;
-            }
-            lab[ku] = x;
-            if ku != 1 && lab[1] > x {
-                self.stack.push((t, 1));
-            }
-            let n = self.l.mesh.nbr[tu][ku];
-            if n != NONE {
-                let j = self.l.mesh.local_index(n, t);
-                if self.l.owns_element(n as usize) {
-                    self.stack.push((n, j as u8));
-                }
-            }
-            if counts_edge(self.l, tu, ku)
-                && let Some(h) = self.hist.as_mut()
-            {
-                if old != L::INF {
-                    h[Into::<u128>::into(old) as usize] -= 1;
-                }
-                h[Into::<u128>::into(x) as usize] += 1;
-            }
-        }
-    }
-
-    /// Exchanges the labels of shared edges until no rank improves any.
-    fn settle<C: Comm>(&mut self, comm: &C, shared: &Shared) -> Result<(), CommError> {
-        loop {
-            let mut out = Outbox::new(self.l.size);
-            for (q, list) in shared.per.iter().enumerate() {
-                for &(t, k) in list {
-                    let x = self.slots.at(t as usize).map_or(L::INF, |a| a[k as usize]);
-                    x.put(out.to(q));
-                }
-            }
-            let (bytes, counts) = out.flatten();
-            let got = comm.alltoallv_bytes(&bytes, &counts)?;
-            let mut better: Vec<(L, u32, u8)> = Vec::new();
-            for (q, list) in shared.per.iter().enumerate() {
-                let mut r = Reader::new(got.get(q), "a marking label exchange");
-                for &(t, k) in list {
-                    let x = L::get(&mut r)?;
-                    let mine = self.slots.at(t as usize).map_or(L::INF, |a| a[k as usize]);
-                    if x < mine {
-                        better.push((x, t, k));
-                    }
-                }
-            }
-            let mut changed = [u64::from(!better.is_empty())];
-            better.sort_unstable();
-            for (x, t, k) in better {
-                self.set(t, k, x);
-            }
-            comm.allreduce_u64(ReduceOp::Max, &mut changed)?;
-            if changed[0] == 0 {
-                return Ok(());
-            }
-        }
-    }
+/// The edges an entry marks: the refinement edge, or all three.
+#[inline]
+fn entry_edges(e: u32) -> &'static [u8] {
+    if e & 1 == 0 { &[1] } else { &[1, 0, 2] }
 }
 
 /// Whether this rank counts edge k of owned element t (each edge once over all ranks: by the
@@ -223,303 +111,422 @@ fn counts_edge(l: &Local, t: usize, k: usize) -> bool {
     n == NONE || t < n as usize
 }
 
-/// The smallest bin b such that the weights of bins ≤ b, summed over all ranks, reach `k`,
-/// with the weight below b; `None` if the total is less than `k`.
-fn select_bin<C: Comm>(comm: &C, hist: &[u64], k: u64) -> Result<Option<(u16, u64)>, CommError> {
-    let mut hist = hist.to_vec();
-    comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
-    let mut below = 0u64;
-    for (b, &h) in hist.iter().enumerate() {
-        if below + h >= k {
-            return Ok(Some((b as u16, below)));
-        }
-        below += h;
-    }
-    Ok(None)
+/// Every local edge's label, as an index: below `entries.order.len()` a local entry, above it
+/// a label that arrived through a port (`foreign`).
+struct Labels<'a> {
+    l: &'a Local,
+    entries: Entries,
+    foreign: Vec<Label>,
+    lab: Vec<[u32; 3]>,
+    stack: Vec<(u32, u8)>,
 }
 
-/// The smallest value v such that at least `k` of the values (weighted by `w`, summed over all
-/// ranks) are ≤ v, with the weight below v; `None` if the total is less than `k`. A radix
-/// search of 8 bits per round over the 128-bit values.
-fn select<C: Comm>(
+impl<'a> Labels<'a> {
+    fn label(&self, i: u32) -> Label {
+        let n = self.entries.order.len();
+        match i {
+            NO => INF,
+            i if (i as usize) < n => self.entries.label(self.l, i as usize),
+            i => self.foreign[i as usize - n],
+        }
+    }
+
+    /// Gives edge k of owned element t the label `x` where it is smaller, and closes: the
+    /// element's refinement edge, and the same edge in an owned neighbour. `smaller(old, x)`
+    /// compares labels (indices in pass 1, where they follow the label order).
+    fn set(&mut self, t: u32, k: u8, x: u32, smaller: impl Fn(&Self, u32, u32) -> bool) {
+        self.stack.push((t, k));
+        while let Some((t, k)) = self.stack.pop() {
+            let (tu, ku) = (t as usize, k as usize);
+            let old = self.lab[tu][ku];
+            if !smaller(self, x, old) {
+                continue;
+            }
+            self.lab[tu][ku] = x;
+            if ku != 1 {
+                self.stack.push((t, 1));
+            }
+            let n = self.l.mesh.nbr[tu][ku];
+            if n != NONE && self.l.owns_element(n as usize) {
+                let j = self.l.mesh.local_index(n, t);
+                self.stack.push((n, j as u8));
+            }
+        }
+    }
+
+    /// Pass 1: every local entry, in label order (each edge is set once).
+    fn pass1(l: &'a Local, entries: Entries) -> Labels<'a> {
+        let mut s = Labels {
+            l,
+            lab: vec![[NO; 3]; l.ekey.len()],
+            foreign: Vec::new(),
+            stack: Vec::new(),
+            entries,
+        };
+        for i in 0..s.entries.order.len() {
+            let e = s.entries.order[i];
+            for &k in entry_edges(e) {
+                s.set(e / 2, k, i as u32, |_, x, old| x < old);
+            }
+        }
+        s
+    }
+
+    /// Pass 2: the ports' exact labels, where they beat the local ones.
+    fn pass2(&mut self, ports: &Ports, exact: &[Label]) {
+        let mut better: Vec<(Label, usize)> = (0..ports.at.len())
+            .filter(|&p| exact[p] < self.label(self.lab_at(ports.at[p])))
+            .map(|p| (exact[p], p))
+            .collect();
+        better.sort_unstable();
+        for (x, p) in better {
+            let i = (self.entries.order.len() + self.foreign.len()) as u32;
+            self.foreign.push(x);
+            let (t, k) = ports.at[p];
+            self.set(t, k, i, |s, x, old| s.label(x) < s.label(old));
+        }
+    }
+
+    fn lab_at(&self, (t, k): (u32, u8)) -> u32 {
+        self.lab[t as usize][k as usize]
+    }
+}
+
+/// This rank's ports: the edges its owned elements share with ghosts, and for each the ports
+/// a label arriving there reaches through this rank's elements.
+struct Ports {
+    at: Vec<(u32, u8)>,
+    keys: Vec<u128>,
+    reach: Vec<Vec<u32>>,
+}
+
+impl Ports {
+    fn new(l: &Local) -> Ports {
+        let c = &l.mesh.coords;
+        let at: Vec<(u32, u8)> = l.shared.clone();
+        let keys = at
+            .iter()
+            .map(|&(t, k)| {
+                let tv = l.mesh.tri[t as usize];
+                let ku = k as usize;
+                edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize])
+            })
+            .collect();
+        let mut port_of: HashMap<(u32, u8), u32> = HashMap::with_capacity(at.len());
+        for (p, &tk) in at.iter().enumerate() {
+            port_of.insert(tk, p as u32);
+        }
+        let mut stamp: Vec<[u32; 3]> = vec![[NO; 3]; l.ekey.len()];
+        let mut stack = Vec::new();
+        let reach = (0..at.len())
+            .map(|p| {
+                let mut out = Vec::new();
+                stack.push(at[p]);
+                while let Some((t, k)) = stack.pop() {
+                    let (tu, ku) = (t as usize, k as usize);
+                    if stamp[tu][ku] == p as u32 {
+                        continue;
+                    }
+                    stamp[tu][ku] = p as u32;
+                    match port_of.get(&(t, k)) {
+                        Some(&q) if q != p as u32 => out.push(q),
+                        _ => {}
+                    }
+                    if ku != 1 {
+                        stack.push((t, 1));
+                    }
+                    let n = l.mesh.nbr[tu][ku];
+                    if n != NONE && l.owns_element(n as usize) {
+                        stack.push((n, l.mesh.local_index(n, t) as u8));
+                    }
+                }
+                out.sort_unstable();
+                out
+            })
+            .collect();
+        Ports { at, keys, reach }
+    }
+}
+
+/// Round 1 (one `allgatherv`): every rank's ports with their local labels and reach sets,
+/// and its exact sum of η² (Dörfler); returns the exact label of each of this rank's ports
+/// and the global sum of η².
+fn solve_ports<C: Comm>(
     comm: &C,
-    values: &[(u128, u64)],
-    k: u64,
-) -> Result<Option<(u128, u64)>, CommError> {
-    let mut total = [values.iter().map(|v| v.1).sum::<u64>()];
-    comm.allreduce_u64(ReduceOp::Sum, &mut total)?;
-    if total[0] < k {
-        return Ok(None);
+    ports: &Ports,
+    local: &[Label],
+    eta2_sum: &ExactSum,
+) -> Result<(Vec<Label>, f64), CommError> {
+    let mut w = Writer::default();
+    for word in eta2_sum.words() {
+        w.u64(word);
     }
-    let mut prefix = 0u128;
-    let mut below = 0u64;
-    let mut cand: Vec<(u128, u64)> = values.to_vec();
-    let mut shift = 128u32;
-    while shift > 0 {
-        shift -= 8;
-        let mut hist = vec![0u64; 256];
-        for &(v, w) in &cand {
-            hist[((v >> shift) & 0xff) as usize] += w;
+    w.usize(ports.at.len());
+    for (p, &key) in ports.keys.iter().enumerate() {
+        w.u128(key);
+        w.u16(local[p].0);
+        w.u128(local[p].1);
+        w.usize(ports.reach[p].len());
+        for &q in &ports.reach[p] {
+            w.u32(q);
         }
-        comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
-        let mut digit = 0;
-        while below + hist[digit] < k {
-            below += hist[digit];
-            digit += 1;
-        }
-        prefix |= (digit as u128) << shift;
-        let mask = u128::MAX << shift;
-        cand.retain(|&(v, _)| v & mask == prefix);
     }
-    Ok(Some((prefix, below)))
+    let all = comm.allgatherv_bytes(w.as_bytes())?;
+    let mut words = [0u64; WORDS];
+    let mut nodes: Vec<(u128, Label, Vec<u128>)> = Vec::new();
+    for r in 0..comm.size() {
+        let mut rd = Reader::new(all.get(r), "a rank's marking ports");
+        for x in &mut words {
+            *x = x.wrapping_add(rd.u64()?);
+        }
+        read_ports(&mut rd, &mut nodes)?;
+    }
+    let exact = port_graph(nodes);
+    let labels = ports
+        .keys
+        .iter()
+        .map(|k| exact.get(k).copied().unwrap_or(INF))
+        .collect();
+    Ok((labels, ExactSum::from_words(&words).value()))
 }
 
-/// The entries of the owned elements in increasing label order (a counting sort): entry
-/// `2t` is element t's first bisection, `2t + 1` its second (double marking only); with the
-/// count per label (entries of label b are `order[start(b)..start(b + 1)]`).
-fn entries(l: &Local, eta2: &[f64], double: bool) -> (Vec<u32>, Vec<u64>) {
-    let ne = l.ekey.len();
-    let mut count = vec![0u64; NBINS];
-    for t in 0..ne {
-        if l.owns_element(t) {
-            count[NBINS - 1 - bin(eta2[t])] += 1;
-            if double {
-                count[NBINS - 1 - bin(eta2[t]).saturating_sub(8)] += 1;
+/// One rank's ports from a round-1 message: (key, local label, keys of the ports reached).
+fn read_ports(
+    rd: &mut Reader<'_>,
+    nodes: &mut Vec<(u128, Label, Vec<u128>)>,
+) -> Result<(), WireError> {
+    let n = rd.usize()?;
+    let first = nodes.len();
+    let mut reach_idx: Vec<Vec<u32>> = Vec::new();
+    for _ in 0..n {
+        let key = rd.u128()?;
+        let label = (rd.u16()?, rd.u128()?);
+        let m = rd.usize()?;
+        // At most the message's remaining bytes can hold (4 each): no allocation from a
+        // garbled count.
+        let mut r = Vec::with_capacity(m.min(rd.remaining() / 4));
+        for _ in 0..m {
+            r.push(rd.u32()?);
+        }
+        nodes.push((key, label, Vec::new()));
+        reach_idx.push(r);
+    }
+    for (i, r) in reach_idx.into_iter().enumerate() {
+        let reached: Vec<u128> = r
+            .into_iter()
+            .filter_map(|q| nodes.get(first + q as usize).map(|x| x.0))
+            .collect();
+        nodes[first + i].2 = reached;
+    }
+    Ok(())
+}
+
+/// The exact label of every port of the run: each port's smallest local label (over the two
+/// ranks that hold it), spread along the ports each one reaches, smallest labels first (a
+/// port takes the first label that reaches it). The same on every rank.
+fn port_graph(nodes: Vec<(u128, Label, Vec<u128>)>) -> HashMap<u128, Label> {
+    let mut best: HashMap<u128, Label> = HashMap::with_capacity(nodes.len());
+    let mut next: HashMap<u128, Vec<u128>> = HashMap::with_capacity(nodes.len());
+    for (key, label, reached) in nodes {
+        let b = best.entry(key).or_insert(INF);
+        *b = (*b).min(label);
+        next.entry(key).or_default().extend(reached);
+    }
+    let mut seeds: Vec<(Label, u128)> = best.iter().map(|(&k, &l)| (l, k)).collect();
+    seeds.sort_unstable();
+    let mut exact: HashMap<u128, Label> = HashMap::with_capacity(best.len());
+    let mut stack = Vec::new();
+    for (label, key) in seeds {
+        if label == INF || exact.contains_key(&key) {
+            continue;
+        }
+        stack.push(key);
+        while let Some(k) = stack.pop() {
+            if exact.contains_key(&k) {
+                continue;
+            }
+            exact.insert(k, label);
+            if let Some(n) = next.get(&k) {
+                stack.extend(n.iter().filter(|x| !exact.contains_key(x)));
             }
         }
     }
-    let mut start = vec![0u32; NBINS + 1];
-    for b in 0..NBINS {
-        start[b + 1] = start[b] + count[b] as u32;
-    }
-    let mut order = vec![0u32; start[NBINS] as usize];
-    for t in 0..ne {
-        if l.owns_element(t) {
-            let b = NBINS - 1 - bin(eta2[t]);
-            order[start[b] as usize] = 2 * t as u32;
-            start[b] += 1;
-            if double {
-                let b = NBINS - 1 - bin(eta2[t]).saturating_sub(8);
-                order[start[b] as usize] = 2 * t as u32 + 1;
-                start[b] += 1;
-            }
-        }
-    }
-    (order, count)
-}
-
-/// The edges an entry marks: the refinement edge, or all three.
-#[inline]
-fn entry_edges(e: u32) -> &'static [u8] {
-    if e & 1 == 0 { &[1] } else { &[1, 0, 2] }
+    exact
 }
 
 /// The closed edge bits of every local element (a ghost's: the edges it shares with owned
 /// elements) for a refinement that adds `need` > 0 vertices (capped, for Dörfler, at the
-/// bulk θ), and the number of vertices it creates over all ranks.
+/// bulk θ). Three collectives (see the module documentation).
 pub(crate) fn mark<C: Comm>(
     comm: &C,
     l: &Local,
     eta2: &[f64],
     strategy: Marking,
     need: u64,
-) -> Result<(Vec<u8>, u64), CommError> {
-    let ne = l.ekey.len();
-    let mut tt = std::time::Instant::now();
-    let lap = super::local::lap;
-    let shared = Shared::new(l);
+) -> Result<Vec<u8>, CommError> {
     let double = matches!(strategy, Marking::Double);
-    let (order, local_count) = entries(l, eta2, double);
-    lap(&mut tt, "mark: entries");
-    // Dörfler: the bin where the entries' shares reach θ (a stage-1 bound as well).
-    let mut share: Option<(u16, u64, f64)> = None;
-    if let Marking::Doerfler(theta) = strategy {
-        let mut local = crate::exact::ExactSum::new();
-        for t in 0..ne {
-            if l.owns_element(t) {
-                local.add(eta2[t]);
-            }
-        }
-        let total = super::global_sum(comm, &local)?.value();
-        let mut shares = vec![0u64; NBINS];
-        for t in 0..ne {
-            if l.owns_element(t) {
-                shares[NBINS - 1 - bin(eta2[t])] += dorfler_weight(eta2[t], total);
-            }
-        }
-        share = select_bin(comm, &shares, dorfler_goal(theta))?.map(|(b, below)| (b, below, total));
-    }
-    // Checkpoints: where the global entry count crosses i/16 of the total.
-    let mut global = local_count.clone();
-    comm.allreduce_u64(ReduceOp::Sum, &mut global)?;
-    let all: u64 = global.iter().sum();
-    let mut checkpoints: Vec<u16> = Vec::new();
-    let mut acc = 0u64;
-    let mut next = 1u64;
-    for (b, &c) in global.iter().enumerate() {
-        acc += c;
-        while c > 0 && next <= CHECKPOINTS && acc * CHECKPOINTS >= next * all {
-            if checkpoints.last() != Some(&(b as u16)) {
-                checkpoints.push(b as u16);
-            }
-            next += 1;
+    let mut labels = Labels::pass1(l, Entries::new(l, eta2, double));
+    let ports = Ports::new(l);
+    let local: Vec<Label> = ports
+        .at
+        .iter()
+        .map(|&tk| labels.label(labels.lab_at(tk)))
+        .collect();
+    let mut sum = ExactSum::new();
+    if !double {
+        for t in (0..l.ekey.len()).filter(|&t| l.owns_element(t)) {
+            sum.add(eta2[t]);
         }
     }
-    // Stage 1.
-    let mut p1 = Propagation::<u16, Dense<u16>> {
-        l,
-        slots: Dense(vec![[INF1; 3]; ne]),
-        only: None,
-        hist: Some(vec![0u64; NBINS]),
-        stack: Vec::new(),
-        _l: std::marker::PhantomData,
+    let (exact, total) = solve_ports(comm, &ports, &local, &sum)?;
+    labels.pass2(&ports, &exact);
+    let threshold = threshold(comm, &labels, eta2, strategy, need, total)?;
+    Ok(finish(&labels, threshold))
+}
+
+/// Rounds 2 and 3: the largest label marked, (B, K); `None` when every labelled edge is.
+fn threshold<C: Comm>(
+    comm: &C,
+    labels: &Labels<'_>,
+    eta2: &[f64],
+    strategy: Marking,
+    need: u64,
+    total: f64,
+) -> Result<Option<Label>, CommError> {
+    let l = labels.l;
+    let owned = || (0..l.ekey.len()).filter(|&t| l.owns_element(t));
+    let counted = || {
+        owned().flat_map(move |t| {
+            (0..3)
+                .filter(move |&k| counts_edge(l, t, k))
+                .map(move |k| (t, k))
+        })
     };
-    let mut i = 0;
-    let mut label = 0usize;
-    for &cp in &checkpoints {
-        while label <= cp as usize {
-            let end = i + local_count[label] as usize;
-            for &e in &order[i..end] {
-                for &k in entry_edges(e) {
-                    p1.set(e / 2, k, label as u16);
-                }
-            }
-            i = end;
-            label += 1;
-        }
-        let mut c = [p1.hist.as_ref().expect("stage 1").iter().sum::<u64>()];
-        comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
-        if c[0] >= need || share.is_some_and(|s| s.0 <= cp) {
-            break;
-        }
-    }
-    lap(
-        &mut tt,
-        &format!("mark: stage 1 ({i} of {} entries)", order.len()),
-    );
-    p1.settle(comm, &shared)?;
-    lap(&mut tt, "mark: settle 1");
-    let hist = p1.hist.take().expect("stage 1");
-    let lab1 = p1.slots.0;
-    let by_count = select_bin(comm, &hist, need)?;
-    let b = match (by_count.map(|x| x.0), share.map(|x| x.0)) {
-        (None, None) => return finish(comm, l, &lab1, None),
-        (c, s) => c.unwrap_or(INF1).min(s.unwrap_or(INF1)),
+    // Round 2: the histograms.
+    let dorfler = match strategy {
+        Marking::Doerfler(theta) => Some(dorfler_goal(theta)),
+        Marking::Double => None,
     };
-    lap(&mut tt, "mark: select 1");
-    // Stage 2, over the edges of bin b.
-    let mut index = vec![NONE; ne];
-    let mut n2 = 0u32;
-    for t in 0..ne {
-        if l.owns_element(t) && lab1[t].contains(&b) {
-            index[t] = n2;
-            n2 += 1;
+    let mut hist = vec![0u64; NBINS * if dorfler.is_some() { 2 } else { 1 }];
+    for (t, k) in counted() {
+        let x = labels.label(labels.lab[t][k]);
+        if x != INF {
+            hist[x.0 as usize] += 1;
         }
     }
-    let mut p2 = Propagation::<u128, Sparse> {
-        l,
-        slots: Sparse {
-            index,
-            lab: vec![[INF2; 3]; n2 as usize],
-        },
-        only: Some((&lab1, b)),
-        hist: None,
-        stack: Vec::new(),
-        _l: std::marker::PhantomData,
+    if dorfler.is_some() {
+        for t in owned() {
+            hist[NBINS + NBINS - 1 - bin(eta2[t])] += dorfler_weight(eta2[t], total);
+        }
+    }
+    comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
+    let by_count = first_reaching(&hist[..NBINS], need);
+    let by_share = dorfler.and_then(|goal| first_reaching(&hist[NBINS..], goal).map(|b| (b, goal)));
+    let b = match (by_count.map(|x| x.0), by_share.map(|x| x.0.0)) {
+        (None, None) => return Ok(None),
+        (c, s) => c.unwrap_or(u16::MAX).min(s.unwrap_or(u16::MAX)),
     };
-    let mut sources: Vec<(u128, u32, u8)> = Vec::new();
-    for t in 0..ne {
-        if p2.slots.index[t] == NONE {
-            continue;
-        }
-        let bt = bin(eta2[t]);
-        if (NBINS - 1 - bt) as u16 == b {
-            sources.push((l.ekey.get(t), t as u32, 0b010));
-        }
-        if double && (NBINS - 1 - bt.saturating_sub(8)) as u16 == b {
-            sources.push((l.ekey.get(t) | 1, t as u32, 0b111));
-        }
+    // Round 3: the keys of bin b.
+    let mut w = Writer::default();
+    let mut keys: Vec<u128> = Vec::new();
+    if by_count.is_some_and(|c| c.0 == b) {
+        keys.extend(
+            counted()
+                .map(|(t, k)| labels.label(labels.lab[t][k]))
+                .filter(|x| x.0 == b)
+                .map(|x| x.1),
+        );
     }
-    sources.sort_unstable();
-    for (x, t, bits) in sources {
-        for k in [1u8, 0, 2] {
-            if bits & (1 << k) != 0 {
-                p2.set(t, k, x);
-            }
-        }
+    put_keys(&mut w, keys.iter().map(|&k| (k, 1)));
+    let shares: Vec<(u128, u64)> = if by_share.is_some_and(|s| s.0.0 == b) {
+        owned()
+            .filter(|&t| (NBINS - 1 - bin(eta2[t])) as u16 == b)
+            .map(|t| (l.ekey.get(t), dorfler_weight(eta2[t], total)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    put_keys(&mut w, shares.iter().copied());
+    let all = comm.allgatherv_bytes(w.as_bytes())?;
+    let (mut kc, mut ks) = (Vec::new(), Vec::new());
+    for r in 0..comm.size() {
+        let mut rd = Reader::new(all.get(r), "a rank's marking keys");
+        get_keys(&mut rd, &mut kc)?;
+        get_keys(&mut rd, &mut ks)?;
     }
-    lap(&mut tt, &format!("mark: stage 2 ({n2} elements)"));
-    p2.settle(comm, &shared)?;
-    let Sparse {
-        index, lab: lab2, ..
-    } = p2.slots;
-    let mut key = INF2;
+    let mut key = u128::MAX;
     if let Some((bc, below)) = by_count
         && bc == b
     {
-        let mut vals: Vec<(u128, u64)> = Vec::new();
-        for t in 0..ne {
-            if index[t] != NONE {
-                for k in 0..3 {
-                    if lab1[t][k] == b && counts_edge(l, t, k) {
-                        vals.push((lab2[index[t] as usize][k], 1));
-                    }
-                }
-            }
-        }
-        let (kc, _) = select(comm, &vals, need - below)?.expect("the bin holds the need-th edge");
-        key = key.min(kc);
+        key = key.min(select(kc, need - below).expect("the bin holds the need-th edge"));
     }
-    if let Some((bs, below, total)) = share
+    if let Some(((bs, below), goal)) = by_share
         && bs == b
     {
-        let goal = dorfler_goal(match strategy {
-            Marking::Doerfler(theta) => theta,
-            Marking::Double => unreachable!("shares are Dörfler's"),
-        });
-        let keyed: Vec<(u128, u64)> = (0..ne)
-            .filter(|&t| l.owns_element(t) && (NBINS - 1 - bin(eta2[t])) as u16 == b)
-            .map(|t| (l.ekey.get(t), dorfler_weight(eta2[t], total)))
-            .collect();
-        let (ks, _) =
-            select(comm, &keyed, goal - below)?.expect("the bin holds the weight that reaches θ");
-        key = key.min(ks);
+        key = key.min(select(ks, goal - below).expect("the bin holds the weight that reaches θ"));
     }
-    let lab2_of = |t: usize, k: usize| match index[t] {
-        NONE => INF2,
-        i => lab2[i as usize][k],
-    };
-    lap(&mut tt, "mark: select 2");
-    let r = finish(comm, l, &lab1, Some((b, key, &lab2_of)));
-    lap(&mut tt, "mark: finish");
-    r
+    Ok(Some((b, key)))
 }
 
-/// A marking threshold: bin, key, and the stage-2 label of an edge (element, edge).
-type Threshold<'a> = (u16, u128, &'a dyn Fn(usize, usize) -> u128);
+fn put_keys(w: &mut Writer, keys: impl ExactSizeIterator<Item = (u128, u64)>) {
+    w.usize(keys.len());
+    for (k, x) in keys {
+        w.u128(k);
+        w.u64(x);
+    }
+}
 
-/// Writes the bits for the threshold `(b, key)` (everything labelled if `None`).
-fn finish<C: Comm>(
-    comm: &C,
-    l: &Local,
-    lab1: &[[u16; 3]],
-    threshold: Option<Threshold<'_>>,
-) -> Result<(Vec<u8>, u64), CommError> {
-    let ne = l.ekey.len();
-    let marked = |t: usize, k: usize| match threshold {
-        None => lab1[t][k] != INF1,
-        Some((b, key, lab2)) => lab1[t][k] < b || (lab1[t][k] == b && lab2(t, k) <= key),
-    };
-    let mut bits = vec![0u8; ne];
-    let mut created = [0u64];
-    for t in 0..ne {
-        if !l.owns_element(t) {
-            continue;
+fn get_keys(rd: &mut Reader<'_>, into: &mut Vec<(u128, u64)>) -> Result<(), WireError> {
+    let n = rd.usize()?;
+    into.reserve(n.min(rd.remaining() / 24));
+    for _ in 0..n {
+        into.push((rd.u128()?, rd.u64()?));
+    }
+    Ok(())
+}
+
+/// The first bin where the running sum of `hist` reaches `k`, with the sum before it.
+fn first_reaching(hist: &[u64], k: u64) -> Option<(u16, u64)> {
+    let mut below = 0u64;
+    for (b, &h) in hist.iter().enumerate() {
+        if below + h >= k {
+            return Some((b as u16, below));
         }
+        below += h;
+    }
+    None
+}
+
+/// The smallest value v such that the weights of the values ≤ v reach `k`.
+fn select(mut values: Vec<(u128, u64)>, k: u64) -> Option<u128> {
+    values.sort_unstable();
+    let mut acc = 0u64;
+    for (v, w) in values {
+        acc += w;
+        if acc >= k {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The bits of every local element for the threshold (every labelled edge if `None`).
+fn finish(labels: &Labels<'_>, threshold: Option<Label>) -> Vec<u8> {
+    let l = labels.l;
+    let marked = |i: u32| {
+        let x = labels.label(i);
+        x != INF
+            && threshold.is_none_or(|th| match x.cmp(&th) {
+                Ordering::Less | Ordering::Equal => true,
+                Ordering::Greater => false,
+            })
+    };
+    let ne = l.ekey.len();
+    let mut bits = vec![0u8; ne];
+    for t in (0..ne).filter(|&t| l.owns_element(t)) {
         for k in 0..3 {
-            if marked(t, k) {
+            if marked(labels.lab[t][k]) {
                 bits[t] |= 1 << k;
-                created[0] += u64::from(counts_edge(l, t, k));
             }
         }
     }
@@ -530,6 +537,5 @@ fn finish<C: Comm>(
             bits[n as usize] |= 1 << j;
         }
     }
-    comm.allreduce_u64(ReduceOp::Sum, &mut created)?;
-    Ok((bits, created[0]))
+    bits
 }

@@ -55,8 +55,8 @@ mod timed;
 /// How elements are assigned to ranks after each refinement (the runtime crate's).
 pub use drum_loop::Balancer;
 pub use hash::mesh_hash;
-pub use run::{DistConfig, DistStepReport, MigrationReport, RankRun, RankStep, RankTimes};
-pub use timed::Timed;
+pub use run::{DistConfig, DistStepReport, MigrationReport, Phases, RankRun, RankStep, RankTimes};
+pub use timed::{Phase, Timed, Traffic};
 
 use crate::exact::{ExactSum, WORDS};
 use comm::{Comm, CommError, ReduceOp};

@@ -5,7 +5,7 @@ use super::hash;
 use super::keys::mix;
 use super::local::{Local, Moved};
 use super::skeleton::Skeleton;
-use super::timed::Timed;
+use super::timed::{Phase, Timed, Traffic};
 use super::{Balancer, global_sum};
 use crate::FemError;
 use crate::adapt::{AdaptConfig, StepReport, StepTimes};
@@ -14,7 +14,7 @@ use crate::estimate::{errors_part, estimate_part};
 use crate::exact::ExactSum;
 use crate::mark::Marking;
 use crate::problem::ExactSolution;
-use crate::solver::{CgOps, CgWork, Multilevel, pcg_with};
+use crate::solver::{CgOps, CgWork, Multilevel, SolveStats, pcg_with};
 use comm::wire::{Reader, Writer};
 use comm::{Comm, CommError, ReduceOp};
 use drum_loop::Balancing;
@@ -118,10 +118,45 @@ pub struct RankStep {
     pub times: RankTimes,
     /// Seconds inside collectives (waiting for the others, and the transfers).
     pub wait_s: f64,
-    /// Bytes sent to other ranks in this step.
-    pub sent_bytes: u64,
+    /// Calls this rank made into the communicator in this step (reductions, gathers,
+    /// exchanges, agreement rounds alike: each may wait for the slowest rank).
+    pub collectives: u64,
+    /// Messages it sent (one per other rank a call sends to).
+    pub messages: u64,
+    /// Bytes it sent to other ranks.
+    pub bytes: u64,
+    /// The same per phase.
+    pub phases: Phases,
     /// Vertices of the skeleton (replicated) and this rank's external children.
     pub skeleton: usize,
+}
+
+/// Calls, messages and bytes per phase of a step ([`Phase::ALL`] order); serialised as an
+/// object keyed by the phase's name.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases(pub [Traffic; Phase::ALL.len()]);
+
+impl Phases {
+    /// The phase's figures.
+    pub fn get(&self, p: Phase) -> Traffic {
+        self.0[p as usize]
+    }
+
+    /// Every phase together.
+    pub fn total(&self) -> Traffic {
+        self.0.iter().fold(Traffic::default(), |a, &b| a.plus(b))
+    }
+}
+
+impl Serialize for Phases {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(Phase::ALL.len()))?;
+        for p in Phase::ALL {
+            m.serialize_entry(p.name(), &self.0[p as usize])?;
+        }
+        m.end()
+    }
 }
 
 /// The migration of a step.
@@ -199,6 +234,33 @@ struct Figures {
     balance: Option<drum_loop::LoopReport>,
 }
 
+/// The global counts of a step, and this rank's owned elements.
+struct Counts {
+    vertices: u64,
+    elements: u64,
+    unknowns: u64,
+    max_level: u8,
+    owned_elements: usize,
+}
+
+/// The step's phase times as the serial report gives them: each phase's largest time over
+/// the ranks (mark + refine in `refine`; partition, migration and set-up in `assemble`).
+fn step_times(ranks: &[RankStep]) -> StepTimes {
+    let mut times = StepTimes::default();
+    for r in ranks {
+        let t = &r.times;
+        times.mark = times.mark.max(t.mark);
+        times.refine = times.refine.max(t.mark + t.refine);
+        times.assemble = times
+            .assemble
+            .max(t.partition + t.migrate + t.setup + t.assemble);
+        times.solve = times.solve.max(t.solve);
+        times.estimate = times.estimate.max(t.estimate);
+        times.error = times.error.max(t.error);
+    }
+    times
+}
+
 impl<'a, C: Comm> RankRun<'a, C> {
     /// Starts a run on this rank: every rank builds the initial mesh; rank 0 holds its four
     /// elements until step 0's partition spreads them.
@@ -271,7 +333,9 @@ impl<'a, C: Comm> RankRun<'a, C> {
     }
 
     /// Runs one step (see [`crate::Adaptive::step`]); `None` once the target was reached.
-    /// Rank 0's report holds every rank; the others' `ranks` are empty.
+    /// Rank 0's report holds every rank; the others' `ranks` are empty. The phases mirror the
+    /// serial step: mark and refine ([`RankRun::adapt`]), the rebalance point
+    /// ([`RankRun::repartition`]), set-up, assembly and solve, estimate, errors, report.
     pub fn step(&mut self) -> Result<Option<DistStepReport>, FemError> {
         if self.done {
             return Ok(None);
@@ -283,7 +347,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             panic!("rank {r} fails at step {s} (fault injection)");
         }
         let t_step = Instant::now();
-        let (wait0, sent0) = self.comm.stats().read();
+        let before = (self.comm.stats().seconds(), self.comm.stats().traffic());
         let prev = (self.nv, self.estimate);
         let mut fig = Figures {
             times: RankTimes::default(),
@@ -296,87 +360,166 @@ impl<'a, C: Comm> RankRun<'a, C> {
             },
             balance: None,
         };
-        if self.step > 0 {
-            if self.nv >= self.cfg.adapt.target_vertices as u64 {
-                self.done = true;
-                return Ok(None);
-            }
-            if self.step > self.cfg.adapt.max_steps {
-                return Err(FemError::InvalidConfig {
-                    field: "max_steps",
-                    value: self.cfg.adapt.max_steps.to_string(),
-                    reason: "reached before the target number of vertices",
-                });
-            }
-            let t0 = Instant::now();
-            let target = match self.cfg.adapt.marking {
-                Marking::Double => self.step_target(self.step),
-                Marking::Doerfler(_) => self.cfg.adapt.target_vertices,
-            } as u64;
-            let bits = if self.comm.size() == 1 {
-                // One rank holds the whole mesh: the serial marking is the same marks.
-                crate::mark::mark(
-                    &self.l.mesh,
-                    &self.eta2,
-                    self.cfg.adapt.marking,
-                    target as usize,
-                )
-                .bits
-            } else if target > self.nv {
-                super::mark::mark(
-                    &self.comm,
-                    &self.l,
-                    &self.eta2,
-                    self.cfg.adapt.marking,
-                    target - self.nv,
-                )?
-                .0
-            } else {
-                vec![0u8; self.l.ekey.len()]
-            };
-            fig.times.mark = t0.elapsed().as_secs_f64();
-            let t0 = Instant::now();
-            self.eta2 = Vec::new();
-            let refined = self.l.refine(bits, self.step, self.exact);
-            self.agreed(refined)?;
-            fig.times.refine = t0.elapsed().as_secs_f64();
+        if self.step > 0 && !self.adapt(&mut fig)? {
+            return Ok(None);
         }
+        self.comm.enter(Phase::Partition);
         self.repartition(&mut fig)?;
+        self.comm.enter(Phase::Setup);
         let t0 = Instant::now();
         self.halo = Halo::build(&self.comm, &self.l)?;
         self.skel = Skeleton::build(&self.comm, &self.l)?;
         fig.times.setup = t0.elapsed().as_secs_f64();
-
-        // Global counts. The owned vertices are 0..n_owned.
-        let n_own = self.l.n_owned;
         let owned_e: Vec<bool> = (0..self.l.ekey.len())
             .map(|t| self.l.owns_element(t))
             .collect();
-        let mut counts = [n_own as u64, 0, 0];
-        counts[2] = self.l.mesh.boundary[..n_own]
+        self.comm.enter(Phase::Report);
+        let counts = self.counts(&owned_e)?;
+        self.nv = counts.vertices;
+        let (stats, tol) = self.solve(&mut fig, prev)?;
+        let grad = self.estimate(&mut fig, &owned_e)?;
+        let errs = self.errors(&mut fig, &grad, &owned_e)?;
+        let wall = t_step.elapsed().as_secs_f64();
+        let me = RankStep {
+            rank: self.comm.rank(),
+            owned: counts.owned_elements,
+            ghosts: owned_e.len() - counts.owned_elements,
+            owned_vertices: self.l.n_owned,
+            work: counts.owned_elements as f64,
+            times: fig.times,
+            wait_s: self.comm.stats().seconds() - before.0,
+            collectives: 0,
+            messages: 0,
+            bytes: 0,
+            phases: Phases::default(),
+            skeleton: self.skel.size().0,
+        };
+        self.comm.enter(Phase::Report);
+        let mesh_hash = if self.cfg.mesh_hash {
+            self.hash()?.map(|h| format!("{h:016x}"))
+        } else {
+            None
+        };
+        let ranks = self.gather_ranks(me, &before.1)?;
+        let base = StepReport {
+            step: self.step,
+            vertices: counts.vertices as usize,
+            elements: counts.elements as usize,
+            unknowns: counts.unknowns as usize,
+            max_level: counts.max_level,
+            error_energy: errs.0,
+            error_max: errs.1,
+            estimate: self.estimate,
+            cg_iterations: stats.iterations,
+            algebraic_error: stats.algebraic_error,
+            cg_tolerance: tol,
+            condition_estimate: stats.condition_estimate(),
+            times: step_times(&ranks),
+        };
+        self.step += 1;
+        Ok(Some(DistStepReport {
+            base,
+            mesh_hash,
+            wall_s: wall,
+            nranks: self.comm.size(),
+            ranks,
+            migration: fig.migration,
+            balance: fig.balance,
+        }))
+    }
+
+    /// Marks and refines (every step but the first); `false` once the target was reached.
+    fn adapt(&mut self, fig: &mut Figures) -> Result<bool, FemError> {
+        if self.nv >= self.cfg.adapt.target_vertices as u64 {
+            self.done = true;
+            return Ok(false);
+        }
+        if self.step > self.cfg.adapt.max_steps {
+            return Err(FemError::InvalidConfig {
+                field: "max_steps",
+                value: self.cfg.adapt.max_steps.to_string(),
+                reason: "reached before the target number of vertices",
+            });
+        }
+        self.comm.enter(Phase::Mark);
+        let t0 = Instant::now();
+        let target = match self.cfg.adapt.marking {
+            Marking::Double => self.step_target(self.step),
+            Marking::Doerfler(_) => self.cfg.adapt.target_vertices,
+        } as u64;
+        let bits = if self.comm.size() == 1 {
+            // One rank holds the whole mesh: the serial marking is the same marks.
+            crate::mark::mark(
+                &self.l.mesh,
+                &self.eta2,
+                self.cfg.adapt.marking,
+                target as usize,
+            )
+            .bits
+        } else if target > self.nv {
+            super::mark::mark(
+                &self.comm,
+                &self.l,
+                &self.eta2,
+                self.cfg.adapt.marking,
+                target - self.nv,
+            )?
+        } else {
+            vec![0u8; self.l.ekey.len()]
+        };
+        fig.times.mark = t0.elapsed().as_secs_f64();
+        self.comm.enter(Phase::Refine);
+        let t0 = Instant::now();
+        self.eta2 = Vec::new();
+        let refined = self.l.refine(bits, self.step, self.exact);
+        self.agreed(refined)?;
+        fig.times.refine = t0.elapsed().as_secs_f64();
+        Ok(true)
+    }
+
+    /// The global counts of the step (vertices: the owned ones are `0..n_owned`).
+    fn counts(&self, owned_e: &[bool]) -> Result<Counts, CommError> {
+        let n_own = self.l.n_owned;
+        let mut c = [n_own as u64, 0, 0];
+        c[2] = self.l.mesh.boundary[..n_own]
             .iter()
             .filter(|&&b| !b)
             .count() as u64;
-        counts[1] = owned_e.iter().filter(|&&o| o).count() as u64;
-        self.comm.allreduce_u64(ReduceOp::Sum, &mut counts)?;
+        c[1] = owned_e.iter().filter(|&&o| o).count() as u64;
+        let owned_elements = c[1] as usize;
+        self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
         let mut maxlev = [self
             .l
             .mesh
             .level
             .iter()
-            .zip(&owned_e)
+            .zip(owned_e)
             .filter(|x| *x.1)
             .map(|x| u64::from(*x.0))
             .max()
             .unwrap_or(0)];
         self.comm.allreduce_u64(ReduceOp::Max, &mut maxlev)?;
-        self.nv = counts[0];
+        Ok(Counts {
+            vertices: c[0],
+            elements: c[1],
+            unknowns: c[2],
+            max_level: maxlev[0] as u8,
+            owned_elements,
+        })
+    }
 
-        // Solve.
+    /// Assembles the own rows and solves (nested iteration from the prolongated solution,
+    /// stopped against the predicted estimate of this mesh); the statistics and tolerance.
+    fn solve(
+        &mut self,
+        fig: &mut Figures,
+        prev: (u64, f64),
+    ) -> Result<(SolveStats, f64), FemError> {
+        self.comm.enter(Phase::Assemble);
         let t0 = Instant::now();
+        let n_own = self.l.n_owned;
         let mut sys = System::default();
-        let alone = self.comm.size() == 1;
-        if alone {
+        if self.comm.size() == 1 {
             sys.assemble_into(&self.l.mesh, &self.l.u);
         } else {
             sys.assemble_rows(&self.l.mesh, &self.l.u, |i| i < n_own);
@@ -384,6 +527,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let mut pre = Multilevel::new(&self.l.mesh, &sys);
         self.skel.set_inv(&self.comm, pre.inv_diag())?;
         fig.times.assemble = t0.elapsed().as_secs_f64();
+        self.comm.enter(Phase::Solve);
         let t0 = Instant::now();
         let tol = if self.step == 0 {
             0.0
@@ -413,11 +557,14 @@ impl<'a, C: Comm> RankRun<'a, C> {
         };
         self.halo.update(&self.comm, &mut u)?;
         self.l.u = u;
-        drop(pre);
-        drop(sys);
         fig.times.solve = t0.elapsed().as_secs_f64();
+        Ok((stats, tol))
+    }
 
-        // Estimate.
+    /// The estimator on the owned elements (neighbours from the ghost layer), summed
+    /// exactly over the ranks; returns the gradients for the errors.
+    fn estimate(&mut self, fig: &mut Figures, owned_e: &[bool]) -> Result<Vec<[f64; 2]>, FemError> {
+        self.comm.enter(Phase::Estimate);
         let t0 = Instant::now();
         let mut grad = Vec::new();
         let mut eta2 = Vec::new();
@@ -433,92 +580,45 @@ impl<'a, C: Comm> RankRun<'a, C> {
         self.estimate = global_sum(&self.comm, &local)?.value().sqrt();
         self.eta2 = eta2;
         fig.times.estimate = t0.elapsed().as_secs_f64();
+        Ok(grad)
+    }
 
-        let mut errs = (None, None);
-        if self.cfg.adapt.errors {
-            let t0 = Instant::now();
-            let pe = if self.cfg.adapt.element_errors {
-                Some(&mut self.element_errors)
-            } else {
-                None
-            };
-            let part = errors_part(
-                &self.l.mesh,
-                &self.l.u,
-                &grad,
-                self.exact,
-                pe,
-                |v| v < n_own,
-                |t| owned_e[t],
-            );
-            let part = self.agreed(part)?;
-            let mut mx = [part.max_vertex];
-            self.comm.allreduce_f64(ReduceOp::Max, &mut mx)?;
-            let energy = match part.energy2 {
-                Some(s) => Some(global_sum(&self.comm, &s)?.value().sqrt()),
-                None => None,
-            };
-            errs = (energy, Some(mx[0]));
-            fig.times.error = t0.elapsed().as_secs_f64();
+    /// The errors against the exact solution (energy and largest vertex error), if asked.
+    fn errors(
+        &mut self,
+        fig: &mut Figures,
+        grad: &[[f64; 2]],
+        owned_e: &[bool],
+    ) -> Result<(Option<f64>, Option<f64>), FemError> {
+        if !self.cfg.adapt.errors {
+            return Ok((None, None));
         }
-        let wall = t_step.elapsed().as_secs_f64();
-        let (wait1, sent1) = self.comm.stats().read();
-
-        // Per-rank figures to rank 0.
-        let me = RankStep {
-            rank: self.comm.rank(),
-            owned: counts_local(&owned_e),
-            ghosts: owned_e.len() - counts_local(&owned_e),
-            owned_vertices: n_own,
-            work: counts_local(&owned_e) as f64,
-            times: fig.times,
-            wait_s: wait1 - wait0,
-            sent_bytes: sent1 - sent0,
-            skeleton: self.skel.size().0,
-        };
-        let ranks = self.gather_ranks(&me)?;
-        let mesh_hash = if self.cfg.mesh_hash {
-            self.hash()?.map(|h| format!("{h:016x}"))
+        self.comm.enter(Phase::Error);
+        let t0 = Instant::now();
+        let n_own = self.l.n_owned;
+        let pe = if self.cfg.adapt.element_errors {
+            Some(&mut self.element_errors)
         } else {
             None
         };
-        let mut times = StepTimes::default();
-        for r in &ranks {
-            let t = &r.times;
-            times.mark = times.mark.max(t.mark);
-            times.refine = times.refine.max(t.mark + t.refine);
-            times.assemble = times
-                .assemble
-                .max(t.partition + t.migrate + t.setup + t.assemble);
-            times.solve = times.solve.max(t.solve);
-            times.estimate = times.estimate.max(t.estimate);
-            times.error = times.error.max(t.error);
-        }
-        let base = StepReport {
-            step: self.step,
-            vertices: counts[0] as usize,
-            elements: counts[1] as usize,
-            unknowns: counts[2] as usize,
-            max_level: maxlev[0] as u8,
-            error_energy: errs.0,
-            error_max: errs.1,
-            estimate: self.estimate,
-            cg_iterations: stats.iterations,
-            algebraic_error: stats.algebraic_error,
-            cg_tolerance: tol,
-            condition_estimate: stats.condition_estimate(),
-            times,
+        let part = errors_part(
+            &self.l.mesh,
+            &self.l.u,
+            grad,
+            self.exact,
+            pe,
+            |v| v < n_own,
+            |t| owned_e[t],
+        );
+        let part = self.agreed(part)?;
+        let mut mx = [part.max_vertex];
+        self.comm.allreduce_f64(ReduceOp::Max, &mut mx)?;
+        let energy = match part.energy2 {
+            Some(s) => Some(global_sum(&self.comm, &s)?.value().sqrt()),
+            None => None,
         };
-        self.step += 1;
-        Ok(Some(DistStepReport {
-            base,
-            mesh_hash,
-            wall_s: wall,
-            nranks: self.comm.size(),
-            ranks,
-            migration: fig.migration,
-            balance: fig.balance,
-        }))
+        fig.times.error = t0.elapsed().as_secs_f64();
+        Ok((energy, Some(mx[0])))
     }
 
     /// Partitions the owned elements (all elements, after a refinement) and moves them,
@@ -546,6 +646,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             }
         }
         fig.times.partition = t0.elapsed().as_secs_f64();
+        self.comm.enter(Phase::Migrate);
         let t0 = Instant::now();
         fig.moved = self.l.rebuild(&self.comm, &parts)?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
@@ -605,7 +706,14 @@ impl<'a, C: Comm> RankRun<'a, C> {
         })
     }
 
-    fn gather_ranks(&self, me: &RankStep) -> Result<Vec<RankStep>, CommError> {
+    /// Every rank's figures to rank 0 (one `gatherv`), with each rank's calls, messages and
+    /// bytes since `before`; rank 0 adds this gather's own cost to each rank's report phase.
+    fn gather_ranks(
+        &self,
+        mut me: RankStep,
+        before: &[Traffic; Phase::ALL.len()],
+    ) -> Result<Vec<RankStep>, CommError> {
+        let now = self.comm.stats().traffic();
         let mut w = Writer::default();
         w.u64(me.owned as u64);
         w.u64(me.ghosts as u64);
@@ -615,35 +723,53 @@ impl<'a, C: Comm> RankRun<'a, C> {
             w.f64(x);
         }
         w.f64(me.wait_s);
-        w.u64(me.sent_bytes);
+        for (n, b) in now.iter().zip(before) {
+            let t = n.since(*b);
+            w.u64(t.collectives);
+            w.u64(t.messages);
+            w.u64(t.bytes);
+        }
         w.u64(me.skeleton as u64);
         let Some(all) = self.comm.gatherv_bytes(0, w.as_bytes())? else {
             return Ok(Vec::new());
         };
-        (0..self.comm.size())
-            .map(|r| {
-                let mut rd = Reader::new(all.get(r), "a rank's step figures");
-                let owned = rd.u64()? as usize;
-                let ghosts = rd.u64()? as usize;
-                let owned_vertices = rd.u64()? as usize;
-                let work = rd.f64()?;
-                let mut t = [0.0; RankTimes::FIELDS];
-                for x in &mut t {
-                    *x = rd.f64()?;
-                }
-                Ok(RankStep {
-                    rank: r,
-                    owned,
-                    ghosts,
-                    owned_vertices,
-                    work,
-                    times: RankTimes::from_array(t),
-                    wait_s: rd.f64()?,
-                    sent_bytes: rd.u64()?,
-                    skeleton: rd.u64()? as usize,
-                })
-            })
-            .collect()
+        let mut ranks = Vec::with_capacity(self.comm.size());
+        for r in 0..self.comm.size() {
+            let piece = all.get(r);
+            let mut rd = Reader::new(piece, "a rank's step figures");
+            me.rank = r;
+            me.owned = rd.u64()? as usize;
+            me.ghosts = rd.u64()? as usize;
+            me.owned_vertices = rd.u64()? as usize;
+            me.work = rd.f64()?;
+            let mut t = [0.0; RankTimes::FIELDS];
+            for x in &mut t {
+                *x = rd.f64()?;
+            }
+            me.times = RankTimes::from_array(t);
+            me.wait_s = rd.f64()?;
+            for p in &mut me.phases.0 {
+                *p = Traffic {
+                    collectives: rd.u64()?,
+                    messages: rd.u64()?,
+                    bytes: rd.u64()?,
+                };
+            }
+            me.skeleton = rd.u64()? as usize;
+            // This gather: one call, one message and its bytes for every rank but the root.
+            let own = usize::from(r != 0) as u64;
+            me.phases.0[Phase::Report as usize] = me.phases.get(Phase::Report).plus(Traffic {
+                collectives: 1,
+                messages: own,
+                bytes: own * piece.len() as u64,
+            });
+            let total = me.phases.total();
+            me.collectives = total.collectives;
+            me.messages = total.messages;
+            me.bytes = total.bytes;
+            ranks.push(me.clone());
+        }
+        Ok(ranks)
     }
 
     /// The mesh hash, on rank 0.
@@ -773,10 +899,6 @@ impl<'a, C: Comm> RankRun<'a, C> {
     pub fn element_errors(&self) -> &[f64] {
         &self.element_errors
     }
-}
-
-fn counts_local(flags: &[bool]) -> usize {
-    flags.iter().filter(|&&f| f).count()
 }
 
 /// Conjugate gradients over one rank's rows.

@@ -208,7 +208,11 @@ fn header(
         "total"
     )?;
     if ranks.is_some() {
-        write!(out, " {:>7} {:>7} {:>8}", "balance", "imbal.", "moved")?;
+        write!(
+            out,
+            " {:>7} {:>7} {:>8} {:>5}",
+            "balance", "imbal.", "moved", "coll."
+        )?;
     }
     writeln!(out)?;
     Ok(())
@@ -543,12 +547,14 @@ impl Printer {
                 .iter()
                 .map(|x| x.times.partition + x.times.migrate + x.times.setup)
                 .fold(0.0, f64::max);
+            let calls = r.ranks.iter().map(|x| x.collectives).max().unwrap_or(0);
             writeln!(
                 out,
-                " {:>7.4} {:>7.3} {:>8}",
+                " {:>7.4} {:>7.3} {:>8} {:>5}",
                 balance,
                 max / mean.max(1.0),
-                r.migration.elements
+                r.migration.elements,
+                calls
             )?;
         }
         out.flush()?;
@@ -627,6 +633,7 @@ impl Printer {
             "wall time of the steps on rank 0: {:.3} s over {} ranks",
             self.total, summary.ranks
         )?;
+        writeln!(out, "{}", calls_line(&self.reports))?;
         if s.machine.is_some() {
             summary.print(out, &self.reports)?;
         }
@@ -650,6 +657,34 @@ impl Printer {
         }
         Ok(true)
     }
+}
+
+/// Calls into the communicator per rank and step (the most of any rank), over the run and
+/// over the last five steps, with the phases of the last step that make them.
+fn calls_line(reports: &[DistStepReport]) -> String {
+    let most = |r: &DistStepReport| r.ranks.iter().map(|x| x.collectives).max().unwrap_or(0);
+    let all: Vec<u64> = reports.iter().map(most).collect();
+    let last5 = &all[all.len().saturating_sub(5)..];
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len().max(1) as f64;
+    let phases = reports
+        .last()
+        .and_then(|r| r.ranks.iter().max_by_key(|x| x.collectives))
+        .map(|x| {
+            fem_laplace::dist::Phase::ALL
+                .iter()
+                .map(|&p| (p.name(), x.phases.get(p).collectives))
+                .filter(|&(_, c)| c > 0)
+                .map(|(n, c)| format!("{n} {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    format!(
+        "collectives per rank and step: {:.1} over the run, {:.1} over the last {} steps (last step: {phases})",
+        mean(&all),
+        mean(last5),
+        last5.len()
+    )
 }
 
 /// Ranks as threads of this process (each pinned to its node's `cpus` with a machine).
