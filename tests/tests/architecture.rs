@@ -481,8 +481,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("crates/fem-laplace/src/output.rs", "svg_string"),
     ("crates/hier-part/src/bisect/dist.rs", "cut"),
     ("crates/hier-part/src/bisect/serial.rs", "cut"),
-    ("crates/hsfc/src/refine.rs", "place"),
-    ("crates/hsfc/src/refine.rs", "locate"),
     ("crates/repro/src/sim.rs", "simulate"),
     ("crates/repro/src/studies.rs", "cases"),
 ];
