@@ -477,8 +477,6 @@ const STILL_LONG: &[(&str, &str)] = &[
     ("crates/fem-laplace/src/mesh.rs", "refine_part"),
     ("crates/fem-laplace/src/output.rs", "write_vtu_to"),
     ("crates/fem-laplace/src/output.rs", "svg_string"),
-    ("crates/hier-part/src/bisect/dist.rs", "cut"),
-    ("crates/hier-part/src/bisect/serial.rs", "cut"),
     ("crates/repro/src/sim.rs", "simulate"),
     ("crates/repro/src/studies.rs", "cases"),
 ];
