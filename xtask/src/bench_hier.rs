@@ -366,7 +366,7 @@ fn run_zoltan(
         Some(_) => {
             let mut c = Command::new("mpirun");
             c.args(["--oversubscribe", "-np", &ranks.to_string()]);
-            if crate::mpi::is_root() {
+            if crate::is_root() {
                 c.arg("--allow-run-as-root");
             }
             c.arg(bin);

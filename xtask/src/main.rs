@@ -14,9 +14,9 @@ mod bench_drum_loop;
 mod bench_fem;
 mod bench_laplace;
 mod run_laplace;
-mod zoltan;
-mod vcluster;
 mod run_samr;
+mod vcluster;
+mod zoltan;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -160,6 +160,26 @@ fn project_root() -> PathBuf {
         .parent()
         .expect("xtask lives in the workspace root")
         .to_path_buf()
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => project_root().join(d),
+        None => project_root().join("target"),
+    }
+}
+
+/// Whether this process runs as root (uid 0), from `/proc/self/status`.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|u| u.split_whitespace().next().map(|x| x == "0"))
+        })
+        .unwrap_or(false)
 }
 
 fn cargo() -> Command {

@@ -6,7 +6,7 @@
 //! serial command's; so must `hier-part partition --backend mpi` with one process per rank of
 //! a machine file.
 
-use crate::{cargo, project_root, run};
+use crate::{cargo, is_root, project_root, run, target_dir};
 use anyhow::{Context, Result, bail};
 use std::ffi::OsStr;
 use std::io::Read;
@@ -825,26 +825,6 @@ pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
-}
-
-/// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
-pub(crate) fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) => project_root().join(d),
-        None => project_root().join("target"),
-    }
-}
-
-/// Whether this process runs as root (uid 0), from `/proc/self/status`.
-pub(crate) fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|u| u.split_whitespace().next().map(|x| x == "0"))
-        })
-        .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -369,7 +369,7 @@ pub(crate) fn run_once(
         Backend::Mpi => {
             let np = machine_ranks(&bins.drum, &o.machine)?;
             let mut c = Command::new("mpirun");
-            if crate::mpi::is_root() {
+            if crate::is_root() {
                 c.arg("--allow-run-as-root");
             }
             // fem-laplace pins each rank to its node's cpus itself.
@@ -481,7 +481,7 @@ pub(crate) fn ci_check(
     drum: &Path,
     vertices: &str,
 ) -> Result<()> {
-    let out = crate::mpi::target_dir().join("mpi-cli/run-laplace");
+    let out = crate::target_dir().join("mpi-cli/run-laplace");
     let options = |backend| Options {
         backend,
         out: out.clone(),

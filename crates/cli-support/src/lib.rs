@@ -13,6 +13,20 @@
 //!   process and per thread).
 //!
 //! Library crates never depend on this crate (nor on `clap` or `anyhow`): only binaries do.
+//!
+//! A command's tail: the median of its timing repeats and the collective agreement that the
+//! step succeeded everywhere (here one process, `part_api::Serial`), then the report on stdout.
+//!
+//! ```
+//! use part_api::Serial;
+//! let mut seconds = [0.31, 0.29, 0.90, 0.30];
+//! let t = cli_support::median(&mut seconds);
+//! assert_eq!(t, 0.305);
+//! let checked: anyhow::Result<usize> = Ok(4);
+//! let runs = cli_support::collective(&Serial, checked)?;
+//! cli_support::emit(&format!("{runs} runs, median {t:.3} s\n"))?;
+//! # Ok::<(), anyhow::Error>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod alloc;

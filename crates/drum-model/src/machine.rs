@@ -2,10 +2,9 @@
 //! `<lbmethod>`s, and the writer back to DrumHead XML.
 
 use crate::error::{Error, Location, Result};
-use crate::xml::{self, Attribute};
+use crate::xml::{Attribute, push_attr};
 use std::fmt;
 use std::ops::Range;
-use std::path::Path;
 
 /// Most ranks a machine description may declare (guards against `ranks="4000000000"`).
 pub const MAX_RANKS: usize = 1 << 20;
@@ -318,28 +317,6 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`.
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Machine> {
-        let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| Error::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
-        Machine::from_bytes(&bytes, &path.display().to_string())
-    }
-
-    /// Validates a machine description held in memory; `source` names it in errors.
-    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Machine> {
-        let text = xml::utf8(source, bytes)?;
-        Machine::parse_str(text, source)
-    }
-
-    /// Validates XML text; `source` names it in errors. Never panics, whatever the text.
-    pub fn parse_str(text: &str, source: &str) -> Result<Machine> {
-        let doc = xml::parse(source, text)?;
-        crate::validate::validate(source, doc)
-    }
-
     /// The name given when loading (file path), used in messages.
     pub fn source(&self) -> &str {
         &self.source
@@ -562,7 +539,69 @@ impl Machine {
     /// attributes written back). `Machine::parse_str(&m.to_xml(), ..)` gives back `m` up to
     /// source locations.
     pub fn to_xml(&self) -> String {
-        xml::write(self)
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<machinemodel");
+        for a in &self.attrs {
+            push_attr(&mut out, &a.name, &a.value);
+        }
+        out.push_str(">\n");
+        for n in &self.nodes {
+            out.push_str("  <node");
+            push_attr(&mut out, "type", n.kind.as_str());
+            push_attr(&mut out, "nodenum", &n.nodenum.to_string());
+            push_attr(&mut out, "name", &n.name);
+            if let Some(ip) = &n.ip {
+                push_attr(&mut out, "IP", ip);
+            }
+            if let Some(m) = n.is_monitorable {
+                push_attr(&mut out, "isMonitorable", if m { "true" } else { "false" });
+            }
+            let parent = n
+                .parent
+                .map_or("-1".to_string(), |p| self.node(p).nodenum.to_string());
+            push_attr(&mut out, "parent", &parent);
+            let nums = [
+                ("imgx", n.img.0),
+                ("imgy", n.img.1),
+                ("numprocs", None),
+                ("mflops", n.mflops),
+                ("bandwidth", n.bandwidth),
+                ("memory", n.memory),
+            ];
+            for (name, v) in nums {
+                if name == "numprocs" {
+                    if let NodeKind::MultipleComputing { numprocs } = n.kind {
+                        push_attr(&mut out, "numprocs", &numprocs.to_string());
+                    }
+                } else if let Some(v) = v {
+                    push_attr(&mut out, name, &v.to_string());
+                }
+            }
+            if let Some(c) = &n.cpus {
+                push_attr(&mut out, "cpus", &c.to_string());
+            }
+            if let Some(r) = n.ranks {
+                push_attr(&mut out, "ranks", &r.to_string());
+            }
+            if let Some(l) = n.load {
+                push_attr(&mut out, "load", &l.to_string());
+            }
+            for a in &n.extra {
+                push_attr(&mut out, &a.name, &a.value);
+            }
+            match &n.lbmethod {
+                None => out.push_str("/>\n"),
+                Some(lb) => {
+                    out.push_str(">\n    <lbmethod");
+                    push_attr(&mut out, "lbm", lb.method.as_str());
+                    for p in &lb.params {
+                        push_attr(&mut out, &p.name, &p.value);
+                    }
+                    out.push_str("/>\n  </node>\n");
+                }
+            }
+        }
+        out.push_str("</machinemodel>\n");
+        out
     }
 
     /// Compares two machines ignoring source names and locations (used by round-trip tests).

@@ -387,29 +387,27 @@ impl Powers {
             "  \"w_comm\": {},\n  \"nodes\": [\n",
             json_num(self.model.w_comm())
         ));
-        let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
-        for (i, n) in nodes.iter().enumerate() {
-            out.push_str(&format!(
-                "    {{\"nodenum\": {}, \"name\": {}, \"power\": {}}}{}\n",
-                n["nodenum"],
-                n["name"],
-                n["power"],
-                if i + 1 < nodes.len() { "," } else { "" }
-            ));
-        }
+        json_rows(&mut out, &v["nodes"], ["nodenum", "name", "power"]);
         out.push_str("  ],\n  \"parts\": [\n");
-        let parts = v["parts"].as_array().cloned().unwrap_or_default();
-        for (i, p) in parts.iter().enumerate() {
-            out.push_str(&format!(
-                "    {{\"rank\": {}, \"node\": {}, \"size\": {}}}{}\n",
-                p["rank"],
-                p["node"],
-                p["size"],
-                if i + 1 < parts.len() { "," } else { "" }
-            ));
-        }
+        json_rows(&mut out, &v["parts"], ["rank", "node", "size"]);
         out.push_str("  ]\n}");
         out
+    }
+}
+
+/// The objects of the array `rows`, one a line with the fields `keys` in that order, commas
+/// between them.
+fn json_rows(out: &mut String, rows: &serde_json::Value, keys: [&str; 3]) {
+    let rows = rows.as_array().map_or(&[][..], Vec::as_slice);
+    for (i, r) in rows.iter().enumerate() {
+        let [a, b, c] = keys;
+        out.push_str(&format!(
+            "    {{\"{a}\": {}, \"{b}\": {}, \"{c}\": {}}}{}\n",
+            r[a],
+            r[b],
+            r[c],
+            if i + 1 < rows.len() { "," } else { "" }
+        ));
     }
 }
 

@@ -1,6 +1,6 @@
 //! Human-readable views of a machine: a text tree (with powers, if given) and an SVG picture.
 
-use crate::machine::{Machine, NodeId, NodeKind};
+use crate::machine::{Machine, Node, NodeId, NodeKind};
 use crate::power::Powers;
 use std::fmt::Write;
 
@@ -148,50 +148,92 @@ fn truncate(s: &str, max: usize) -> String {
     }
 }
 
+/// Box size, the horizontal slot of a leaf, the height of a level and the top margin of the
+/// SVG picture.
+const BOX_W: f64 = 176.0;
+const BOX_H: f64 = 70.0;
+const SLOT: f64 = 196.0;
+const LEVEL: f64 = 150.0;
+const TOP: f64 = 70.0;
+
+/// Where [`svg`] puts each node: its centre's x (leaves in depth-first order, parents centred
+/// over their children) and its depth, and how many leaves there are.
+struct Layout {
+    x: Vec<f64>,
+    depth: Vec<usize>,
+    leaves: f64,
+}
+
+impl Layout {
+    fn new(machine: &Machine) -> Layout {
+        let order = machine.depth_first();
+        let mut x = vec![0.0; machine.nodes().len()];
+        let mut leaves = 0.0;
+        for &(id, _) in &order {
+            if machine.children(id).is_empty() {
+                x[id.0] = SLOT / 2.0 + 10.0 + leaves * SLOT;
+                leaves += 1.0;
+            }
+        }
+        for &(id, _) in order.iter().rev() {
+            let kids = machine.children(id);
+            if !kids.is_empty() {
+                x[id.0] = kids.iter().map(|c| x[c.0]).sum::<f64>() / kids.len() as f64;
+            }
+        }
+        let mut depth = vec![0; machine.nodes().len()];
+        for &(id, d) in &order {
+            depth[id.0] = d;
+        }
+        Layout { x, depth, leaves }
+    }
+
+    /// The centre of node `id`'s box.
+    fn centre(&self, id: NodeId) -> (f64, f64) {
+        (self.x[id.0], TOP + self.depth[id.0] as f64 * LEVEL)
+    }
+}
+
 /// An SVG picture of the tree: one box per node (colour by kind) with its name, number, kind
 /// and details; with `powers`, a bar under each box whose length is the node's fraction of the
 /// machine, the share of the parent on each edge, and the part size of each rank under each
 /// computing node. The title names the machine and the model.
 pub fn svg(machine: &Machine, powers: Option<&Powers>) -> String {
-    const BOX_W: f64 = 176.0;
-    const BOX_H: f64 = 70.0;
-    const SLOT: f64 = 196.0;
-    const LEVEL: f64 = 150.0;
-    const TOP: f64 = 70.0;
-    let order = machine.depth_first();
-    let depth_max = order.iter().map(|&(_, d)| d).max().unwrap_or(0);
-    // x: leaves in depth-first order, parents centred over their children.
-    let mut x = vec![0.0; machine.nodes().len()];
-    let mut next_leaf = 0.0;
-    for &(id, _) in &order {
-        if machine.children(id).is_empty() {
-            x[id.0] = SLOT / 2.0 + 10.0 + next_leaf * SLOT;
-            next_leaf += 1.0;
-        }
-    }
-    for &(id, _) in order.iter().rev() {
-        let kids = machine.children(id);
-        if !kids.is_empty() {
-            x[id.0] = kids.iter().map(|c| x[c.0]).sum::<f64>() / kids.len() as f64;
-        }
-    }
-    let depth: Vec<usize> = {
-        let mut d = vec![0; machine.nodes().len()];
-        for &(id, dd) in &order {
-            d[id.0] = dd;
-        }
-        d
-    };
-    let y = |id: NodeId| TOP + depth[id.0] as f64 * LEVEL;
+    let layout = Layout::new(machine);
+    let depth_max = layout.depth.iter().copied().max().unwrap_or(0);
     let max_ranks = machine
         .computing_nodes()
         .map(|n| n.processes())
         .max()
         .unwrap_or(0)
         .min(16);
-    let width = (next_leaf * SLOT + 20.0).max(520.0);
+    let width = (layout.leaves * SLOT + 20.0).max(520.0);
     let height = TOP + depth_max as f64 * LEVEL + BOX_H + 40.0 + 16.0 * max_ranks as f64 + 40.0;
     let mut s = String::new();
+    svg_head(&mut s, machine, powers, (width, height));
+    // Edges first.
+    for n in machine.nodes() {
+        if let Some(p) = n.parent() {
+            svg_edge(&mut s, &layout, (p, n.id), powers);
+        }
+    }
+    for n in machine.nodes() {
+        svg_box(&mut s, machine, n, layout.centre(n.id));
+        if let Some(pw) = powers {
+            svg_power(&mut s, n, pw, layout.centre(n.id));
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The SVG element of a `width` × `height` picture, its background, title and legend.
+fn svg_head(
+    s: &mut String,
+    machine: &Machine,
+    powers: Option<&Powers>,
+    (width, height): (f64, f64),
+) {
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">"#
@@ -225,102 +267,109 @@ pub fn svg(machine: &Machine, powers: Option<&Powers>) -> String {
             ""
         }
     );
-    // Edges first.
-    for n in machine.nodes() {
-        if let Some(p) = n.parent() {
-            let (x1, y1) = (
-                x[p.0],
-                y(p) + BOX_H / 2.0 + if powers.is_some() { 12.0 } else { 0.0 },
-            );
-            let (x2, y2) = (x[n.id.0], y(n.id) - BOX_H / 2.0);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#888" stroke-width="1.5"/>"##
-            );
-            if let Some(pw) = powers {
-                let (mx, my) = (x1 + 0.7 * (x2 - x1), y1 + 0.7 * (y2 - y1));
-                let _ = writeln!(
-                    s,
-                    r##"<text x="{mx:.1}" y="{my:.1}" text-anchor="middle" font-size="11" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">{:.3}</text>"##,
-                    pw.nodes[n.id.0].share
-                );
-            }
-        }
-    }
-    for n in machine.nodes() {
-        let (cx, cy) = (x[n.id.0], y(n.id));
-        let (fill, stroke) = match n.kind {
-            NodeKind::Network => ("#dbe7f5", "#4a6d96"),
-            NodeKind::SingleComputing => ("#dff2dc", "#4f8a46"),
-            NodeKind::MultipleComputing { .. } => ("#fbe7cf", "#b2772c"),
-        };
-        let (bx, by) = (cx - BOX_W / 2.0, cy - BOX_H / 2.0);
+}
+
+/// The edge from `parent` down to `child`; with `powers`, labelled with the child's share.
+fn svg_edge(
+    s: &mut String,
+    layout: &Layout,
+    (parent, child): (NodeId, NodeId),
+    powers: Option<&Powers>,
+) {
+    let (x1, y1) = layout.centre(parent);
+    let y1 = y1 + BOX_H / 2.0 + if powers.is_some() { 12.0 } else { 0.0 };
+    let (x2, y2) = layout.centre(child);
+    let y2 = y2 - BOX_H / 2.0;
+    let _ = writeln!(
+        s,
+        r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#888" stroke-width="1.5"/>"##
+    );
+    if let Some(pw) = powers {
+        let (mx, my) = (x1 + 0.7 * (x2 - x1), y1 + 0.7 * (y2 - y1));
         let _ = writeln!(
             s,
-            r#"<rect x="{bx:.1}" y="{by:.1}" width="{BOX_W}" height="{BOX_H}" rx="8" fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>"#
+            r##"<text x="{mx:.1}" y="{my:.1}" text-anchor="middle" font-size="11" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">{:.3}</text>"##,
+            pw.nodes[child.0].share
         );
-        let name = if n.name.is_empty() {
-            format!("node {}", n.nodenum)
-        } else {
-            n.name.clone()
-        };
-        let lines = [
-            (truncate(&name, 24).to_string(), "bold"),
-            (format!("#{} {}", n.nodenum, short_kind(n.kind)), "normal"),
-            (truncate(&compact_details(machine, n.id), 30), "normal"),
-            (
-                n.lbmethod.as_ref().map_or(String::new(), |l| {
-                    truncate(&format!("lbm {}", l.method), 30)
-                }),
-                "normal",
-            ),
-        ];
-        for (i, (text, weight)) in lines.iter().enumerate() {
-            if text.is_empty() {
-                continue;
-            }
-            let ty = by + 16.0 + 15.0 * i as f64;
-            let _ = writeln!(
-                s,
-                r#"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-weight="{weight}">{}</text>"#,
-                esc(text)
-            );
-        }
-        if let Some(pw) = powers {
-            let np = pw.nodes[n.id.0];
-            let bw = BOX_W * np.fraction.clamp(0.0, 1.0);
-            let _ = writeln!(
-                s,
-                r##"<rect x="{bx:.1}" y="{:.1}" width="{BOX_W}" height="7" fill="#f2d7d5"/><rect x="{bx:.1}" y="{:.1}" width="{bw:.1}" height="7" fill="#c0392b"/>"##,
-                by + BOX_H + 3.0,
-                by + BOX_H + 3.0
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle" font-size="11">{:.2}% of all</text>"#,
-                by + BOX_H + 22.0,
-                100.0 * np.fraction
-            );
-            if n.kind.is_computing() {
-                let ranks: Vec<usize> = n.rank_range().collect();
-                for (i, &r) in ranks.iter().take(16).enumerate() {
-                    let ty = by + BOX_H + 38.0 + 14.0 * i as f64;
-                    let text = if i == 15 && ranks.len() > 16 {
-                        format!("… {} more ranks", ranks.len() - 15)
-                    } else {
-                        format!("rank {r}: {:.3}%", 100.0 * pw.parts[r])
-                    };
-                    let _ = writeln!(
-                        s,
-                        r##"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10" fill="#555">{}</text>"##,
-                        esc(&text)
-                    );
-                }
-            }
-        }
     }
-    s.push_str("</svg>\n");
-    s
+}
+
+/// Node `n`'s box centred at `(cx, cy)`: its name, number, kind, details and method.
+fn svg_box(s: &mut String, machine: &Machine, n: &Node, (cx, cy): (f64, f64)) {
+    let (fill, stroke) = match n.kind {
+        NodeKind::Network => ("#dbe7f5", "#4a6d96"),
+        NodeKind::SingleComputing => ("#dff2dc", "#4f8a46"),
+        NodeKind::MultipleComputing { .. } => ("#fbe7cf", "#b2772c"),
+    };
+    let (bx, by) = (cx - BOX_W / 2.0, cy - BOX_H / 2.0);
+    let _ = writeln!(
+        s,
+        r#"<rect x="{bx:.1}" y="{by:.1}" width="{BOX_W}" height="{BOX_H}" rx="8" fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>"#
+    );
+    let name = if n.name.is_empty() {
+        format!("node {}", n.nodenum)
+    } else {
+        n.name.clone()
+    };
+    let lines = [
+        (truncate(&name, 24).to_string(), "bold"),
+        (format!("#{} {}", n.nodenum, short_kind(n.kind)), "normal"),
+        (truncate(&compact_details(machine, n.id), 30), "normal"),
+        (
+            n.lbmethod.as_ref().map_or(String::new(), |l| {
+                truncate(&format!("lbm {}", l.method), 30)
+            }),
+            "normal",
+        ),
+    ];
+    for (i, (text, weight)) in lines.iter().enumerate() {
+        if text.is_empty() {
+            continue;
+        }
+        let ty = by + 16.0 + 15.0 * i as f64;
+        let _ = writeln!(
+            s,
+            r#"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-weight="{weight}">{}</text>"#,
+            esc(text)
+        );
+    }
+}
+
+/// Under node `n`'s box centred at `(cx, cy)`: the bar and percentage of its fraction of the
+/// machine, and for a computing node the part size of each rank (16 lines at most).
+fn svg_power(s: &mut String, n: &Node, pw: &Powers, (cx, cy): (f64, f64)) {
+    let (bx, by) = (cx - BOX_W / 2.0, cy - BOX_H / 2.0);
+    let np = pw.nodes[n.id.0];
+    let bw = BOX_W * np.fraction.clamp(0.0, 1.0);
+    let _ = writeln!(
+        s,
+        r##"<rect x="{bx:.1}" y="{:.1}" width="{BOX_W}" height="7" fill="#f2d7d5"/><rect x="{bx:.1}" y="{:.1}" width="{bw:.1}" height="7" fill="#c0392b"/>"##,
+        by + BOX_H + 3.0,
+        by + BOX_H + 3.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle" font-size="11">{:.2}% of all</text>"#,
+        by + BOX_H + 22.0,
+        100.0 * np.fraction
+    );
+    if !n.kind.is_computing() {
+        return;
+    }
+    let ranks: Vec<usize> = n.rank_range().collect();
+    for (i, &r) in ranks.iter().take(16).enumerate() {
+        let ty = by + BOX_H + 38.0 + 14.0 * i as f64;
+        let text = if i == 15 && ranks.len() > 16 {
+            format!("… {} more ranks", ranks.len() - 15)
+        } else {
+            format!("rank {r}: {:.3}%", 100.0 * pw.parts[r])
+        };
+        let _ = writeln!(
+            s,
+            r##"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10" fill="#555">{}</text>"##,
+            esc(&text)
+        );
+    }
 }
 
 fn short_kind(kind: NodeKind) -> String {

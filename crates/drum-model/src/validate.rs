@@ -8,8 +8,34 @@ use crate::error::{Error, Location, Problem, Result};
 use crate::machine::{
     CpuList, LbMethod, MAX_CPU, MAX_RANKS, Machine, Node, NodeId, NodeKind, PartitionMethod,
 };
-use crate::xml::{Attribute, RawDocument, RawLbMethod, RawNode};
+use crate::xml::{self, Attribute, RawDocument, RawLbMethod, RawNode};
 use std::collections::HashMap;
+use std::path::Path;
+
+// Loading: stage 1 (`xml::parse`), then stage 2 (`validate`).
+impl Machine {
+    /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Machine> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Machine::from_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// Validates a machine description held in memory; `source` names it in errors.
+    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Machine> {
+        let text = xml::utf8(source, bytes)?;
+        Machine::parse_str(text, source)
+    }
+
+    /// Validates XML text; `source` names it in errors. Never panics, whatever the text.
+    pub fn parse_str(text: &str, source: &str) -> Result<Machine> {
+        let doc = xml::parse(source, text)?;
+        validate(source, doc)
+    }
+}
 
 fn invalid(location: &Location, problem: Problem) -> Error {
     Error::Invalid {

@@ -1,5 +1,6 @@
 //! Stage 1 of loading: the DrumHead XML text into a raw document of elements and attributes with
-//! their source positions (no meaning attached yet), and the writer back to XML.
+//! their source positions (no meaning attached yet); the escaping the writer
+//! ([`crate::Machine::to_xml`]) uses.
 //!
 //! Accepted shape (DRUM 2005 Fig. 4, whose printed excerpt is garbled: the attributes really sit
 //! on the `<node>` tag):
@@ -14,7 +15,6 @@
 //! `<node>` elements may also nest (a nested node's parent is the enclosing node).
 
 use crate::error::{Error, Location, Problem, Result};
-use crate::machine::{Machine, NodeKind};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 
@@ -132,7 +132,6 @@ impl Open {
 
 /// Parses `text` into a raw document. Errors carry `file`'s positions.
 pub(crate) fn parse(file: &str, text: &str) -> Result<RawDocument> {
-    let index = LineIndex::new(file, text);
     let mut reader = Reader::from_str(text);
     {
         let config = reader.config_mut();
@@ -140,9 +139,12 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<RawDocument> {
         config.expand_empty_elements = false;
         config.check_end_names = true;
     }
-    let mut doc: Option<RawDocument> = None;
-    let mut stack: Vec<Open> = Vec::new();
-    let mut done = false; // the document element was closed
+    let mut tree = Tree {
+        index: LineIndex::new(file, text),
+        doc: None,
+        stack: Vec::new(),
+        done: false,
+    };
     loop {
         let start = usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX);
         let event = match reader.read_event() {
@@ -150,7 +152,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<RawDocument> {
             Err(e) => {
                 let at = usize::try_from(reader.error_position()).unwrap_or(usize::MAX);
                 return Err(invalid(
-                    index.location(at),
+                    tree.index.location(at),
                     Problem::NotWellFormed(e.to_string()),
                 ));
             }
@@ -160,106 +162,30 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<RawDocument> {
             + text
                 .get(start..)
                 .map_or(0, |s| s.len() - s.trim_start().len());
-        let here = index.location(tag_at);
+        let here = tree.index.location(tag_at);
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(event, Event::Empty(_));
                 let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
-                let attrs = attributes(&index, &reader, e, tag_at)?;
-                match stack.last() {
-                    None => {
-                        if done || doc.is_some() {
-                            return Err(invalid(
-                                here,
-                                Problem::WrongRoot(format!(
-                                    "a second document element <{name}> after </machinemodel>"
-                                )),
-                            ));
-                        }
-                        if name != "machinemodel" {
-                            return Err(invalid(
-                                here,
-                                Problem::WrongRoot(format!(
-                                    "the document element is <{name}>, expected <machinemodel>"
-                                )),
-                            ));
-                        }
-                        doc = Some(RawDocument {
-                            location: here,
-                            attrs,
-                            nodes: Vec::new(),
-                        });
-                        if empty {
-                            done = true;
-                        } else {
-                            stack.push(Open::Model);
-                        }
-                    }
-                    Some(open) => {
-                        let d = doc.as_mut().expect("document element seen");
-                        match (open, name.as_str()) {
-                            (Open::Model, "node") | (Open::Node(_), "node") => {
-                                let enclosing = match open {
-                                    Open::Node(i) => Some(*i),
-                                    _ => None,
-                                };
-                                d.nodes.push(RawNode {
-                                    location: here,
-                                    attrs,
-                                    enclosing,
-                                    lbmethod: None,
-                                });
-                                if !empty {
-                                    stack.push(Open::Node(d.nodes.len() - 1));
-                                }
-                            }
-                            (Open::Node(i), "lbmethod") => {
-                                let node = &mut d.nodes[*i];
-                                if node.lbmethod.is_some() {
-                                    return Err(invalid(here, Problem::DuplicateLbMethod));
-                                }
-                                node.lbmethod = Some(RawLbMethod {
-                                    location: here,
-                                    attrs,
-                                });
-                                if !empty {
-                                    stack.push(Open::LbMethod);
-                                }
-                            }
-                            (open, _) => {
-                                return Err(invalid(
-                                    here,
-                                    Problem::UnknownElement {
-                                        element: name,
-                                        inside: open.name().to_string(),
-                                    },
-                                ));
-                            }
-                        }
-                    }
+                let attrs = attributes(&tree.index, &reader, e, tag_at)?;
+                let tag = Tag {
+                    name,
+                    here,
+                    attrs,
+                    empty,
+                };
+                match tree.stack.last() {
+                    None => tree.root(tag)?,
+                    Some(_) => tree.child(tag)?,
                 }
             }
             Event::End(_) => {
-                stack.pop();
-                if stack.is_empty() {
-                    done = true;
+                tree.stack.pop();
+                if tree.stack.is_empty() {
+                    tree.done = true;
                 }
             }
-            Event::Text(ref t) => {
-                let raw = String::from_utf8_lossy(t.as_ref());
-                let trimmed = raw.trim();
-                if !trimmed.is_empty() {
-                    let lead = raw.len() - raw.trim_start().len();
-                    let mut shown: String = trimmed.chars().take(40).collect();
-                    if trimmed.chars().count() > 40 {
-                        shown.push('…');
-                    }
-                    return Err(invalid(
-                        index.location(start + lead),
-                        Problem::TextContent(shown),
-                    ));
-                }
-            }
+            Event::Text(ref t) => no_text(&tree.index, t.as_ref(), start)?,
             Event::CData(_) => {
                 return Err(invalid(
                     here,
@@ -267,24 +193,146 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<RawDocument> {
                 ));
             }
             Event::Comment(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => {}
-            Event::Eof => {
-                if let Some(open) = stack.last() {
-                    let what = match open {
-                        Open::Node(i) => {
-                            let d = doc.as_ref().expect("document element seen");
-                            format!("<node> opened at {} is not closed", d.nodes[*i].location)
-                        }
-                        other => format!("<{}> is not closed", other.name()),
-                    };
-                    return Err(invalid(
-                        index.location(text.len()),
-                        Problem::NotWellFormed(format!("unexpected end of file: {what}")),
-                    ));
-                }
-                return doc.ok_or_else(|| invalid(file_start(file), Problem::Empty));
-            }
+            Event::Eof => return tree.finish(file, text.len()),
         }
     }
+}
+
+/// A start tag (`empty`: it closes itself) at `here`.
+struct Tag {
+    name: String,
+    here: Location,
+    attrs: Vec<Attribute>,
+    empty: bool,
+}
+
+/// The document as [`parse`] builds it, event by event: the elements so far, the open ones,
+/// and whether the document element was closed.
+struct Tree<'a> {
+    index: LineIndex<'a>,
+    doc: Option<RawDocument>,
+    stack: Vec<Open>,
+    done: bool,
+}
+
+impl Tree<'_> {
+    /// The document element.
+    fn root(&mut self, tag: Tag) -> Result<()> {
+        if self.done || self.doc.is_some() {
+            return Err(invalid(
+                tag.here,
+                Problem::WrongRoot(format!(
+                    "a second document element <{}> after </machinemodel>",
+                    tag.name
+                )),
+            ));
+        }
+        if tag.name != "machinemodel" {
+            return Err(invalid(
+                tag.here,
+                Problem::WrongRoot(format!(
+                    "the document element is <{}>, expected <machinemodel>",
+                    tag.name
+                )),
+            ));
+        }
+        self.doc = Some(RawDocument {
+            location: tag.here,
+            attrs: tag.attrs,
+            nodes: Vec::new(),
+        });
+        if tag.empty {
+            self.done = true;
+        } else {
+            self.stack.push(Open::Model);
+        }
+        Ok(())
+    }
+
+    /// An element inside the innermost open one: a `<node>` in the document element or a node,
+    /// or a node's one `<lbmethod>`.
+    fn child(&mut self, tag: Tag) -> Result<()> {
+        let d = self.doc.as_mut().expect("document element seen");
+        let open = self.stack.last().expect("inside an element");
+        match (open, tag.name.as_str()) {
+            (Open::Model, "node") | (Open::Node(_), "node") => {
+                let enclosing = match open {
+                    Open::Node(i) => Some(*i),
+                    _ => None,
+                };
+                d.nodes.push(RawNode {
+                    location: tag.here,
+                    attrs: tag.attrs,
+                    enclosing,
+                    lbmethod: None,
+                });
+                if !tag.empty {
+                    self.stack.push(Open::Node(d.nodes.len() - 1));
+                }
+            }
+            (Open::Node(i), "lbmethod") => {
+                let node = &mut d.nodes[*i];
+                if node.lbmethod.is_some() {
+                    return Err(invalid(tag.here, Problem::DuplicateLbMethod));
+                }
+                node.lbmethod = Some(RawLbMethod {
+                    location: tag.here,
+                    attrs: tag.attrs,
+                });
+                if !tag.empty {
+                    self.stack.push(Open::LbMethod);
+                }
+            }
+            (open, _) => {
+                return Err(invalid(
+                    tag.here,
+                    Problem::UnknownElement {
+                        element: tag.name,
+                        inside: open.name().to_string(),
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// At the end of the file (`len` bytes): the document, if every element was closed and
+    /// there was one.
+    fn finish(self, file: &str, len: usize) -> Result<RawDocument> {
+        if let Some(open) = self.stack.last() {
+            let what = match open {
+                Open::Node(i) => {
+                    let d = self.doc.as_ref().expect("document element seen");
+                    format!("<node> opened at {} is not closed", d.nodes[*i].location)
+                }
+                other => format!("<{}> is not closed", other.name()),
+            };
+            return Err(invalid(
+                self.index.location(len),
+                Problem::NotWellFormed(format!("unexpected end of file: {what}")),
+            ));
+        }
+        self.doc
+            .ok_or_else(|| invalid(file_start(file), Problem::Empty))
+    }
+}
+
+/// Text `raw` read from byte `start` on: an error unless it is only whitespace.
+fn no_text(index: &LineIndex<'_>, raw: &[u8], start: usize) -> Result<()> {
+    let raw = String::from_utf8_lossy(raw);
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Ok(());
+    }
+    let lead = raw.len() - raw.trim_start().len();
+    let mut shown: String = trimmed.chars().take(40).collect();
+    if trimmed.chars().count() > 40 {
+        shown.push('…');
+    }
+    Err(invalid(
+        index.location(start + lead),
+        Problem::TextContent(shown),
+    ))
 }
 
 /// The attributes of a tag, each located at its name.
@@ -390,74 +438,6 @@ pub(crate) fn push_attr(out: &mut String, name: &str, value: &str) {
     out.push_str("=\"");
     out.push_str(&escape_attr(value));
     out.push('"');
-}
-
-/// The DrumHead XML of `m` (flat form with `parent=`, document order kept, unknown
-/// attributes written back): [`Machine::to_xml`].
-pub(crate) fn write(m: &Machine) -> String {
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<machinemodel");
-    for a in &m.attrs {
-        push_attr(&mut out, &a.name, &a.value);
-    }
-    out.push_str(">\n");
-    for n in &m.nodes {
-        out.push_str("  <node");
-        push_attr(&mut out, "type", n.kind.as_str());
-        push_attr(&mut out, "nodenum", &n.nodenum.to_string());
-        push_attr(&mut out, "name", &n.name);
-        if let Some(ip) = &n.ip {
-            push_attr(&mut out, "IP", ip);
-        }
-        if let Some(m) = n.is_monitorable {
-            push_attr(&mut out, "isMonitorable", if m { "true" } else { "false" });
-        }
-        let parent = n
-            .parent
-            .map_or("-1".to_string(), |p| m.node(p).nodenum.to_string());
-        push_attr(&mut out, "parent", &parent);
-        let nums = [
-            ("imgx", n.img.0),
-            ("imgy", n.img.1),
-            ("numprocs", None),
-            ("mflops", n.mflops),
-            ("bandwidth", n.bandwidth),
-            ("memory", n.memory),
-        ];
-        for (name, v) in nums {
-            if name == "numprocs" {
-                if let NodeKind::MultipleComputing { numprocs } = n.kind {
-                    push_attr(&mut out, "numprocs", &numprocs.to_string());
-                }
-            } else if let Some(v) = v {
-                push_attr(&mut out, name, &v.to_string());
-            }
-        }
-        if let Some(c) = &n.cpus {
-            push_attr(&mut out, "cpus", &c.to_string());
-        }
-        if let Some(r) = n.ranks {
-            push_attr(&mut out, "ranks", &r.to_string());
-        }
-        if let Some(l) = n.load {
-            push_attr(&mut out, "load", &l.to_string());
-        }
-        for a in &n.extra {
-            push_attr(&mut out, &a.name, &a.value);
-        }
-        match &n.lbmethod {
-            None => out.push_str("/>\n"),
-            Some(lb) => {
-                out.push_str(">\n    <lbmethod");
-                push_attr(&mut out, "lbm", lb.method.as_str());
-                for p in &lb.params {
-                    push_attr(&mut out, &p.name, &p.value);
-                }
-                out.push_str("/>\n  </node>\n");
-            }
-        }
-    }
-    out.push_str("</machinemodel>\n");
-    out
 }
 
 #[cfg(test)]

@@ -58,17 +58,23 @@ impl System {
     /// ones.
     pub(crate) fn assemble_rows(&mut self, mesh: &Mesh, u: &[f64], owned: impl Fn(usize) -> bool) {
         let nv = mesh.num_vertices();
-        let ne = mesh.num_elements();
         assert_eq!(u.len(), nv, "assemble: u must hold one value per vertex");
-        let bnd = &mesh.boundary;
-        let tri = &mesh.tri;
-        let nbr = &mesh.nbr;
+        let w = self.count_rows(mesh, &owned);
+        self.fill_rows(mesh, u, &w, &owned);
+        drop(w);
+        self.row_ptr.truncate(nv + 1);
+        self.finish_rows(mesh, u, &owned);
+    }
 
-        // Pass 1: element weights and row lengths (an edge counts in both rows if both
-        // endpoints are interior; the element first along the curve owns the edge).
-        // Row i's length is accumulated in row_ptr[i + 2] so that, after the prefix sum,
-        // row_ptr[i + 1] is the start of row i: the fill pass uses it as the cursor of row i
-        // and leaves it at the end of row i, which is where it belongs.
+    /// Pass 1 of [`System::assemble_rows`]: element weights and row lengths (an edge counts in
+    /// both rows if both endpoints are interior; the element first along the curve owns the
+    /// edge). Row i's length is accumulated in `row_ptr[i + 2]` so that, after the prefix sum,
+    /// `row_ptr[i + 1]` is the start of row i: the fill pass uses it as the cursor of row i
+    /// and leaves it at the end of row i, which is where it belongs. Returns the weights.
+    #[inline]
+    fn count_rows(&mut self, mesh: &Mesh, owned: &impl Fn(usize) -> bool) -> Vec<[f64; 3]> {
+        let (nv, ne) = (mesh.num_vertices(), mesh.num_elements());
+        let (bnd, tri, nbr) = (&mesh.boundary, &mesh.tri, &mesh.nbr);
         let mut w: Vec<[f64; 3]> = Vec::with_capacity(ne);
         self.row_ptr = vec![0; nv + 2];
         let row_ptr = &mut self.row_ptr;
@@ -90,14 +96,29 @@ impl System {
         for i in 1..=nv {
             row_ptr[i + 1] += row_ptr[i];
         }
-        let nnz = row_ptr[nv + 1] as usize;
+        w
+    }
 
-        // Pass 2: values. Fresh zeroed allocations come from the kernel's zero pages,
-        // which is cheaper than clearing reused memory.
+    /// Pass 2 of [`System::assemble_rows`]: each edge's value (the weights `w` of its two
+    /// elements) into both rows, or into the right-hand side and diagonal of the interior row
+    /// when the other end is a Dirichlet vertex. Fresh zeroed allocations come from the
+    /// kernel's zero pages, which is cheaper than clearing reused memory.
+    #[inline]
+    fn fill_rows(
+        &mut self,
+        mesh: &Mesh,
+        u: &[f64],
+        w: &[[f64; 3]],
+        owned: &impl Fn(usize) -> bool,
+    ) {
+        let (nv, ne) = (mesh.num_vertices(), mesh.num_elements());
+        let (bnd, tri, nbr) = (&mesh.boundary, &mesh.tri, &mesh.nbr);
+        let nnz = self.row_ptr[nv + 1] as usize;
         self.col = vec![0; nnz];
         self.val = vec![0.0; nnz];
         self.diag = vec![0.0; nv];
         self.rhs = vec![0.0; nv];
+        let row_ptr = &mut self.row_ptr;
         let (col, val, diag, rhs) = (&mut self.col, &mut self.val, &mut self.diag, &mut self.rhs);
         for t in 0..ne {
             let tv = tri[t];
@@ -143,13 +164,20 @@ impl System {
                 }
             }
         }
-        drop(w);
-        row_ptr.truncate(nv + 1);
-        // Drop exact zeros while computing the diagonal, in one streaming pass. On PHAML's
-        // right-isosceles meshes the edge shared by two hypotenuses has both opposite angles
-        // at 90°, so its entry −½(cot θ + cot θ') is exactly 0: about a third of the edges.
-        // The diagonal: the rows of the P1 Laplacian sum to zero, so a_ii = −Σ_j a_ij over all
-        // neighbours (the Dirichlet ones were added above).
+    }
+
+    /// Pass 3 of [`System::assemble_rows`]: drops exact zeros while computing the diagonal, in
+    /// one streaming pass. On PHAML's right-isosceles meshes the edge shared by two
+    /// hypotenuses has both opposite angles at 90°, so its entry −½(cot θ + cot θ') is exactly
+    /// 0: about a third of the edges. The diagonal: the rows of the P1 Laplacian sum to zero,
+    /// so a_ii = −Σ_j a_ij over all neighbours (the Dirichlet ones were added in pass 2).
+    /// Boundary rows become identity rows with b = g, rows not `owned` empty identity rows.
+    #[inline]
+    fn finish_rows(&mut self, mesh: &Mesh, u: &[f64], owned: &impl Fn(usize) -> bool) {
+        let nv = mesh.num_vertices();
+        let bnd = &mesh.boundary;
+        let row_ptr = &mut self.row_ptr;
+        let (col, val, diag, rhs) = (&mut self.col, &mut self.val, &mut self.diag, &mut self.rhs);
         let mut nb = 0;
         let mut kept = 0usize;
         let mut start = 0usize;

@@ -36,14 +36,17 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &VtuFields<'_>) -> Result<(),
     w.flush().map_err(io_err(path))
 }
 
+/// One data array of a `.vtu` file: name, type, components and bytes.
+type VtuArray = (&'static str, &'static str, usize, usize);
+
 fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::Result<()> {
     let nv = mesh.num_vertices();
     let ne = mesh.num_elements();
     assert_eq!(f.solution.len(), nv, "write_vtu: solution length");
     assert_eq!(f.indicators.len(), ne, "write_vtu: indicators length");
     let with_error = f.element_errors.len() == ne;
-    // (name, type, components, bytes) in the order of the appended block.
-    let mut arrays: Vec<(&str, &str, usize, usize)> = vec![
+    // In the order of the appended block.
+    let mut arrays: Vec<VtuArray> = vec![
         ("Points", "Float64", 3, 24 * nv),
         ("connectivity", "UInt32", 1, 12 * ne),
         ("offsets", "UInt32", 1, 4 * ne),
@@ -57,9 +60,22 @@ fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::
         arrays.push(("error", "Float64", 1, 8 * ne));
     }
     arrays.push(("u_h", "Float64", 1, 8 * nv));
+    vtu_header(w, &arrays, (nv, ne))?;
+    write!(w, "_")?;
+    vtu_data(w, mesh, f, with_error)?;
+    writeln!(w, "\n</AppendedData>\n</VTKFile>")
+}
+
+/// The XML of a `.vtu` file of `nv` points and `ne` cells whose appended block holds `arrays`
+/// (each after its 8-byte length), up to the block.
+fn vtu_header(
+    w: &mut impl Write,
+    arrays: &[VtuArray],
+    (nv, ne): (usize, usize),
+) -> std::io::Result<()> {
     let mut offsets = Vec::new();
     let mut off = 0usize;
-    for a in &arrays {
+    for a in arrays {
         offsets.push(off);
         off += 8 + a.3;
     }
@@ -102,8 +118,17 @@ fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::
     writeln!(
         w,
         "</Piece>\n</UnstructuredGrid>\n<AppendedData encoding=\"raw\">"
-    )?;
-    write!(w, "_")?;
+    )
+}
+
+/// The appended block of a `.vtu` file: each array of [`write_vtu_to`] after its length.
+fn vtu_data(
+    w: &mut impl Write,
+    mesh: &Mesh,
+    f: &VtuFields<'_>,
+    with_error: bool,
+) -> std::io::Result<()> {
+    let (nv, ne) = (mesh.num_vertices(), mesh.num_elements());
     let block = |w: &mut dyn Write,
                  bytes: usize,
                  body: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>|
@@ -166,8 +191,7 @@ fn write_vtu_to(w: &mut impl Write, mesh: &Mesh, f: &VtuFields<'_>) -> std::io::
             w.write_all(&x.to_le_bytes())?;
         }
         Ok(())
-    })?;
-    writeln!(w, "\n</AppendedData>\n</VTKFile>")
+    })
 }
 
 /// Writes the elements `keep[t]` of `mesh` (a rank's owned elements of its local part) as one
@@ -317,12 +341,18 @@ fn rank_colour(r: u8) -> String {
 const PANEL: f64 = 360.0;
 const MIN_PX: f64 = 3.0;
 
+/// The value drawn per element (at most 254: `u8::MAX` marks an empty pixel) and the colour
+/// of a value.
+struct Paint<'a> {
+    value: &'a dyn Fn(usize) -> u8,
+    colour: &'a dyn Fn(u8) -> String,
+}
+
 fn svg_string(mesh: &Mesh, title: &str, colouring: Colouring<'_>) -> String {
     use std::fmt::Write as _;
     let zooms = [1.0f64, 32.0, 1024.0, 32768.0];
     let (w, h) = (4.0 * PANEL + 5.0 * 20.0, PANEL + 110.0);
     let max_level = mesh.max_level();
-    // The value drawn per element (at most 254: u8::MAX marks an empty pixel) and its colour.
     let (value, max_value, legend): (Box<dyn Fn(usize) -> u8>, u8, &str) = match colouring {
         Colouring::Level => (Box::new(|t| mesh.levels()[t]), max_level, "level"),
         Colouring::Rank(r) => (
@@ -334,6 +364,10 @@ fn svg_string(mesh: &Mesh, title: &str, colouring: Colouring<'_>) -> String {
     let colour = |v: u8| match colouring {
         Colouring::Level => level_colour(v, max_value),
         Colouring::Rank(_) => rank_colour(v),
+    };
+    let paint = Paint {
+        value: &*value,
+        colour: &colour,
     };
     let mut out = String::new();
     let _ = writeln!(
@@ -350,102 +384,126 @@ fn svg_string(mesh: &Mesh, title: &str, colouring: Colouring<'_>) -> String {
         mesh.num_elements(),
         max_level
     );
-    let c = mesh.coords();
     for (pi, &z) in zooms.iter().enumerate() {
-        let ox = 20.0 + pi as f64 * (PANEL + 20.0);
-        let oy = 40.0;
-        let side = 1.0 / z; // the panel shows [0, side]²
-        let scale = PANEL / side;
-        let _ = writeln!(
-            out,
-            "<g><text x=\"{ox}\" y=\"{}\">[0, {}]² (zoom ×{z})</text>",
-            oy + PANEL + 18.0,
-            fmt_num(side)
-        );
-        let _ = writeln!(
-            out,
-            "<svg x=\"{ox}\" y=\"{oy}\" width=\"{PANEL}\" height=\"{PANEL}\" \
-             viewBox=\"0 0 {PANEL} {PANEL}\">"
-        );
-        let npx = PANEL as usize;
-        let mut pixels = vec![u8::MAX; npx * npx];
-        let mut polys = String::new();
-        for (t, tv) in mesh.elements().iter().enumerate() {
-            let p = tv.map(|v| c[v as usize]);
-            let (xmin, xmax) = (
-                p[0][0].min(p[1][0]).min(p[2][0]),
-                p[0][0].max(p[1][0]).max(p[2][0]),
-            );
-            let (ymin, ymax) = (
-                p[0][1].min(p[1][1]).min(p[2][1]),
-                p[0][1].max(p[1][1]).max(p[2][1]),
-            );
-            if xmin >= side || ymin >= side {
-                continue;
+        svg_panel(&mut out, mesh, (pi, z), &paint);
+    }
+    svg_legend(&mut out, legend, max_value, &colour);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Panel `pi` of an SVG drawing: the square `[0, 1/z]²`, its large elements as polygons and
+/// the small ones merged into pixels.
+fn svg_panel(out: &mut String, mesh: &Mesh, (pi, z): (usize, f64), paint: &Paint<'_>) {
+    use std::fmt::Write as _;
+    let ox = 20.0 + pi as f64 * (PANEL + 20.0);
+    let oy = 40.0;
+    let side = 1.0 / z; // the panel shows [0, side]²
+    let _ = writeln!(
+        out,
+        "<g><text x=\"{ox}\" y=\"{}\">[0, {}]² (zoom ×{z})</text>",
+        oy + PANEL + 18.0,
+        fmt_num(side)
+    );
+    let _ = writeln!(
+        out,
+        "<svg x=\"{ox}\" y=\"{oy}\" width=\"{PANEL}\" height=\"{PANEL}\" \
+         viewBox=\"0 0 {PANEL} {PANEL}\">"
+    );
+    let (polys, pixels) = rasterise(mesh, side, paint);
+    let _ = writeln!(out, "<g stroke=\"#222\" stroke-width=\"0.4\">\n{polys}</g>");
+    let _ = writeln!(out, "<g stroke=\"none\">");
+    // Runs of equal pixels along each row become one rectangle.
+    let npx = PANEL as usize;
+    for y in 0..npx {
+        let row = &pixels[y * npx..(y + 1) * npx];
+        let mut x = 0;
+        while x < npx {
+            let l = row[x];
+            let mut e = x + 1;
+            while e < npx && row[e] == l {
+                e += 1;
             }
-            let level = value(t);
-            let size = (xmax - xmin).max(ymax - ymin) * scale;
-            if size >= MIN_PX {
-                let pts: Vec<String> = p
-                    .iter()
-                    .map(|q| format!("{:.1},{:.1}", q[0] * scale, PANEL - q[1] * scale))
-                    .collect();
+            if l != u8::MAX {
                 let _ = writeln!(
-                    polys,
-                    "<polygon points=\"{}\" fill=\"{}\"/>",
-                    pts.join(" "),
-                    colour(level)
+                    out,
+                    "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"1\" fill=\"{}\"/>",
+                    npx - 1 - y,
+                    e - x,
+                    (paint.colour)(l)
                 );
-            } else {
-                // Every pixel the element's bounding box touches (at most 3×3).
-                let (x0, x1) = (
-                    (xmin * scale) as usize,
-                    ((xmax * scale) as usize).min(npx - 1),
-                );
-                let (y0, y1) = (
-                    (ymin * scale) as usize,
-                    ((ymax * scale) as usize).min(npx - 1),
-                );
-                for y in y0..=y1 {
-                    for x in x0..=x1 {
-                        let px = &mut pixels[y * npx + x];
-                        if *px == u8::MAX || level > *px {
-                            *px = level;
-                        }
+            }
+            x = e;
+        }
+    }
+    let _ = writeln!(
+        out,
+        "</g>\n<rect width=\"{PANEL}\" height=\"{PANEL}\" fill=\"none\" stroke=\"black\"/>\n</svg></g>"
+    );
+}
+
+/// The elements in the panel showing `[0, side]²`: those at least [`MIN_PX`] pixels across
+/// as polygons, and the others' values in the panel's pixels (the largest value that touches
+/// each pixel; `u8::MAX` where none does).
+fn rasterise(mesh: &Mesh, side: f64, paint: &Paint<'_>) -> (String, Vec<u8>) {
+    use std::fmt::Write as _;
+    let scale = PANEL / side;
+    let c = mesh.coords();
+    let npx = PANEL as usize;
+    let mut pixels = vec![u8::MAX; npx * npx];
+    let mut polys = String::new();
+    for (t, tv) in mesh.elements().iter().enumerate() {
+        let p = tv.map(|v| c[v as usize]);
+        let (xmin, xmax) = (
+            p[0][0].min(p[1][0]).min(p[2][0]),
+            p[0][0].max(p[1][0]).max(p[2][0]),
+        );
+        let (ymin, ymax) = (
+            p[0][1].min(p[1][1]).min(p[2][1]),
+            p[0][1].max(p[1][1]).max(p[2][1]),
+        );
+        if xmin >= side || ymin >= side {
+            continue;
+        }
+        let level = (paint.value)(t);
+        let size = (xmax - xmin).max(ymax - ymin) * scale;
+        if size >= MIN_PX {
+            let pts: Vec<String> = p
+                .iter()
+                .map(|q| format!("{:.1},{:.1}", q[0] * scale, PANEL - q[1] * scale))
+                .collect();
+            let _ = writeln!(
+                polys,
+                "<polygon points=\"{}\" fill=\"{}\"/>",
+                pts.join(" "),
+                (paint.colour)(level)
+            );
+        } else {
+            // Every pixel the element's bounding box touches (at most 3×3).
+            let (x0, x1) = (
+                (xmin * scale) as usize,
+                ((xmax * scale) as usize).min(npx - 1),
+            );
+            let (y0, y1) = (
+                (ymin * scale) as usize,
+                ((ymax * scale) as usize).min(npx - 1),
+            );
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    let px = &mut pixels[y * npx + x];
+                    if *px == u8::MAX || level > *px {
+                        *px = level;
                     }
                 }
             }
         }
-        let _ = writeln!(out, "<g stroke=\"#222\" stroke-width=\"0.4\">\n{polys}</g>");
-        let _ = writeln!(out, "<g stroke=\"none\">");
-        // Runs of equal pixels along each row become one rectangle.
-        for y in 0..npx {
-            let row = &pixels[y * npx..(y + 1) * npx];
-            let mut x = 0;
-            while x < npx {
-                let l = row[x];
-                let mut e = x + 1;
-                while e < npx && row[e] == l {
-                    e += 1;
-                }
-                if l != u8::MAX {
-                    let _ = writeln!(
-                        out,
-                        "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"1\" fill=\"{}\"/>",
-                        npx - 1 - y,
-                        e - x,
-                        colour(l)
-                    );
-                }
-                x = e;
-            }
-        }
-        let _ = writeln!(
-            out,
-            "</g>\n<rect width=\"{PANEL}\" height=\"{PANEL}\" fill=\"none\" stroke=\"black\"/>\n</svg></g>"
-        );
     }
-    // Legend.
+    (polys, pixels)
+}
+
+/// The legend under the panels: up to 40 swatches from 0 to `max_value`.
+fn svg_legend(out: &mut String, legend: &str, max_value: u8, colour: &dyn Fn(u8) -> String) {
+    use std::fmt::Write as _;
     let ly = 40.0 + PANEL + 34.0;
     let _ = writeln!(out, "<text x=\"20\" y=\"{}\">{legend}</text>", ly + 12.0);
     let steps = (max_value as usize + 1).min(40);
@@ -465,8 +523,6 @@ fn svg_string(mesh: &Mesh, title: &str, colouring: Colouring<'_>) -> String {
             let _ = writeln!(out, "<text x=\"{x}\" y=\"{}\">{l}</text>", ly + 32.0);
         }
     }
-    out.push_str("</svg>\n");
-    out
 }
 
 fn fmt_num(x: f64) -> String {

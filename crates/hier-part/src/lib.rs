@@ -17,6 +17,34 @@
 //!
 //! The test and benchmark point sets come from `hsfc::generate` (one generator for the
 //! workspace; `hier-part`'s tests draw from its `Xoshiro256` stream).
+//!
+//! A machine of a switch joining a two-CPU SMP and a single-CPU node, each CPU as powerful
+//! as the others: the switch cuts with RCB (two thirds of the objects to the SMP), the SMP
+//! with HSFC, and each of the three ranks gets a third of a 60 × 50 grid.
+//!
+//! ```
+//! use drum_model::{Machine, PowerConfig, static_powers};
+//! use hier_part::{Hier, Plan, Points, Rcb, Serial};
+//! use part_api::Partitioner;
+//! let xml = r#"<machinemodel>
+//!   <node type="NETWORK" nodenum="0" name="switch" parent="-1"><lbmethod lbm="RCB"/></node>
+//!   <node type="MULTIPLE_COMPUTING" nodenum="1" name="smp" parent="0" numprocs="2" mflops="100">
+//!     <lbmethod lbm="HSFC"/>
+//!   </node>
+//!   <node type="SINGLE_COMPUTING" nodenum="2" name="node" parent="0" mflops="100"/>
+//! </machinemodel>"#;
+//! let machine = Machine::parse_str(xml, "example.xml")?;
+//! let plan = Plan::new(&machine, &static_powers(&machine, &PowerConfig::default())?)?;
+//! let coords: Vec<f64> = (0..3000).flat_map(|i| [(i % 60) as f64, (i / 60) as f64]).collect();
+//! let points = Points::new(&coords, 2, None);
+//! let mut parts = vec![0u32; 3000];
+//! let result = Hier::default().partition(&Serial, &plan, points, &mut parts)?;
+//! assert_eq!(result.rank_counts, vec![1000, 1000, 1000]);
+//! // One level alone: RCB into parts of a quarter and three quarters.
+//! let r = Rcb::default().partition(&Serial, points, &[1.0, 3.0], &mut parts)?;
+//! assert_eq!(r.part_weights, vec![750.0, 2250.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 mod bisect;

@@ -1,7 +1,7 @@
 //! Running chunked passes on the calling thread or on a local rayon pool.
 
 use crate::Error;
-use crate::refine::Scratch;
+use crate::scratch::Scratch;
 use part_api::Par;
 use rayon::prelude::*;
 use std::ops::Range;

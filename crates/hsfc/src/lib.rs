@@ -46,6 +46,7 @@ pub mod io;
 mod mapping;
 mod partition;
 mod refine;
+mod scratch;
 pub mod summary;
 #[cfg(test)]
 mod tests;

@@ -735,7 +735,7 @@ pub(crate) fn run<R: Reduce>(
     // points in it (the low word of its fine key).
     let sub_key = PointSubKeys { map: &map, points };
     let positive_u32: Vec<u32> = plan.positive.iter().map(|&p| p as u32).collect();
-    let located = refine::Targets {
+    let located = refine::Search {
         keys,
         sub_key: &sub_key,
         quant,

@@ -15,76 +15,8 @@
 //! decisions.
 
 use crate::exec::Exec;
+use crate::scratch::{Cand, Scratch};
 use part_api::Reduce;
-use std::sync::Mutex;
-
-/// Buffers kept between calls in the caller's [`crate::Workspace`] (histograms and candidate
-/// lists), so that repeated partitions do not fault fresh pages in (page faults also
-/// serialise threads on the address space). Shared by the chunks of a pass, hence the locks.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    u64s: Mutex<Vec<Vec<u64>>>,
-    cands: Mutex<Vec<Vec<Cand>>>,
-}
-
-impl std::fmt::Debug for Scratch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let h = self.u64s.lock().map_or(0, |v| v.len());
-        let c = self.cands.lock().map_or(0, |v| v.len());
-        write!(f, "Scratch({h} histograms, {c} candidate lists)")
-    }
-}
-
-impl Scratch {
-    /// At most this many buffers of each kind are kept.
-    const KEEP: usize = 64;
-
-    /// The kept buffer that best fits `want` elements: the smallest with room for them, else
-    /// the largest (so that buffers of different sizes are not grown in turn, which would
-    /// fault fresh pages in on every call).
-    fn take<T>(pool: &Mutex<Vec<Vec<T>>>, want: usize) -> Option<Vec<T>> {
-        let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
-        let fits = (0..pool.len())
-            .filter(|&i| pool[i].capacity() >= want)
-            .min_by_key(|&i| pool[i].capacity());
-        let i = fits.or_else(|| (0..pool.len()).max_by_key(|&i| pool[i].capacity()))?;
-        Some(pool.swap_remove(i))
-    }
-
-    /// A zeroed buffer of `len` words.
-    pub(crate) fn zeroed(&self, len: usize) -> Vec<u64> {
-        match Self::take(&self.u64s, len) {
-            Some(mut v) => {
-                v.clear();
-                v.resize(len, 0);
-                v
-            }
-            None => vec![0; len],
-        }
-    }
-
-    pub(crate) fn give_u64(&self, v: Vec<u64>) {
-        let mut pool = self.u64s.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < Self::KEEP {
-            pool.push(v);
-        }
-    }
-
-    /// An empty candidate list with room for `cap`.
-    fn cands(&self, cap: usize) -> Vec<Cand> {
-        let mut v = Self::take(&self.cands, cap).unwrap_or_default();
-        v.clear();
-        v.reserve(cap);
-        v
-    }
-
-    fn give_cands(&self, v: Vec<Cand>) {
-        let mut pool = self.cands.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < Self::KEEP {
-            pool.push(v);
-        }
-    }
-}
 
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
@@ -162,15 +94,15 @@ impl Found {
 
 /// Number of points this rank assigned to each part.
 #[derive(Debug, Clone)]
-pub(crate) struct Tally {
+pub(crate) struct Counts {
     pub counts: Vec<u64>,
 }
 
-impl Tally {
-    pub(crate) fn new(k: usize) -> Tally {
-        Tally { counts: vec![0; k] }
+impl Counts {
+    pub(crate) fn new(k: usize) -> Counts {
+        Counts { counts: vec![0; k] }
     }
-    pub(crate) fn merge(&mut self, o: &Tally) {
+    pub(crate) fn merge(&mut self, o: &Counts) {
         for (a, b) in self.counts.iter_mut().zip(&o.counts) {
             *a += b;
         }
@@ -219,14 +151,6 @@ struct SlotGeom {
 fn geom_cell(g: &[SlotGeom], slot: u32, key: u64) -> usize {
     let s = g[slot as usize];
     s.off + ((key >> s.shift) & s.mask) as usize
-}
-
-#[derive(Clone, Copy)]
-struct Cand {
-    key: u64,
-    w: u64,
-    idx: u32,
-    slot: u32,
 }
 
 struct Active {
@@ -297,7 +221,7 @@ fn gather(
     reserve: impl Fn(usize) -> usize + Sync,
     by_entry: impl Fn(u32) -> Route + Sync,
     by_key: impl Fn(u64) -> Option<u32> + Sync,
-) -> Vec<(Vec<Cand>, Option<Tally>)> {
+) -> Vec<(Vec<Cand>, Option<Counts>)> {
     let cand = |i: usize, slot: u32| Cand {
         key: keys[i],
         w: quant.q(i),
@@ -309,7 +233,7 @@ fn gather(
             let k = a.k;
             exec.map_chunks_mut(a.parts, |r, out| {
                 let mut cs = exec.scratch.cands(reserve(r.len()));
-                let mut t = Tally::new(k);
+                let mut t = Counts::new(k);
                 for (j, p) in out.iter_mut().enumerate() {
                     match by_entry(*p) {
                         Route::Keep => {}
@@ -346,7 +270,7 @@ fn pass_b(
     (keys, quant): (&[u64], Quant<'_>),
     a: &mut Assign<'_>,
     fate: &[u32],
-) -> Vec<(Vec<Cand>, Option<Tally>)> {
+) -> Vec<(Vec<Cand>, Option<Counts>)> {
     let k = a.k;
     exec.map_chunks_mut(a.parts, |r, out| {
         let mut cs = exec.scratch.cands(r.len());
@@ -381,7 +305,7 @@ fn pass_b(
         // advanced), and `n <= r.len() <= capacity`.
         unsafe { cs.set_len(n) };
         counts.truncate(k);
-        (cs, Some(Tally { counts }))
+        (cs, Some(Counts { counts }))
     })
 }
 
@@ -468,6 +392,65 @@ struct Placement {
     still: Vec<usize>,
     /// Where each pending query went: (sub-bin, whether it was resolved).
     placed: Vec<(usize, bool)>,
+}
+
+/// A query's sub-bin in a round's reduced histogram ([`Geometry::walk`]): its index in its
+/// cell's row, the weight and (after the first round) the count before it in the cell, and
+/// its weight, count (estimated in the first round) and key sum.
+#[derive(Clone, Copy)]
+struct SubBin {
+    sb: usize,
+    cum: u64,
+    cnt: u64,
+    w: u64,
+    count: u64,
+    keysum: u64,
+}
+
+impl SubBin {
+    /// Where a walk through active cell `a` starts.
+    fn start(a: &Active) -> SubBin {
+        SubBin {
+            sb: 0,
+            cum: a.base,
+            cnt: 0,
+            w: 0,
+            count: 0,
+            keysum: 0,
+        }
+    }
+}
+
+/// Where a sub-bin lies ([`Geometry::sub_bin`]): its cell in the round's histogram, the key
+/// prefix all its objects share and its length, and whether that is a whole key (`full`).
+struct Reach {
+    cell: usize,
+    depth: u32,
+    prefix: u64,
+    full: bool,
+}
+
+impl Reach {
+    /// What the query that reached sub-bin `bin` of active cell `a` found, if the sub-bin
+    /// holds a single atom: a single point (its key is the key sum), or inside a cell a single
+    /// fine key (at full depth).
+    fn atom(&self, a: &Active, bin: &SubBin) -> Option<Found> {
+        let key = match a.inner {
+            None => (bin.count == 1).then_some(bin.keysum),
+            Some(_) if bin.count == 1 => Some(bin.keysum),
+            Some(_) if self.full => Some(self.prefix),
+            Some(_) => None,
+        }?;
+        Some(match a.inner {
+            // Alone in a sub-bin of cell keys, so alone in its cell.
+            None => Found::new(bin.cum, bin.w, key, 0, true, true),
+            Some(c) => {
+                let first = c.before + bin.cnt == 0;
+                let last = c.before + bin.cnt + bin.count == c.count;
+                Found::new(bin.cum, bin.w, c.key, key, first, last)
+            }
+        })
+    }
 }
 
 /// The layout of one refinement round's histogram: sub-bin bits per active cell (within a
@@ -573,7 +556,7 @@ impl Geometry {
         active: &[Active],
         (queries, pending): (&[u64], &[usize]),
         (slot_of_query, found): (&mut [u32], &mut [Option<Found>]),
-        (n_total, total_w): (u64, u64),
+        estimate: (u64, u64),
     ) -> Placement {
         let cell_total = self.cell_totals(hist);
         let mut next_active: Vec<Active> = Vec::new();
@@ -583,104 +566,31 @@ impl Geometry {
         let mut still = Vec::new();
         // Where each pending query went: (cell, whether it was resolved).
         let mut placed: Vec<(usize, bool)> = Vec::with_capacity(pending.len());
-        // Walk state: (slot, sub-bin, weight before it, count before it in the slot).
-        let mut walk: Option<(u32, usize, u64, u64)> = None;
+        // Walk state: the slot, and where the last query's walk stopped in it.
+        let mut walk: Option<(u32, SubBin)> = None;
         for &qi in pending {
-            let q = queries[qi];
             let s = slot_of_query[qi];
             let a = &active[s as usize];
-            let (mut sb, mut cum, mut cnt) = match walk {
-                Some((ws, sb, cum, cnt)) if ws == s => (sb, cum, cnt),
-                _ => (0, a.base, 0),
+            let from = match walk {
+                Some((ws, bin)) if ws == s => bin,
+                _ => SubBin::start(a),
             };
-            let row = &hist[self.off[s as usize] * stride..self.off[s as usize + 1] * stride];
-            while cum + row[sb * stride] <= q {
-                cum += row[sb * stride];
-                if stride == 3 {
-                    cnt += row[sb * 3 + 1];
-                }
-                sb += 1;
-            }
-            walk = Some((s, sb, cum, cnt));
-            let w = row[sb * stride];
-            let (count, keysum) = if stride == 3 {
-                (row[sb * 3 + 1], row[sb * 3 + 2])
+            let bin = self.walk((hist, stride), s as usize, from, queries[qi], estimate);
+            walk = Some((s, bin));
+            let sub = self.sub_bin(hist, s as usize, a, &bin, cell_total[s as usize]);
+            if let Some(f) = sub.atom(a, &bin) {
+                found[qi] = Some(f);
+                placed.push((sub.cell, true));
             } else {
-                // Unknown: estimated from the weight, never taken as a single object.
-                let est = (n_total as f64 * (w as f64 / total_w as f64)).ceil() as u64;
-                (est.max(2), 0)
-            };
-            let b = self.bits[s as usize];
-            let cell = self.off[s as usize] + sb;
-            // The sub-bin's key prefix, lengthened to the prefix that all its objects share
-            // when they are all of the cell's and it counted its key bits.
-            let width_a = self.geom[s as usize].width;
-            let (mut depth, mut prefix) = (a.depth + b, (a.prefix << b) | sb as u64);
-            if count > 1
-                && count == cell_total[s as usize]
-                && let Some((len, key)) = self.shared_prefix(hist, s as usize, count)
-                && len > depth
-            {
-                (depth, prefix) = (len, key >> (width_a - len));
-            }
-            let full = depth == width_a;
-            // The key of the sub-bin's single atom, if it holds one: a single point (its key is
-            // the key sum), or inside a cell a single fine key (at full depth).
-            let atom = match a.inner {
-                None => (count == 1).then_some(keysum),
-                Some(_) if count == 1 => Some(keysum),
-                Some(_) if full => Some(prefix),
-                Some(_) => None,
-            };
-            if let Some(key) = atom {
-                found[qi] = Some(match a.inner {
-                    // Alone in a sub-bin of cell keys, so alone in its cell.
-                    None => Found::new(cum, w, key, 0, true, true),
-                    Some(c) => {
-                        let first = c.before + cnt == 0;
-                        let last = c.before + cnt + count == c.count;
-                        Found::new(cum, w, c.key, key, first, last)
-                    }
-                });
-                placed.push((cell, true));
-            } else {
-                if remap[cell] == u32::MAX {
-                    remap[cell] = next_active.len() as u32;
-                    next_active.push(if full {
-                        // A single cell holding several points (counts are exact here, see
-                        // the assertion on B0): go on inside it, over the sub-keys.
-                        debug_assert_eq!(stride, 3);
-                        Active {
-                            prefix: 0,
-                            base: cum,
-                            depth: 0,
-                            count,
-                            stalled: false,
-                            inner: Some(Inner {
-                                key: prefix,
-                                count,
-                                before: 0,
-                            }),
-                        }
-                    } else {
-                        Active {
-                            prefix,
-                            base: cum,
-                            depth,
-                            count,
-                            // Not split, and no bit counts to jump with: count them next time.
-                            stalled: count == a.count && self.bit_off[s as usize] == usize::MAX,
-                            inner: a.inner.map(|c| Inner {
-                                before: c.before + cnt,
-                                ..c
-                            }),
-                        }
-                    });
-                    enters.push(full);
+                if remap[sub.cell] == u32::MAX {
+                    remap[sub.cell] = next_active.len() as u32;
+                    debug_assert!(!sub.full || stride == 3);
+                    next_active.push(self.descend(s as usize, a, &bin, &sub));
+                    enters.push(sub.full);
                 }
-                slot_of_query[qi] = remap[cell];
+                slot_of_query[qi] = remap[sub.cell];
                 still.push(qi);
-                placed.push((cell, false));
+                placed.push((sub.cell, false));
             }
         }
         Placement {
@@ -689,6 +599,104 @@ impl Geometry {
             remap,
             still,
             placed,
+        }
+    }
+
+    /// From `from` in slot `s`'s sub-bins, the sub-bin that holds target `q`, with its figures
+    /// (see [`Geometry::place`] for `stride` and `estimate`).
+    fn walk(
+        &self,
+        (hist, stride): (&[u64], usize),
+        s: usize,
+        from: SubBin,
+        q: u64,
+        (n_total, total_w): (u64, u64),
+    ) -> SubBin {
+        let SubBin {
+            mut sb,
+            mut cum,
+            mut cnt,
+            ..
+        } = from;
+        let row = &hist[self.off[s] * stride..self.off[s + 1] * stride];
+        while cum + row[sb * stride] <= q {
+            cum += row[sb * stride];
+            if stride == 3 {
+                cnt += row[sb * 3 + 1];
+            }
+            sb += 1;
+        }
+        let w = row[sb * stride];
+        let (count, keysum) = if stride == 3 {
+            (row[sb * 3 + 1], row[sb * 3 + 2])
+        } else {
+            // Unknown: estimated from the weight, never taken as a single object.
+            let est = (n_total as f64 * (w as f64 / total_w as f64)).ceil() as u64;
+            (est.max(2), 0)
+        };
+        SubBin {
+            sb,
+            cum,
+            cnt,
+            w,
+            count,
+            keysum,
+        }
+    }
+
+    /// Where sub-bin `bin` of slot `s` (active cell `a`) lies: its cell in the histogram and
+    /// its key prefix, lengthened to the prefix that all its objects share when they are all
+    /// of the cell's (`cell_total`) and it counted its key bits.
+    fn sub_bin(&self, hist: &[u64], s: usize, a: &Active, bin: &SubBin, cell_total: u64) -> Reach {
+        let b = self.bits[s];
+        let width = self.geom[s].width;
+        let (mut depth, mut prefix) = (a.depth + b, (a.prefix << b) | bin.sb as u64);
+        if bin.count > 1
+            && bin.count == cell_total
+            && let Some((len, key)) = self.shared_prefix(hist, s, bin.count)
+            && len > depth
+        {
+            (depth, prefix) = (len, key >> (width - len));
+        }
+        Reach {
+            cell: self.off[s] + bin.sb,
+            depth,
+            prefix,
+            full: depth == width,
+        }
+    }
+
+    /// The next round's active cell for sub-bin `bin` of slot `s` (active cell `a`), which
+    /// holds more than one atom.
+    fn descend(&self, s: usize, a: &Active, bin: &SubBin, reach: &Reach) -> Active {
+        if reach.full {
+            // A single cell holding several points (counts are exact here, see the assertion
+            // on B0): go on inside it, over the sub-keys.
+            Active {
+                prefix: 0,
+                base: bin.cum,
+                depth: 0,
+                count: bin.count,
+                stalled: false,
+                inner: Some(Inner {
+                    key: reach.prefix,
+                    count: bin.count,
+                    before: 0,
+                }),
+            }
+        } else {
+            Active {
+                prefix: reach.prefix,
+                base: bin.cum,
+                depth: reach.depth,
+                count: bin.count,
+                // Not split, and no bit counts to jump with: count them next time.
+                stalled: bin.count == a.count && self.bit_off[s] == usize::MAX,
+                inner: a.inner.map(|c| Inner {
+                    before: c.before + bin.cnt,
+                    ..c
+                }),
+            }
         }
     }
 
@@ -763,7 +771,7 @@ impl Geometry {
 
 /// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
 /// the global weights per part.
-pub(crate) type Located = (Vec<Found>, Option<(Tally, Vec<u64>)>);
+pub(crate) type Located = (Vec<Found>, Option<(Counts, Vec<u64>)>);
 
 /// Sub-keys of the local points (the low words of their fine keys), asked for only for the
 /// points of cells that a target reaches while they hold several points.
@@ -784,7 +792,7 @@ pub(crate) trait SubKeys: Sync {
 /// What [`locate`] works on: the local points (their keys, the sub-key of point `i`, their
 /// fixed-point weights; `bits`: the widths of keys and sub-keys), the global level-0
 /// histogram, the global number of points, and the queries.
-pub(crate) struct Targets<'a, S> {
+pub(crate) struct Search<'a, S> {
     pub keys: &'a [u64],
     pub sub_key: &'a S,
     pub quant: Quant<'a>,
@@ -802,74 +810,223 @@ pub(crate) struct Targets<'a, S> {
 /// Every rank calls this with the same `hist0` and `queries`. With `assign`, also writes every
 /// local point's part and returns the local counts per part and the global weights per
 /// part (summed from the reduced histograms, so not to be reduced again).
+///
+/// One reduction (`sum_u64` of a histogram) per round: the first round from the keys
+/// ([`Rounds::round_from_keys`]) when the targets' bins hold much of the weight, then rounds
+/// over the candidates ([`Rounds::round`]) until every query is resolved.
 pub(crate) fn locate<R: Reduce, S: SubKeys>(
     comm: &R,
     exec: &Exec,
-    input: Targets<'_, S>,
-    mut assign: Option<Assign<'_>>,
+    input: Search<'_, S>,
+    assign: Option<Assign<'_>>,
 ) -> Result<Located, R::Error> {
-    let Targets {
-        keys,
-        sub_key,
-        quant,
-        hist0,
-        bits: (key_bits, sub_key_bits),
-        n_total,
-        queries,
-    } = input;
-    let mut found: Vec<Option<Found>> = vec![None; queries.len()];
-    // cuts_below[i] = cuts whose target is queries[j] for j < i (prefix sums of mult).
-    let cuts_below: Vec<u32> = match &assign {
-        Some(a) => std::iter::once(0)
-            .chain(a.mult.iter().scan(0u32, |acc, &m| {
-                *acc += m;
-                Some(*acc)
-            }))
-            .collect(),
-        None => vec![0; queries.len() + 1],
-    };
-
-    // Level 0: the key pass's histogram.
-    let Level0 {
-        mut active,
-        mut slot_of_query,
-        slot_of_bin,
-        part_of_bin,
-    } = level0(
-        hist0,
-        n_total,
-        queries,
-        assign.as_ref().map(|a| (a.positive, &cuts_below[..])),
-    );
-    let nb = 1usize << B0;
-    // Gather the local objects of the active bins (and assign the others).
-    let shift0 = key_bits - B0;
-    let active_weight: u64 = active.iter().map(|a| hist0[a.prefix as usize]).sum();
-    let frac = active_weight as f64 / hist0.iter().sum::<u64>().max(1) as f64;
-    let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
+    let mut rounds = Rounds::level0(exec, input, assign);
     // When the targets' bins hold much of the weight (points concentrated where cuts fall),
     // the first round histograms straight from the keys and only its survivors are gathered.
-    let mut from_keys = frac > 0.25 && assign.as_ref().is_none_or(|a| a.k < CELL_FLAG as usize);
-    let mut tally = assign.as_ref().map(|a| Tally::new(a.k));
-    // Weight per part, global: every point's weight is taken from a (reduced) histogram bin
-    // once the bin's part is known, so points are counted locally but never weighed twice.
-    let mut global_w: Option<Vec<u64>> = assign.as_ref().map(|a| {
-        let mut w = vec![0u64; a.k];
-        for (b, &hw) in hist0.iter().enumerate() {
-            if slot_of_bin[b] == u32::MAX {
-                w[part_of_bin[b] as usize] += hw;
+    let frac = rounds.active_fraction();
+    let mut from_keys = frac > 0.25
+        && rounds
+            .assign
+            .as_ref()
+            .is_none_or(|a| a.k < CELL_FLAG as usize);
+    if !from_keys {
+        rounds.gather_level0(frac);
+    }
+    while !rounds.pending.is_empty() {
+        if from_keys {
+            rounds.round_from_keys(comm)?;
+            from_keys = false;
+        } else {
+            rounds.round(comm)?;
+        }
+    }
+    Ok(rounds.finish())
+}
+
+/// The state of [`locate`] between its rounds: the input, the level-0 bins, the active cells
+/// and where each query is, the candidates, and with `assign` the counts and weights per part.
+struct Rounds<'a, S> {
+    exec: &'a Exec<'a>,
+    input: Search<'a, S>,
+    assign: Option<Assign<'a>>,
+    /// `cuts_below[i]`: the cuts whose target is `queries[j]` for `j < i` (prefix sums of
+    /// `mult`).
+    cuts_below: Vec<u32>,
+    /// Fixed-size, so that masked indexing needs no bounds check in the passes.
+    slot_of_bin: Box<[u32; 1 << B0]>,
+    part_of_bin: Box<[u32; 1 << B0]>,
+    /// The top key bits a level-0 bin is: `key >> shift0`.
+    shift0: u32,
+    active: Vec<Active>,
+    slot_of_query: Vec<u32>,
+    found: Vec<Option<Found>>,
+    /// The queries not resolved yet.
+    pending: Vec<usize>,
+    /// Candidates in chunks, each in increasing point order and covering its own range of
+    /// points, so that chunks can be processed in parallel (each writing its own parts).
+    cands: Vec<Vec<Cand>>,
+    /// With `assign`: the points this rank assigned to each part so far.
+    counts: Option<Counts>,
+    /// With `assign`, the weight per part, global: every point's weight is taken from a
+    /// (reduced) histogram bin once the bin's part is known, so points are counted locally but
+    /// never weighed twice.
+    global_w: Option<Vec<u64>>,
+}
+
+/// The number of candidates in `cs`.
+fn count_of(cs: &[Vec<Cand>]) -> usize {
+    cs.iter().map(Vec::len).sum()
+}
+
+/// The sum (wrapping) of the histograms `per`, which go back to `scratch` but the first
+/// (`len` zeros when there is none).
+fn sum_hists(scratch: &Scratch, per: Vec<Vec<u64>>, len: usize) -> Vec<u64> {
+    let mut it = per.into_iter();
+    let mut h = it.next().unwrap_or_else(|| scratch.zeroed(len));
+    for o in it {
+        for (x, y) in h.iter_mut().zip(&o) {
+            *x = x.wrapping_add(*y);
+        }
+        scratch.give_u64(o);
+    }
+    h
+}
+
+/// Adds weight, count and key sum per sub-bin (and the bit counts) of the candidates `cs`
+/// into `h`, laid out as `geom` says.
+#[inline]
+fn accumulate(geom: &[SlotGeom], h: &mut [u64], cs: &[Cand]) {
+    for c in cs {
+        let g = geom[c.slot as usize];
+        let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
+        h[idx] += c.w;
+        h[idx + 1] += 1;
+        h[idx + 2] = h[idx + 2].wrapping_add(c.key);
+        if g.ones != usize::MAX {
+            let ones = &mut h[g.ones..g.ones + g.width as usize];
+            for (bit, o) in ones.iter_mut().enumerate() {
+                *o += (c.key >> bit) & 1;
             }
         }
-        w
-    });
-    // Candidates in chunks, each in increasing point order and covering its own range of
-    // points, so that chunks can be processed in parallel (each writing its own parts).
-    let mut cands: Vec<Vec<Cand>> = Vec::new();
-    if !from_keys {
-        let gathered = gather(
+    }
+}
+
+/// Each non-empty chunk of candidates with the slice of `parts` its points fall in (from its
+/// first point to the next chunk's) and where that slice starts.
+fn with_parts<'c>(
+    cands: &'c mut [Vec<Cand>],
+    parts: &'c mut [u32],
+) -> Vec<(&'c mut Vec<Cand>, usize, &'c mut [u32])> {
+    let mut work = Vec::new();
+    let mut rest: &mut [u32] = parts;
+    let mut base = 0usize;
+    let starts: Vec<Option<usize>> = cands
+        .iter()
+        .map(|c| c.first().map(|x| x.idx as usize))
+        .collect();
+    let nonempty: Vec<usize> = (0..cands.len()).filter(|&c| starts[c].is_some()).collect();
+    let mut chunks: Vec<Option<&mut Vec<Cand>>> = cands.iter_mut().map(Some).collect();
+    for (n, &c) in nonempty.iter().enumerate() {
+        let start = starts[c].expect("non-empty");
+        let end = nonempty
+            .get(n + 1)
+            .map_or(base + rest.len(), |&d| starts[d].expect("non-empty"));
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - base);
+        let (mine, tail) = tail.split_at_mut(end - start);
+        rest = tail;
+        base = end;
+        work.push((chunks[c].take().expect("each chunk once"), start, mine));
+    }
+    work
+}
+
+impl<'a, S: SubKeys> Rounds<'a, S> {
+    /// Level 0: the key pass's histogram ([`level0`]).
+    fn level0(exec: &'a Exec<'a>, input: Search<'a, S>, assign: Option<Assign<'a>>) -> Self {
+        let (hist0, n_total, queries) = (input.hist0, input.n_total, input.queries);
+        let cuts_below: Vec<u32> = match &assign {
+            Some(a) => std::iter::once(0)
+                .chain(a.mult.iter().scan(0u32, |acc, &m| {
+                    *acc += m;
+                    Some(*acc)
+                }))
+                .collect(),
+            None => vec![0; queries.len() + 1],
+        };
+        let Level0 {
+            active,
+            slot_of_query,
+            slot_of_bin,
+            part_of_bin,
+        } = level0(
+            hist0,
+            n_total,
+            queries,
+            assign.as_ref().map(|a| (a.positive, &cuts_below[..])),
+        );
+        let global_w = assign.as_ref().map(|a| {
+            let mut w = vec![0u64; a.k];
+            for (b, &hw) in hist0.iter().enumerate() {
+                if slot_of_bin[b] == u32::MAX {
+                    w[part_of_bin[b] as usize] += hw;
+                }
+            }
+            w
+        });
+        Rounds {
             exec,
-            (keys, quant),
-            assign.as_mut(),
+            shift0: input.bits.0 - B0,
+            input,
+            counts: assign.as_ref().map(|a| Counts::new(a.k)),
+            assign,
+            cuts_below,
+            slot_of_bin,
+            part_of_bin,
+            active,
+            slot_of_query,
+            found: vec![None; queries.len()],
+            pending: (0..queries.len()).collect(),
+            cands: Vec::new(),
+            global_w,
+        }
+    }
+
+    /// The fraction of the weight in the active bins of level 0.
+    fn active_fraction(&self) -> f64 {
+        let active_weight: u64 = self
+            .active
+            .iter()
+            .map(|a| self.input.hist0[a.prefix as usize])
+            .sum();
+        active_weight as f64 / self.input.hist0.iter().sum::<u64>().max(1) as f64
+    }
+
+    /// Adds a chunk's counts per part.
+    fn count(&mut self, t: Option<Counts>) {
+        if let (Some(all), Some(t)) = (self.counts.as_mut(), t) {
+            all.merge(&t);
+        }
+    }
+
+    /// Takes the chunks of a gather as the candidates, and their counts.
+    fn take(&mut self, per: Vec<(Vec<Cand>, Option<Counts>)>) {
+        for (c, t) in per {
+            self.cands.push(c);
+            self.count(t);
+        }
+    }
+
+    /// Gathers the local objects of the active bins of level 0 (and assigns the others);
+    /// `frac`: the fraction of the weight they hold.
+    fn gather_level0(&mut self, frac: f64) {
+        let reserve = |len: usize| ((len as f64 * frac * 1.05) as usize + 64).min(len);
+        let nb = 1usize << B0;
+        let shift0 = self.shift0;
+        let (slot_of_bin, part_of_bin) = (&*self.slot_of_bin, &*self.part_of_bin);
+        let gathered = gather(
+            self.exec,
+            (self.input.keys, self.input.quant),
+            self.assign.as_mut(),
             reserve,
             // The key pass left the point's level-0 bin in its parts entry.
             |entry| {
@@ -882,42 +1039,104 @@ pub(crate) fn locate<R: Reduce, S: SubKeys>(
             },
             |key| Some(slot_of_bin[(key >> shift0) as usize & (nb - 1)]).filter(|&s| s != u32::MAX),
         );
-        for (c, t) in gathered {
-            cands.push(c);
-            if let (Some(all), Some(t)) = (tally.as_mut(), t) {
-                all.merge(&t);
-            }
-        }
+        self.take(gathered);
     }
-    let count_of = |cs: &[Vec<Cand>]| cs.iter().map(Vec::len).sum::<usize>();
-    let mut pending: Vec<usize> = (0..queries.len()).collect();
-    while !pending.is_empty() {
-        let round = Geometry::new(&active, from_keys, (key_bits, sub_key_bits));
-        let (cells, hist_len, geom) = (round.cells, round.hist_len, &round.geom);
-        let cell_of = |c: &Cand| geom_cell(geom, c.slot, c.key);
-        // Weight, count and key sum per sub-bin (and the bit counts).
-        let accumulate_into = |h: &mut [u64], cs: &[Cand]| {
-            for c in cs {
-                let g = geom[c.slot as usize];
-                let idx = (g.off + ((c.key >> g.shift) & g.mask) as usize) * 3;
-                h[idx] += c.w;
-                h[idx + 1] += 1;
-                h[idx + 2] = h[idx + 2].wrapping_add(c.key);
-                if g.ones != usize::MAX {
-                    let ones = &mut h[g.ones..g.ones + g.width as usize];
-                    for (bit, o) in ones.iter_mut().enumerate() {
-                        *o += (c.key >> bit) & 1;
-                    }
+
+    /// The first round, straight from the keys: pass A histograms the weight of the points of
+    /// the active bins (and assigns the others), the queries are placed, and pass B assigns
+    /// the points of the finished sub-bins and gathers the others as the candidates.
+    fn round_from_keys<R: Reduce>(&mut self, comm: &R) -> Result<(), R::Error> {
+        let round = Geometry::new(&self.active, true, self.input.bits);
+        let mut hist = self.pass_a(&round);
+        comm.sum_u64(&mut hist)?;
+        // The first round from the keys sums weights only (no count, no key sum).
+        let (placement, fate) = self.settle(&round, &hist, 1);
+        debug_assert!(
+            placement.enters.iter().all(|&e| !e),
+            "the first round stays above cells"
+        );
+        self.gather_survivors(&round, &placement, &fate);
+        self.active = placement.next_active;
+        self.exec.scratch.give_u64(hist);
+        Ok(())
+    }
+
+    /// A round over the candidates: histogram them, place the queries, keep the candidates
+    /// of the cells still active (with `assign`, write the others' parts), and let those of
+    /// the cells entered this round swap their key for the sub-key.
+    fn round<R: Reduce>(&mut self, comm: &R) -> Result<(), R::Error> {
+        let round = Geometry::new(&self.active, false, self.input.bits);
+        let mut hist = self.histogram(&round);
+        comm.sum_u64(&mut hist)?;
+        let (placement, fate) = self.settle(&round, &hist, 3);
+        if self.assign.is_some() {
+            self.retain_assigned(&round, &fate);
+        } else if !self.pending.is_empty() {
+            self.retain(&round, &placement.remap);
+        }
+        for c in self.cands.extract_if(.., |c| c.is_empty()) {
+            self.exec.scratch.give_cands(c);
+        }
+        // The candidates of cells entered this round swap their key for the sub-key (in a
+        // pass of its own, rare, so that the loops above stay lean).
+        if placement.enters.contains(&true) {
+            self.enter_cells(&placement);
+        }
+        self.active = placement.next_active;
+        self.exec.scratch.give_u64(hist);
+        Ok(())
+    }
+
+    /// Places the pending queries in the round's reduced histogram `hist` (`stride` words per
+    /// sub-bin, see [`Geometry::place`]); with `assign`, each sub-bin's fate in one word (its
+    /// next slot, or done with its part), and the weight of the finished sub-bins added to
+    /// their parts.
+    fn settle(&mut self, round: &Geometry, hist: &[u64], stride: usize) -> (Placement, Vec<u32>) {
+        let total_w: u64 = self.input.hist0.iter().sum::<u64>().max(1);
+        let mut placement = round.place(
+            (hist, stride),
+            &self.active,
+            (self.input.queries, &self.pending),
+            (&mut self.slot_of_query, &mut self.found),
+            (self.input.n_total, total_w),
+        );
+        let fate: Vec<u32> = match &self.assign {
+            Some(asg) => round.fates(
+                &self.active,
+                self.input.queries,
+                (&self.pending, &placement.placed),
+                &self.found,
+                (&self.cuts_below, asg.positive),
+                &placement.remap,
+            ),
+            None => Vec::new(),
+        };
+        if let Some(gw) = self.global_w.as_mut() {
+            for (cell, &f) in fate.iter().enumerate() {
+                if f & DONE != 0 {
+                    gw[(f & !DONE) as usize] += hist[cell * stride];
                 }
             }
-        };
-        let mut hist = if from_keys {
-            // Pass A: histogram the points of the active bins, assign the others.
-            let k = assign.as_ref().map_or(0, |a| a.k);
-            let per: Vec<(Vec<u64>, Option<Tally>)> = match assign.as_mut() {
-                Some(a) => exec.map_chunks_mut_few(a.parts, |r, out| {
+        }
+        self.pending = std::mem::take(&mut placement.still);
+        (placement, fate)
+    }
+
+    /// Pass A: the weight histogram of the points of the active bins of level 0 over the
+    /// round's sub-bins; with `assign`, the other points get their part and the active ones
+    /// are parked (their sub-bin, flagged) until pass B knows their fate.
+    fn pass_a(&mut self, round: &Geometry) -> Vec<u64> {
+        let (geom, cells) = (&round.geom, round.cells);
+        let (exec, keys, quant, shift0) =
+            (self.exec, self.input.keys, self.input.quant, self.shift0);
+        let (slot_of_bin, part_of_bin) = (&*self.slot_of_bin, &*self.part_of_bin);
+        let nb = 1usize << B0;
+        let per: Vec<(Vec<u64>, Option<Counts>)> = match self.assign.as_mut() {
+            Some(a) => {
+                let k = a.k;
+                exec.map_chunks_mut_few(a.parts, |r, out| {
                     let mut h = exec.scratch.zeroed(cells);
-                    let mut t = Tally::new(k);
+                    let mut t = Counts::new(k);
                     for (j, p) in out.iter_mut().enumerate() {
                         // The key pass left the point's level-0 bin in its parts entry.
                         let b = *p as usize & (nb - 1);
@@ -936,264 +1155,201 @@ pub(crate) fn locate<R: Reduce, S: SubKeys>(
                         }
                     }
                     (h, Some(t))
-                }),
-                None => exec.map_ranges(keys.len(), |r| {
-                    let mut h = exec.scratch.zeroed(cells);
-                    for i in r {
-                        let key = keys[i];
-                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                        if s != u32::MAX {
-                            h[geom_cell(geom, s, key)] += quant.q(i);
-                        }
+                })
+            }
+            None => exec.map_ranges(keys.len(), |r| {
+                let mut h = exec.scratch.zeroed(cells);
+                for i in r {
+                    let key = keys[i];
+                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                    if s != u32::MAX {
+                        h[geom_cell(geom, s, key)] += quant.q(i);
                     }
-                    (h, None)
-                }),
-            };
-            let mut it = per.into_iter();
-            let (mut h, t0) = it.next().unwrap_or_default();
-            if let (Some(all), Some(t)) = (tally.as_mut(), t0) {
-                all.merge(&t);
-            }
-            for (o, t) in it {
-                for (x, y) in h.iter_mut().zip(&o) {
-                    *x = x.wrapping_add(*y);
                 }
-                exec.scratch.give_u64(o);
-                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
-                    all.merge(&t);
-                }
-            }
-            h
-        } else {
-            let acc_group = |g: &[Vec<Cand>]| {
-                let mut h = exec.scratch.zeroed(hist_len);
-                for cs in g {
-                    accumulate_into(&mut h, cs);
-                }
-                h
-            };
-            let per = if exec.parallel_for(count_of(&cands)) {
-                let per_group = cands.len().div_ceil(exec.threads()).max(1);
-                exec.map_items(cands.chunks(per_group).collect(), acc_group)
-            } else {
-                vec![acc_group(&cands)]
-            };
-            let mut it = per.into_iter();
-            let mut h = it.next().unwrap_or_else(|| exec.scratch.zeroed(hist_len));
-            for o in it {
-                for (x, y) in h.iter_mut().zip(&o) {
-                    *x = x.wrapping_add(*y);
-                }
-                exec.scratch.give_u64(o);
-            }
-            h
+                (h, None)
+            }),
         };
-        comm.sum_u64(&mut hist)?;
-        // The first round from the keys sums weights only (no count, no key sum).
-        let stride = if from_keys { 1 } else { 3 };
-        let total_w: u64 = hist0.iter().sum::<u64>().max(1);
-
-        let Placement {
-            next_active,
-            enters,
-            remap,
-            still,
-            placed,
-        } = round.place(
-            (&hist, stride),
-            &active,
-            (queries, &pending),
-            (&mut slot_of_query, &mut found),
-            (n_total, total_w),
-        );
-        // Each sub-bin's fate in one word: its next slot, or done with its part.
-        let fate: Vec<u32> = match &assign {
-            Some(asg) => round.fates(
-                &active,
-                queries,
-                (&pending, &placed),
-                &found,
-                (&cuts_below, asg.positive),
-                &remap,
-            ),
-            None => Vec::new(),
-        };
-        if let Some(gw) = global_w.as_mut() {
-            for (cell, &f) in fate.iter().enumerate() {
-                if f & DONE != 0 {
-                    gw[(f & !DONE) as usize] += hist[cell * stride];
-                }
-            }
+        let mut hists = Vec::with_capacity(per.len());
+        for (h, t) in per {
+            hists.push(h);
+            self.count(t);
         }
-        pending = still;
-        if from_keys {
-            debug_assert!(
-                enters.iter().all(|&e| !e),
-                "the first round stays above cells"
-            );
-            // Pass B: assign the points of the finished sub-bins, gather the others.
-            from_keys = false;
-            let survivors: u64 = next_active.iter().map(|a| a.count).sum();
-            let sfrac = survivors as f64 / n_total.max(1) as f64;
-            let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
-            let per = match assign.as_mut() {
-                Some(a) => pass_b(exec, (keys, quant), a, &fate),
-                None => gather(
-                    exec,
-                    (keys, quant),
-                    None,
-                    reserve,
-                    |_| Route::Keep,
-                    |key| {
-                        let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
-                        if s == u32::MAX {
-                            return None;
-                        }
-                        Some(remap[geom_cell(geom, s, key)]).filter(|&next| next != u32::MAX)
-                    },
-                ),
-            };
-            for c in cands.drain(..) {
-                exec.scratch.give_cands(c);
+        sum_hists(exec.scratch, hists, cells)
+    }
+
+    /// Pass B, after the first round: the points of the finished sub-bins get their part
+    /// (with `assign`), the others become the candidates of the next round.
+    fn gather_survivors(&mut self, round: &Geometry, placement: &Placement, fate: &[u32]) {
+        let survivors: u64 = placement.next_active.iter().map(|a| a.count).sum();
+        let sfrac = survivors as f64 / self.input.n_total.max(1) as f64;
+        let reserve = |len: usize| ((len as f64 * sfrac * 1.1) as usize + 64).min(len);
+        let (exec, keys, quant, shift0) =
+            (self.exec, self.input.keys, self.input.quant, self.shift0);
+        let slot_of_bin = &*self.slot_of_bin;
+        let (geom, remap) = (&round.geom, &placement.remap[..]);
+        let nb = 1usize << B0;
+        let per = match self.assign.as_mut() {
+            Some(a) => pass_b(exec, (keys, quant), a, fate),
+            None => gather(
+                exec,
+                (keys, quant),
+                None,
+                reserve,
+                |_| Route::Keep,
+                |key| {
+                    let s = slot_of_bin[(key >> shift0) as usize & (nb - 1)];
+                    if s == u32::MAX {
+                        return None;
+                    }
+                    Some(remap[geom_cell(geom, s, key)]).filter(|&next| next != u32::MAX)
+                },
+            ),
+        };
+        for c in self.cands.drain(..) {
+            exec.scratch.give_cands(c);
+        }
+        self.take(per);
+    }
+
+    /// The round's histogram of the candidates (weight, count and key sum per sub-bin, and the
+    /// bit counts), in parallel over groups of chunks when they are many.
+    fn histogram(&self, round: &Geometry) -> Vec<u64> {
+        let (exec, geom, hist_len) = (self.exec, &round.geom[..], round.hist_len);
+        let acc_group = |g: &[Vec<Cand>]| {
+            let mut h = exec.scratch.zeroed(hist_len);
+            for cs in g {
+                accumulate(geom, &mut h, cs);
             }
-            for (c, t) in per {
-                cands.push(c);
-                if let (Some(all), Some(t)) = (tally.as_mut(), t) {
-                    all.merge(&t);
-                }
-            }
+            h
+        };
+        let per = if exec.parallel_for(count_of(&self.cands)) {
+            let per_group = self.cands.len().div_ceil(exec.threads()).max(1);
+            exec.map_items(self.cands.chunks(per_group).collect(), acc_group)
         } else {
-            let par = exec.parallel_for(count_of(&cands));
-            match (assign.as_mut(), tally.as_mut()) {
-                (Some(asg), Some(t)) => {
-                    // Each chunk with the slice of parts its points fall in.
-                    let mut work: Vec<(&mut Vec<Cand>, usize, &mut [u32])> = Vec::new();
-                    let mut rest: &mut [u32] = &mut *asg.parts;
-                    let mut base = 0usize;
-                    let starts: Vec<Option<usize>> = cands
-                        .iter()
-                        .map(|c| c.first().map(|x| x.idx as usize))
-                        .collect();
-                    let nonempty: Vec<usize> =
-                        (0..cands.len()).filter(|&c| starts[c].is_some()).collect();
-                    let mut chunks: Vec<Option<&mut Vec<Cand>>> =
-                        cands.iter_mut().map(Some).collect();
-                    for (n, &c) in nonempty.iter().enumerate() {
-                        let start = starts[c].expect("non-empty");
-                        let end = nonempty
-                            .get(n + 1)
-                            .map_or(base + rest.len(), |&d| starts[d].expect("non-empty"));
-                        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - base);
-                        let (mine, tail) = tail.split_at_mut(end - start);
-                        rest = tail;
-                        base = end;
-                        work.push((chunks[c].take().expect("each chunk once"), start, mine));
-                    }
-                    let k = asg.k;
-                    // Branch-free (a candidate's fate is unpredictable): every candidate writes
-                    // its entry (a kept one's is scratch until its part is known) and a count
-                    // (the kept ones into the spare last counter), and is copied down.
-                    let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
-                        let mut counts = vec![0u64; k + 1];
-                        let mut kept = 0;
-                        for j in 0..cs.len() {
-                            let c = cs[j];
-                            let v = fate[cell_of(&c)];
-                            let keep = v & DONE == 0;
-                            parts[c.idx as usize - off] = v & !DONE;
-                            counts[if keep { k } else { (v & !DONE) as usize }] += 1;
-                            cs[kept] = Cand { slot: v, ..c };
-                            kept += usize::from(keep);
-                        }
-                        cs.truncate(kept);
-                        counts.truncate(k);
-                        counts
-                    };
-                    let per = if par {
-                        exec.map_items(work, retain)
-                    } else {
-                        work.into_iter().map(retain).collect()
-                    };
-                    for counts in per {
-                        t.merge(&Tally { counts });
-                    }
-                }
-                _ => {
-                    if !pending.is_empty() {
-                        let retain = |cs: &mut Vec<Cand>| {
-                            cs.retain_mut(|c| {
-                                let cell = cell_of(c);
-                                c.slot = remap[cell];
-                                c.slot != u32::MAX
-                            })
-                        };
-                        if par {
-                            exec.map_items(cands.iter_mut().collect(), retain);
-                        } else {
-                            cands.iter_mut().for_each(retain);
-                        }
-                    }
-                }
+            vec![acc_group(&self.cands)]
+        };
+        sum_hists(exec.scratch, per, hist_len)
+    }
+
+    /// With `assign`: every candidate of a finished sub-bin gets its part (its `fate`) and is
+    /// counted; the others stay, with their next slot.
+    fn retain_assigned(&mut self, round: &Geometry, fate: &[u32]) {
+        let exec = self.exec;
+        let par = exec.parallel_for(count_of(&self.cands));
+        let (Some(asg), Some(t)) = (self.assign.as_mut(), self.counts.as_mut()) else {
+            return;
+        };
+        let k = asg.k;
+        let geom = &round.geom[..];
+        // Each chunk with the slice of parts its points fall in.
+        let work = with_parts(&mut self.cands, asg.parts);
+        // Branch-free (a candidate's fate is unpredictable): every candidate writes its entry
+        // (a kept one's is scratch until its part is known) and a count (the kept ones into
+        // the spare last counter), and is copied down.
+        let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
+            let mut counts = vec![0u64; k + 1];
+            let mut kept = 0;
+            for j in 0..cs.len() {
+                let c = cs[j];
+                let v = fate[geom_cell(geom, c.slot, c.key)];
+                let keep = v & DONE == 0;
+                parts[c.idx as usize - off] = v & !DONE;
+                counts[if keep { k } else { (v & !DONE) as usize }] += 1;
+                cs[kept] = Cand { slot: v, ..c };
+                kept += usize::from(keep);
             }
-            for c in cands.extract_if(.., |c| c.is_empty()) {
-                exec.scratch.give_cands(c);
+            cs.truncate(kept);
+            counts.truncate(k);
+            counts
+        };
+        let per = if par {
+            exec.map_items(work, retain)
+        } else {
+            work.into_iter().map(retain).collect()
+        };
+        for counts in per {
+            t.merge(&Counts { counts });
+        }
+    }
+
+    /// Without `assign`: keeps the candidates of the sub-bins still active, with their next
+    /// slot (`remap`).
+    fn retain(&mut self, round: &Geometry, remap: &[u32]) {
+        let exec = self.exec;
+        let geom = &round.geom[..];
+        let retain = |cs: &mut Vec<Cand>| {
+            cs.retain_mut(|c| {
+                let cell = geom_cell(geom, c.slot, c.key);
+                c.slot = remap[cell];
+                c.slot != u32::MAX
+            })
+        };
+        if exec.parallel_for(count_of(&self.cands)) {
+            exec.map_items(self.cands.iter_mut().collect(), retain);
+        } else {
+            self.cands.iter_mut().for_each(retain);
+        }
+    }
+
+    /// The candidates of the cells entered this round swap their key for their sub-key.
+    fn enter_cells(&mut self, placement: &Placement) {
+        let (exec, sub_key) = (self.exec, self.input.sub_key);
+        let enters = &placement.enters[..];
+        // The curve's state inside each entered cell, once per cell.
+        let states: Vec<usize> = placement
+            .next_active
+            .iter()
+            .zip(enters)
+            .map(|(a, &e)| match a.inner {
+                Some(c) if e => sub_key.cell_state(c.key),
+                _ => 0,
+            })
+            .collect();
+        let swap = |cs: &mut Vec<Cand>| {
+            let entering = |c: &&mut Cand| enters[c.slot as usize];
+            let idx: Vec<u32> = cs.iter_mut().filter(entering).map(|c| c.idx).collect();
+            // The points are far apart: ask for each one well before it is read.
+            const AHEAD: usize = 16;
+            for &i in idx.iter().take(AHEAD) {
+                sub_key.prefetch(i as usize);
             }
-            // The candidates of cells entered this round swap their key for the sub-key (in a
-            // pass of its own, rare, so that the loops above stay lean).
-            if enters.contains(&true) {
-                // The curve's state inside each entered cell, once per cell.
-                let states: Vec<usize> = next_active
-                    .iter()
-                    .zip(&enters)
-                    .map(|(a, &e)| match a.inner {
-                        Some(c) if e => sub_key.cell_state(c.key),
-                        _ => 0,
-                    })
-                    .collect();
-                let swap = |cs: &mut Vec<Cand>| {
-                    let entering = |c: &&mut Cand| enters[c.slot as usize];
-                    let idx: Vec<u32> = cs.iter_mut().filter(entering).map(|c| c.idx).collect();
-                    // The points are far apart: ask for each one well before it is read.
-                    const AHEAD: usize = 16;
-                    for &i in idx.iter().take(AHEAD) {
+            let pos: Vec<[u32; 3]> = (0..idx.len())
+                .map(|j| {
+                    if let Some(&i) = idx.get(j + AHEAD) {
                         sub_key.prefetch(i as usize);
                     }
-                    let pos: Vec<[u32; 3]> = (0..idx.len())
-                        .map(|j| {
-                            if let Some(&i) = idx.get(j + AHEAD) {
-                                sub_key.prefetch(i as usize);
-                            }
-                            sub_key.position(idx[j] as usize)
-                        })
-                        .collect();
-                    for (c, p) in cs.iter_mut().filter(entering).zip(pos) {
-                        c.key = sub_key.sub_key(p, states[c.slot as usize]);
-                    }
-                };
-                if exec.parallel_for(count_of(&cands)) {
-                    exec.map_items(cands.iter_mut().collect(), swap);
-                } else {
-                    cands.iter_mut().for_each(swap);
-                }
+                    sub_key.position(idx[j] as usize)
+                })
+                .collect();
+            for (c, p) in cs.iter_mut().filter(entering).zip(pos) {
+                c.key = sub_key.sub_key(p, states[c.slot as usize]);
             }
+        };
+        if exec.parallel_for(count_of(&self.cands)) {
+            exec.map_items(self.cands.iter_mut().collect(), swap);
+        } else {
+            self.cands.iter_mut().for_each(swap);
         }
-        active = next_active;
-        exec.scratch.give_u64(hist);
     }
-    for c in cands.drain(..) {
-        exec.scratch.give_cands(c);
+
+    /// What [`locate`] returns, once every query is resolved.
+    fn finish(mut self) -> Located {
+        debug_assert!(
+            self.assign.is_none() || count_of(&self.cands) == 0,
+            "every candidate assigned"
+        );
+        for c in self.cands.drain(..) {
+            self.exec.scratch.give_cands(c);
+        }
+        let counts = match (self.counts, self.global_w) {
+            (Some(t), Some(w)) => Some((t, w)),
+            _ => None,
+        };
+        let found = self
+            .found
+            .into_iter()
+            .map(|f| f.expect("every query resolved"))
+            .collect();
+        (found, counts)
     }
-    debug_assert!(
-        assign.is_none() || count_of(&cands) == 0,
-        "every candidate assigned"
-    );
-    let tally = match (tally, global_w) {
-        (Some(t), Some(w)) => Some((t, w)),
-        _ => None,
-    };
-    let found = found
-        .into_iter()
-        .map(|f| f.expect("every query resolved"))
-        .collect();
-    Ok((found, tally))
 }

@@ -6,5 +6,5 @@
 #[derive(Debug, Default)]
 pub struct Workspace {
     pub(crate) keys: Vec<u64>,
-    pub(crate) scratch: crate::refine::Scratch,
+    pub(crate) scratch: crate::scratch::Scratch,
 }

@@ -45,7 +45,7 @@ pub(crate) fn check(fem_mpi: &Path, fem_threads: &Path, drum: &Path, vertices: &
         println!("xtask: skipping the vcluster checks: {why}");
         return Ok(());
     }
-    let out = crate::mpi::target_dir().join("mpi-cli/vcluster");
+    let out = crate::target_dir().join("mpi-cli/vcluster");
     std::fs::create_dir_all(&out)?;
     let opts = |extra: &[&str]| -> Result<Options> {
         let mut a: Vec<String> = ["--machine", MACHINE, "--out"].map(String::from).to_vec();
@@ -107,7 +107,7 @@ pub(crate) fn check(fem_mpi: &Path, fem_threads: &Path, drum: &Path, vertices: &
 /// `cargo xtask vcluster check`: the checks alone, with the debug builds `xtask ci` makes.
 pub(crate) fn check_alone() -> Result<()> {
     let (serial, mpi) = crate::mpi::fem_builds()?;
-    let dir = crate::mpi::target_dir().join("mpi-cli");
+    let dir = crate::target_dir().join("mpi-cli");
     let drum = crate::mpi::build_copy("drum-cli", "drum", &[], &dir.join("drum"))?;
     system::catch_signals();
     check(&mpi, &serial, &drum, crate::mpi::FEM_VERTICES)

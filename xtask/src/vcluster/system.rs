@@ -15,7 +15,7 @@ pub(crate) fn cannot_make_namespaces() -> Option<String> {
         .filter(|(tool, _)| find_on_path(tool).is_none())
         .map(|(tool, _)| *tool)
         .collect();
-    refusal(crate::mpi::is_root(), &missing)
+    refusal(crate::is_root(), &missing)
 }
 
 /// The tools `vcluster` runs, with their Debian package.

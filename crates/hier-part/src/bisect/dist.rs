@@ -13,8 +13,8 @@
 
 use super::select::{before, wt};
 use super::{
-    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, Method, MomentSums, Plane,
-    Stats, between, inertial_from, low_goal, moment_sums,
+    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, LowSide, Method, MomentSums,
+    Plane, Stats, inertial_from, low_goal, moment_sums,
 };
 use crate::input::{Input, check_points, exponent, fractions, pow2};
 use crate::{Error, Par};
@@ -240,7 +240,8 @@ impl<C: Comm> DistJob<'_, C> {
         }
     }
 
-    /// The serial `Job::cut`, collectively.
+    /// The serial `Job::cut`, collectively: the low side, the cut, and both sides split
+    /// further.
     fn cut<const D: usize, K: Key<D>>(
         &self,
         seg: Seg<'_, D>,
@@ -256,92 +257,22 @@ impl<C: Comm> DistJob<'_, C> {
             set,
             depth,
         } = seg;
-        let comm = self.comm;
         let (len, total) = (set.len, set.total);
         let k = counts.len();
         let half = k / 2;
-        let mid = p0 + half as u32;
-        let unit = self.input.unit || total == 0;
-        let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
         let keys: Vec<f64> = v.iter().map(|d| key.key(&d.x)).collect();
-        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
-
-        // The boundary: low side = the `m` first objects in the order, weighing `p`.
-        let tau = match goal {
-            Goal::Tau(t) => t,
-            _ => 0,
+        let (m, p, low, [sl, sh]) = self.low_side(v, g, &keys, (p0, k), set)?;
+        let side = LowSide {
+            m,
+            len,
+            p,
+            total,
+            low: &sl,
+            high: &sh,
         };
-        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) = match goal {
-            Goal::Nothing => (0, 0, Box::new(|_| false)),
-            Goal::Everything => (len, sel_total, Box::new(|_| true)),
-            Goal::Tau(tau) => {
-                let (below_n, below_w, pv) = self.crossing(v, g, &keys, len, tau, unit)?;
-                let take = below_w + pv.w - tau < tau - below_w;
-                let (m, p) = if take {
-                    (below_n + 1, below_w + pv.w)
-                } else {
-                    (below_n, below_w)
-                };
-                let (vv, gg, kk) = (&*v, &*g, &keys);
-                (
-                    m,
-                    p,
-                    Box::new(move |i: usize| {
-                        pv.after(&vv[i], kk[i], gg[i]) || (take && gg[i] == pv.g)
-                    }),
-                )
-            }
-        };
-        let mut low: Vec<bool> = (0..v.len()).map(&low_of).collect();
-        drop(low_of);
-        let (mut sl, mut sh) = side_stats(comm, v, &keys, &low)?;
-
-        if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
-            // `keep_ties`: move every object with key `kv` to the side that leaves the low
-            // weight nearer to tau.
-            let kv = sl.kmax;
-            let mut t = [0u64; 4];
-            for (i, d) in v.iter().enumerate() {
-                if keys[i] == kv {
-                    let s = if low[i] { 0 } else { 2 };
-                    t[s] += 1;
-                    t[s + 1] += w_of(d);
-                }
-            }
-            comm.allreduce_u64(ReduceOp::Sum, &mut t)?;
-            let [na, wa, nb, wb] = t;
-            let (p_up, p_down) = (p + wb, p - wa);
-            let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
-            for (i, l) in low.iter_mut().enumerate() {
-                if keys[i] == kv {
-                    *l = up;
-                }
-            }
-            (m, p) = if up { (m + nb, p_up) } else { (m - na, p_down) };
-            (sl, sh) = side_stats(comm, v, &keys, &low)?;
-        }
-
-        let (value, tie) = if m == 0 {
-            (f64::NEG_INFINITY, None)
-        } else if m == len {
-            (f64::INFINITY, None)
-        } else if sl.kmax < sh.kmin {
-            (between(sl.kmax, sh.kmin), None)
-        } else {
-            (sl.kmax, Some(self.last_low(v, g, &keys, &low)?))
-        };
-        let (w_low, w_high) = if self.input.unit {
-            (m, len - m)
-        } else if total == 0 {
-            (0, 0)
-        } else {
-            (p, total - p)
-        };
-        let side_weights = if self.input.unit {
-            [w_low as f64, w_high as f64]
-        } else {
-            [self.input.dequantize(w_low), self.input.dequantize(w_high)]
-        };
+        let last_low = || self.last_low(v, g, &keys, &low);
+        let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
+        let mid = cut.high.start;
 
         // Low objects to the front, with their ids.
         let mut nl = 0;
@@ -356,17 +287,7 @@ impl<C: Comm> DistJob<'_, C> {
         let (gl, gh) = g.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
         let at = out.cuts.len();
-        out.cuts.push(Cut {
-            plane,
-            value,
-            tie,
-            low: p0..mid,
-            high: mid..p0 + k as u32,
-            children: [None, None],
-            depth,
-            side_weights,
-            side_counts: [m as usize, (len - m) as usize],
-        });
+        out.cuts.push(cut);
         if half > 1 {
             out.cuts[at].children[0] = Some(out.cuts.len());
         }
@@ -399,6 +320,81 @@ impl<C: Comm> DistJob<'_, C> {
             depth: depth + 1,
         };
         self.split(high, out)
+    }
+
+    /// The low side of the local dots `v` (global ids `g`, keys `keys`) of the set `set` of
+    /// parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest its goal
+    /// ([`low_goal`], through [`DistJob::crossing`]); with `keep_ties`, every object with the
+    /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
+    /// Returns `m`, `p`, which local dots are low, and both sides' global statistics.
+    fn low_side<const D: usize>(
+        &self,
+        v: &[Dot<D>],
+        g: &[u64],
+        keys: &[f64],
+        (p0, k): (u32, usize),
+        set: Set<D>,
+    ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
+        let comm = self.comm;
+        let (len, total) = (set.len, set.total);
+        let unit = self.input.unit || total == 0;
+        let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
+        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
+
+        // The boundary: low side = the `m` first objects in the order, weighing `p`.
+        let tau = match goal {
+            Goal::Tau(t) => t,
+            _ => 0,
+        };
+        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) = match goal {
+            Goal::Nothing => (0, 0, Box::new(|_| false)),
+            Goal::Everything => (len, sel_total, Box::new(|_| true)),
+            Goal::Tau(tau) => {
+                let (below_n, below_w, pv) = self.crossing(v, g, keys, len, tau, unit)?;
+                let take = below_w + pv.w - tau < tau - below_w;
+                let (m, p) = if take {
+                    (below_n + 1, below_w + pv.w)
+                } else {
+                    (below_n, below_w)
+                };
+                (
+                    m,
+                    p,
+                    Box::new(move |i: usize| {
+                        pv.after(&v[i], keys[i], g[i]) || (take && g[i] == pv.g)
+                    }),
+                )
+            }
+        };
+        let mut low: Vec<bool> = (0..v.len()).map(&low_of).collect();
+        drop(low_of);
+        let (mut sl, mut sh) = side_stats(comm, v, keys, &low)?;
+
+        if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
+            // `keep_ties`: move every object with key `kv` to the side that leaves the low
+            // weight nearer to tau.
+            let kv = sl.kmax;
+            let mut t = [0u64; 4];
+            for (i, d) in v.iter().enumerate() {
+                if keys[i] == kv {
+                    let s = if low[i] { 0 } else { 2 };
+                    t[s] += 1;
+                    t[s + 1] += w_of(d);
+                }
+            }
+            comm.allreduce_u64(ReduceOp::Sum, &mut t)?;
+            let [na, wa, nb, wb] = t;
+            let (p_up, p_down) = (p + wb, p - wa);
+            let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
+            for (i, l) in low.iter_mut().enumerate() {
+                if keys[i] == kv {
+                    *l = up;
+                }
+            }
+            (m, p) = if up { (m + nb, p_up) } else { (m - na, p_down) };
+            (sl, sh) = side_stats(comm, v, keys, &low)?;
+        }
+        Ok((m, p, low, [sl, sh]))
     }
 
     /// The crossing object of target `tau`: the first object `e` in the order with

@@ -363,6 +363,79 @@ pub(crate) fn between(a: f64, b: f64) -> f64 {
     if a <= m && m < b { m } else { a }
 }
 
+/// A set's low side, once chosen: `m` of the set's `len` objects, weighing `p` of its
+/// `total` (as the selection counts weight: object counts when `unit`), with the statistics
+/// `low` and `high` of the two sides.
+#[derive(Clone, Copy)]
+pub(crate) struct LowSide<'s, const D: usize> {
+    pub(crate) m: u64,
+    pub(crate) len: u64,
+    pub(crate) p: u64,
+    pub(crate) total: u64,
+    pub(crate) low: &'s Stats<D>,
+    pub(crate) high: &'s Stats<D>,
+}
+
+impl<const D: usize> LowSide<'_, D> {
+    /// The cut of parts `p0..p0 + k` (low: the first `k / 2`) at depth `depth` along `plane`
+    /// for this low side: its value (between the sides' keys; ±∞ when a side is empty; their
+    /// shared key when objects of both sides have it, and then `last_low()`, the last low
+    /// object's coordinates, breaks the tie), and each side's weight and count. Also returns
+    /// the sides' weights as the selection counts them (0 when every object weighs 0). The
+    /// serial and the distributed bisection both place their cuts here; its `children` are
+    /// left for the caller.
+    pub(crate) fn cut<E>(
+        &self,
+        input: &Input,
+        (plane, depth): (Plane, u32),
+        (p0, k): (u32, usize),
+        last_low: impl FnOnce() -> Result<[f64; 3], E>,
+    ) -> Result<(Cut, [u64; 2]), E> {
+        let LowSide {
+            m,
+            len,
+            p,
+            total,
+            low,
+            high,
+        } = *self;
+        let (value, tie) = if m == 0 {
+            (f64::NEG_INFINITY, None)
+        } else if m == len {
+            (f64::INFINITY, None)
+        } else if low.kmax < high.kmin {
+            (between(low.kmax, high.kmin), None)
+        } else {
+            (low.kmax, Some(last_low()?))
+        };
+        let (w_low, w_high) = if input.unit {
+            (m, len - m)
+        } else if total == 0 {
+            (0, 0)
+        } else {
+            (p, total - p)
+        };
+        let side_weights = if input.unit {
+            [w_low as f64, w_high as f64]
+        } else {
+            [input.dequantize(w_low), input.dequantize(w_high)]
+        };
+        let mid = p0 + (k / 2) as u32;
+        let cut = Cut {
+            plane,
+            value,
+            tie,
+            low: p0..mid,
+            high: mid..p0 + k as u32,
+            children: [None, None],
+            depth,
+            side_weights,
+            side_counts: [m as usize, (len - m) as usize],
+        };
+        Ok((cut, [w_low, w_high]))
+    }
+}
+
 /// What the low side of a cut must weigh.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Goal {

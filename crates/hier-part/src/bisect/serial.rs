@@ -3,13 +3,14 @@
 
 use super::select::{self, before, select, wt};
 use super::{
-    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, Method, Plane, Stats, between,
+    AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, LowSide, Method, Plane, Stats,
     inertial_from, low_goal, moment_sums, reduce, stats,
 };
 use crate::input::{CHUNK, Input, input_of, validate};
 use crate::{Error, Par};
 use part_api::Points;
 use rayon::prelude::*;
+use std::convert::Infallible;
 
 /// The serial bisection of `points` (on the calling thread's pool, see [`Par::install`]);
 /// `checked`: the points are known to be good (only the targets are checked).
@@ -159,7 +160,8 @@ impl Job<'_> {
         }
     }
 
-    /// [`Job::split`] once the key is chosen.
+    /// [`Job::split`] once the key is chosen: the low side, the cut, and both sides split
+    /// further (concurrently when the budget allows).
     fn cut<const D: usize, K: Key<D>>(
         &self,
         seg: Seg<'_, D>,
@@ -177,7 +179,76 @@ impl Job<'_> {
         } = seg;
         let k = counts.len();
         let half = k / 2;
-        let mid = p0 + half as u32;
+        let len = v.len();
+        let s = self.low_side(v, &key, (p0, k), (total, st), par);
+        let m = s.m;
+        let (vl, vh) = v.split_at_mut(m);
+        let side = LowSide {
+            m: m as u64,
+            len: len as u64,
+            p: s.p,
+            total,
+            low: &s.low,
+            high: &s.high,
+        };
+        let last_low = || Ok(last_on_cut(vl, &key, s.low.kmax, par));
+        let (mut cut, [w_low, w_high]) =
+            match side.cut::<Infallible>(self.input, (plane, depth), (p0, k), last_low) {
+                Ok(c) => c,
+                Err(never) => match never {},
+            };
+        let (cl, ch) = counts.split_at_mut(half);
+        let lo = Seg {
+            v: vl,
+            counts: cl,
+            p0,
+            total: w_low,
+            st: s.low,
+            depth: depth + 1,
+        };
+        let hi = Seg {
+            v: vh,
+            counts: ch,
+            p0: cut.high.start,
+            total: w_high,
+            st: s.high,
+            depth: depth + 1,
+        };
+        let (low, high) = match par.fork() {
+            Some((pa, pb)) if len >= JOIN_MIN => {
+                rayon::join(|| self.split(lo, pa), || self.split(hi, pb))
+            }
+            _ => (self.split(lo, par), self.split(hi, par)),
+        };
+        let nl = low.len();
+        cut.children = [
+            (!low.is_empty()).then_some(1),
+            (!high.is_empty()).then_some(1 + nl),
+        ];
+        let mut cuts = Vec::with_capacity(1 + nl + high.len());
+        cuts.push(cut);
+        for (off, sub) in [(1, low), (1 + nl, high)] {
+            cuts.extend(sub.into_iter().map(|mut c| {
+                for ch in c.children.iter_mut().flatten() {
+                    *ch += off;
+                }
+                c
+            }));
+        }
+        cuts
+    }
+
+    /// The low side of the segment `v` (weight `total`, statistics `st`) of parts
+    /// `p0..p0 + k`: selected for its goal ([`low_goal`]), then with `keep_ties` the objects
+    /// on the cut moved to one side ([`untie`]).
+    fn low_side<const D: usize, K: Key<D>>(
+        &self,
+        v: &mut [Dot<D>],
+        key: &K,
+        (p0, k): (u32, usize),
+        (total, st): (u64, Stats<D>),
+        par: Par,
+    ) -> select::Selected<D> {
         let len = v.len();
         // A set whose objects all weigh 0 is split by count.
         let unit = self.input.unit || total == 0;
@@ -199,91 +270,21 @@ impl Job<'_> {
                 low: st,
                 high: Stats::EMPTY,
             },
-            (Goal::Tau(tau), true) => select::<D, true, K>(v, &key, tau, sel_total),
-            (Goal::Tau(tau), false) => select::<D, false, K>(v, &key, tau, sel_total),
+            (Goal::Tau(tau), true) => select::<D, true, K>(v, key, tau, sel_total),
+            (Goal::Tau(tau), false) => select::<D, false, K>(v, key, tau, sel_total),
         };
         if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
             let (m, p) = if unit {
-                untie::<D, true, K>(v, &key, (s.m, s.p), s.low.kmax, tau, par)
+                untie::<D, true, K>(v, key, (s.m, s.p), s.low.kmax, tau, par)
             } else {
-                untie::<D, false, K>(v, &key, (s.m, s.p), s.low.kmax, tau, par)
+                untie::<D, false, K>(v, key, (s.m, s.p), s.low.kmax, tau, par)
             };
             s.m = m;
             s.p = p;
-            s.low = stats(&v[..m], &key, par);
-            s.high = stats(&v[m..], &key, par);
+            s.low = stats(&v[..m], key, par);
+            s.high = stats(&v[m..], key, par);
         }
-        let m = s.m;
-        let (vl, vh) = v.split_at_mut(m);
-        let (value, tie) = if vl.is_empty() {
-            (f64::NEG_INFINITY, None)
-        } else if vh.is_empty() {
-            (f64::INFINITY, None)
-        } else if s.low.kmax < s.high.kmin {
-            (between(s.low.kmax, s.high.kmin), None)
-        } else {
-            (s.low.kmax, Some(last_on_cut(vl, &key, s.low.kmax, par)))
-        };
-        let (w_low, w_high) = if self.input.unit {
-            (m as u64, (len - m) as u64)
-        } else if total == 0 {
-            (0, 0)
-        } else {
-            (s.p, total - s.p)
-        };
-        let side_weights = if self.input.unit {
-            [w_low as f64, w_high as f64]
-        } else {
-            [self.input.dequantize(w_low), self.input.dequantize(w_high)]
-        };
-        let (cl, ch) = counts.split_at_mut(half);
-        let lo = Seg {
-            v: vl,
-            counts: cl,
-            p0,
-            total: w_low,
-            st: s.low,
-            depth: depth + 1,
-        };
-        let hi = Seg {
-            v: vh,
-            counts: ch,
-            p0: mid,
-            total: w_high,
-            st: s.high,
-            depth: depth + 1,
-        };
-        let (low, high) = match par.fork() {
-            Some((pa, pb)) if len >= JOIN_MIN => {
-                rayon::join(|| self.split(lo, pa), || self.split(hi, pb))
-            }
-            _ => (self.split(lo, par), self.split(hi, par)),
-        };
-        let nl = low.len();
-        let mut cuts = Vec::with_capacity(1 + nl + high.len());
-        cuts.push(Cut {
-            plane,
-            value,
-            tie,
-            low: p0..mid,
-            high: mid..p0 + k as u32,
-            children: [
-                (!low.is_empty()).then_some(1),
-                (!high.is_empty()).then_some(1 + nl),
-            ],
-            depth,
-            side_weights,
-            side_counts: [m, len - m],
-        });
-        for (off, sub) in [(1, low), (1 + nl, high)] {
-            cuts.extend(sub.into_iter().map(|mut c| {
-                for ch in c.children.iter_mut().flatten() {
-                    *ch += off;
-                }
-                c
-            }));
-        }
-        cuts
+        s
     }
 }
 
