@@ -220,6 +220,16 @@ pub fn write(
         dir,
         md: String::new(),
     };
+    introduction(&mut doc, setup);
+    validation_section(&mut doc, validation)?;
+    sections(&mut doc, records, net, samr_records)?;
+    let md = dir.join("report.md");
+    std::fs::write(&md, &doc.md).with_context(|| format!("writing {}", md.display()))?;
+    results_json(dir, setup, records, validation, samr_records)
+}
+
+/// The report's opening: how it was made, the labels, the simulator and its calibration.
+fn introduction(doc: &mut Doc, setup: &Setup) {
     let c = &setup.calibration;
     let _ = write!(
         doc.md,
@@ -291,22 +301,30 @@ pub fn write(
         c.link.alpha,
         c.link.beta,
     );
-    validation_section(&mut doc, validation)?;
+}
+
+/// Each study's section, in the report's order.
+fn sections(
+    doc: &mut Doc,
+    records: &[Record],
+    net: &Net,
+    samr_records: &[crate::samr::SamrRecord],
+) -> Result<()> {
     for key in STUDIES {
         let recs: Vec<&Record> = records.iter().filter(|r| r.study == key).collect();
         if recs.is_empty() {
             continue;
         }
         match key {
-            "exp1" => exp1(&mut doc, &recs)?,
+            "exp1" => exp1(doc, &recs)?,
             "exp2" => {
-                exp2(&mut doc, &recs)?;
-                exp2_net(&mut doc, records, net);
+                exp2(doc, &recs)?;
+                exp2_net(doc, records, net);
             }
-            "exp3" => exp3(&mut doc, &recs)?,
-            "exp4" => exp4(&mut doc, &recs)?,
-            "sensing" => sensing(&mut doc, &recs)?,
-            _ => gain_cost(&mut doc, &recs)?,
+            "exp3" => exp3(doc, &recs)?,
+            "exp4" => exp4(doc, &recs)?,
+            "sensing" => sensing(doc, &recs)?,
+            _ => gain_cost(doc, &recs)?,
         }
     }
     for (key, section) in [
@@ -319,11 +337,20 @@ pub fn write(
         let recs: Vec<&crate::samr::SamrRecord> =
             samr_records.iter().filter(|r| r.study == key).collect();
         if !recs.is_empty() {
-            section(&mut doc, &recs)?;
+            section(doc, &recs)?;
         }
     }
-    let md = dir.join("report.md");
-    std::fs::write(&md, &doc.md).with_context(|| format!("writing {}", md.display()))?;
+    Ok(())
+}
+
+/// `results.json`: the setup, every study's records and the validation.
+fn results_json(
+    dir: &Path,
+    setup: &Setup,
+    records: &[Record],
+    validation: &[Validation],
+    samr_records: &[crate::samr::SamrRecord],
+) -> Result<()> {
     let mut studies = serde_json::Map::new();
     for key in STUDIES.iter().chain([&vcluster::STUDY]) {
         let v: Vec<&Record> = records.iter().filter(|r| r.study == *key).collect();
