@@ -31,6 +31,15 @@
 //!
 //! An edge is marked when f ≤ (B, K). Shared edges get the same f on both sides, so the ranks
 //! agree on them without further exchange.
+//!
+//! Pass 1 need not take every entry. Each element whose first bisection is in a prefix of the
+//! entries has its refinement edge marked, each whose second is, all three edges; an edge
+//! lies in at most two elements, so at least half of those (element, edge) pairs are distinct
+//! marked edges. The histogram of the pairs over the entries' bins ([`entry_histogram`],
+//! summed over the ranks in the estimate's reduction of the step before, so it costs no
+//! round here) gives the first bin by whose end there are 2·need pairs: F is no later than
+//! that bin, and f restricted to the entries up to it is exact wherever f ≤ F. So the ranks
+//! take only those entries ([`last_bin`]); the serial marking stops at F itself.
 
 use super::keys::edge_key;
 use super::local::Local;
@@ -58,35 +67,37 @@ struct Entries {
 
 impl Entries {
     /// A counting sort by bin of the entries in curve order (elements are numbered in curve
-    /// order, so each bin stays in key order).
-    fn new(l: &Local, eta2: &[f64], double: bool) -> Entries {
-        let ne = l.ekey.len();
-        let label_bin = |e: usize| -> u16 {
-            let b = bin(eta2[e / 2]);
-            (NBINS
-                - 1
-                - if e.is_multiple_of(2) {
-                    b
-                } else {
-                    b.saturating_sub(8)
-                }) as u16
+    /// order, so each bin stays in key order); only the entries in bins up to `last`.
+    fn new(l: &Local, eta2: &[f64], double: bool, last: u16) -> Entries {
+        // Each owned element's live entries with their bins, in entry order.
+        let each = |f: &mut dyn FnMut(u32, u16)| {
+            for (t, &x) in eta2.iter().enumerate().take(l.ekey.len()) {
+                if !l.owns_element(t) {
+                    continue;
+                }
+                let b = label_bin(x, true);
+                if b <= last {
+                    f(2 * t as u32, b);
+                }
+                let b = label_bin(x, false);
+                if double && b <= last {
+                    f(2 * t as u32 + 1, b);
+                }
+            }
         };
-        let step = if double { 1 } else { 2 };
-        let live = |e: usize| l.owns_element(e / 2) && (double || e.is_multiple_of(2));
         let mut count = vec![0u32; NBINS + 1];
-        for e in (0..2 * ne).step_by(step).filter(|&e| live(e)) {
-            count[label_bin(e) as usize + 1] += 1;
-        }
+        each(&mut |_, b| count[b as usize + 1] += 1);
         for b in 0..NBINS {
             count[b + 1] += count[b];
         }
-        let mut order = vec![0u32; count[NBINS] as usize];
-        for e in (0..2 * ne).step_by(step).filter(|&e| live(e)) {
-            let b = label_bin(e) as usize;
-            order[count[b] as usize] = e as u32;
-            count[b] += 1;
-        }
-        let bins = order.iter().map(|&e| label_bin(e as usize)).collect();
+        let n = count[NBINS] as usize;
+        let (mut order, mut bins) = (vec![0u32; n], vec![0u16; n]);
+        each(&mut |e, b| {
+            let at = &mut count[b as usize];
+            order[*at as usize] = e;
+            bins[*at as usize] = b;
+            *at += 1;
+        });
         Entries { order, bins }
     }
 
@@ -95,6 +106,45 @@ impl Entries {
         let e = self.order[i] as usize;
         (self.bins[i], l.ekey.get(e / 2) | (e as u128 & 1))
     }
+}
+
+/// The label bin of an element's first bisection (`first`) or its second (η²/2: 8 bins
+/// lower), for its indicator η² (smaller is taken first).
+#[inline]
+fn label_bin(eta2: f64, first: bool) -> u16 {
+    let b = bin(eta2);
+    (NBINS - 1 - if first { b } else { b.saturating_sub(8) }) as u16
+}
+
+/// This rank's (element, edge) pairs marked by its owned elements' entries, by label bin:
+/// one at an element's first bisection, two more at its second (double marking). Summed over
+/// the ranks, [`last_bin`] bounds the threshold with it.
+pub(crate) fn entry_histogram(l: &Local, eta2: &[f64], double: bool) -> Vec<u64> {
+    let mut hist = vec![0u64; NBINS];
+    for t in (0..l.ekey.len()).filter(|&t| l.owns_element(t)) {
+        hist[label_bin(eta2[t], true) as usize] += 1;
+        if double {
+            hist[label_bin(eta2[t], false) as usize] += 2;
+        }
+    }
+    hist
+}
+
+/// The last label bin pass 1 must take for a marking that adds `need` vertices, from the
+/// global [`entry_histogram`]: the first bin by whose end the pairs reach 2·need (every bin if
+/// they never do, or if there is no histogram).
+pub(crate) fn last_bin(hist: Option<&[u64]>, need: u64) -> u16 {
+    let Some(hist) = hist.filter(|h| h.len() == NBINS) else {
+        return u16::MAX;
+    };
+    let mut pairs = 0u64;
+    for (b, &h) in hist.iter().enumerate() {
+        pairs = pairs.saturating_add(h);
+        if pairs >= need.saturating_mul(2) {
+            return b as u16;
+        }
+    }
+    u16::MAX
 }
 
 /// The edges an entry marks: the refinement edge, or all three.
@@ -118,6 +168,9 @@ struct Labels<'a> {
     entries: Entries,
     foreign: Vec<Label>,
     lab: Vec<[u32; 3]>,
+    /// The edges with a label, each once (all of owned elements): the later passes visit
+    /// these, not every edge.
+    touched: Vec<(u32, u8)>,
     stack: Vec<(u32, u8)>,
 }
 
@@ -143,6 +196,9 @@ impl<'a> Labels<'a> {
                 continue;
             }
             self.lab[tu][ku] = x;
+            if old == NO {
+                self.touched.push((t, k));
+            }
             if ku != 1 {
                 self.stack.push((t, 1));
             }
@@ -159,6 +215,7 @@ impl<'a> Labels<'a> {
         let mut s = Labels {
             l,
             lab: vec![[NO; 3]; l.ekey.len()],
+            touched: Vec::new(),
             foreign: Vec::new(),
             stack: Vec::new(),
             entries,
@@ -184,6 +241,16 @@ impl<'a> Labels<'a> {
             self.foreign.push(x);
             let (t, k) = ports.at[p];
             self.set(t, k, i, |s, x, old| s.label(x) < s.label(old));
+        }
+    }
+
+    /// The bin of label `i` (`u16::MAX` for none), without its key.
+    fn bin(&self, i: u32) -> u16 {
+        let n = self.entries.order.len();
+        match i {
+            NO => INF.0,
+            i if (i as usize) < n => self.entries.bins[i as usize],
+            i => self.foreign[i as usize - n].0,
         }
     }
 
@@ -356,16 +423,19 @@ fn port_graph(nodes: Vec<(u128, Label, Vec<u128>)>) -> HashMap<u128, Label> {
 
 /// The closed edge bits of every local element (a ghost's: the edges it shares with owned
 /// elements) for a refinement that adds `need` > 0 vertices (capped, for Dörfler, at the
-/// bulk θ). Three collectives (see the module documentation).
+/// bulk θ). Three collectives (see the module documentation). `hist` is the global
+/// [`entry_histogram`] of these indicators, if the ranks have it (the same on every rank).
 pub(crate) fn mark<C: Comm>(
     comm: &C,
     l: &Local,
     eta2: &[f64],
     strategy: Marking,
     need: u64,
+    hist: Option<&[u64]>,
 ) -> Result<Vec<u8>, CommError> {
     let double = matches!(strategy, Marking::Double);
-    let mut labels = Labels::pass1(l, Entries::new(l, eta2, double));
+    let last = last_bin(hist, need);
+    let mut labels = Labels::pass1(l, Entries::new(l, eta2, double, last));
     let ports = Ports::new(l);
     let local: Vec<Label> = ports
         .at
@@ -395,24 +465,19 @@ fn threshold<C: Comm>(
 ) -> Result<Option<Label>, CommError> {
     let l = labels.l;
     let owned = || (0..l.ekey.len()).filter(|&t| l.owns_element(t));
-    let counted = || {
-        owned().flat_map(move |t| {
-            (0..3)
-                .filter(move |&k| counts_edge(l, t, k))
-                .map(move |k| (t, k))
-        })
-    };
+    // The labels of the edges this rank counts.
+    let counted: Vec<u32> = (labels.touched.iter())
+        .filter(|&&(t, k)| counts_edge(l, t as usize, k as usize))
+        .map(|&tk| labels.lab_at(tk))
+        .collect();
     // Round 2: the histograms.
     let dorfler = match strategy {
         Marking::Doerfler(theta) => Some(dorfler_goal(theta)),
         Marking::Double => None,
     };
     let mut hist = vec![0u64; NBINS * if dorfler.is_some() { 2 } else { 1 }];
-    for (t, k) in counted() {
-        let x = labels.label(labels.lab[t][k]);
-        if x != INF {
-            hist[x.0 as usize] += 1;
-        }
+    for &i in &counted {
+        hist[labels.bin(i) as usize] += 1;
     }
     if dorfler.is_some() {
         for t in owned() {
@@ -431,10 +496,9 @@ fn threshold<C: Comm>(
     let mut keys: Vec<u128> = Vec::new();
     if by_count.is_some_and(|c| c.0 == b) {
         keys.extend(
-            counted()
-                .map(|(t, k)| labels.label(labels.lab[t][k]))
-                .filter(|x| x.0 == b)
-                .map(|x| x.1),
+            (counted.iter().copied())
+                .filter(|&i| labels.bin(i) == b)
+                .map(|i| labels.label(i).1),
         );
     }
     put_keys(&mut w, keys.iter().map(|&k| (k, 1)));
@@ -510,24 +574,39 @@ fn select(mut values: Vec<(u128, u64)>, k: u64) -> Option<u128> {
     None
 }
 
+/// The first i in 0..n where `pred` is false (`pred` true then false along 0..n).
+fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// The bits of every local element for the threshold (every labelled edge if `None`).
 fn finish(labels: &Labels<'_>, threshold: Option<Label>) -> Vec<u8> {
     let l = labels.l;
-    let marked = |i: u32| {
-        let x = labels.label(i);
-        x != INF
-            && threshold.is_none_or(|th| match x.cmp(&th) {
-                Ordering::Less | Ordering::Equal => true,
-                Ordering::Greater => false,
-            })
+    // The local entries are in label order: those before `cut` are marked.
+    let n = labels.entries.order.len();
+    let cut = threshold.map_or(n, |th| {
+        let below = |i: usize| labels.entries.label(l, i).cmp(&th) != Ordering::Greater;
+        partition_point(n, below)
+    });
+    let marked = |i: u32| match i {
+        NO => false,
+        i if (i as usize) < n => (i as usize) < cut,
+        i => threshold.is_none_or(|th| labels.label(i) <= th),
     };
     let ne = l.ekey.len();
     let mut bits = vec![0u8; ne];
-    for t in (0..ne).filter(|&t| l.owns_element(t)) {
-        for k in 0..3 {
-            if marked(labels.lab[t][k]) {
-                bits[t] |= 1 << k;
-            }
+    for &(t, k) in &labels.touched {
+        if marked(labels.lab_at((t, k))) {
+            bits[t as usize] |= 1 << k;
         }
     }
     for &(t, k) in &l.shared {
@@ -538,4 +617,32 @@ fn finish(labels: &Labels<'_>, threshold: Option<Label>) -> Vec<u8> {
         }
     }
     bits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_bin_holds_twice_the_need_in_pairs() {
+        let mut hist = vec![0u64; NBINS];
+        hist[3] = 4;
+        hist[7] = 6;
+        // 2 vertices need 4 pairs: bin 3 has them; 3 need 6: bin 7 (10 pairs by its end).
+        assert_eq!(last_bin(Some(&hist), 2), 3);
+        assert_eq!(last_bin(Some(&hist), 3), 7);
+        assert_eq!(last_bin(Some(&hist), 5), 7);
+        // More than the pairs can give, or no histogram: every bin.
+        assert_eq!(last_bin(Some(&hist), 6), u16::MAX);
+        assert_eq!(last_bin(None, 1), u16::MAX);
+        assert_eq!(last_bin(Some(&hist[..10]), 1), u16::MAX);
+    }
+
+    #[test]
+    fn a_second_bisection_comes_after_the_first() {
+        for x in [0.0, 1e-300, 1e-12, 0.5, 3.0] {
+            assert!(label_bin(x, true) <= label_bin(x, false));
+        }
+        assert!(label_bin(2.0, true) < label_bin(1.0, true));
+    }
 }

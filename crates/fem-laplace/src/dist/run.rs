@@ -208,6 +208,11 @@ pub struct RankRun<'a, C: Comm> {
     pub(crate) halo: Halo,
     pub(crate) skel: Skeleton,
     eta2: Vec<f64>,
+    /// The global histogram of the marking entries of `eta2` (over ranks; see
+    /// [`super::mark::entry_histogram`]).
+    entry_hist: Vec<u64>,
+    /// The time `entry_hist` took on this rank (counted in the next step's marking).
+    entry_hist_s: f64,
     element_errors: Vec<f64>,
     step: usize,
     n0: usize,
@@ -325,6 +330,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
             halo: Halo::default(),
             skel: Skeleton::default(),
             eta2: Vec::new(),
+            entry_hist: Vec::new(),
+            entry_hist_s: 0.0,
             element_errors: Vec::new(),
             step: 0,
             n0: 5,
@@ -494,14 +501,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 &self.eta2,
                 self.cfg.adapt.marking,
                 target - self.nv,
+                Some(&self.entry_hist),
             )?
         } else {
             vec![0u8; self.l.ekey.len()]
         };
-        fig.times.mark = t0.elapsed().as_secs_f64();
+        fig.times.mark = t0.elapsed().as_secs_f64() + self.entry_hist_s;
         self.comm.enter(Phase::Refine);
         let t0 = Instant::now();
         self.eta2 = Vec::new();
+        self.entry_hist = Vec::new();
         let refined = self.l.refine(bits, self.step, self.exact);
         // The census rides on the agreement that every rank refined.
         let mut census = self.local_census();
@@ -669,10 +678,19 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let energy2 = errs.as_ref().ok().and_then(|e| e.as_ref()?.energy2.clone());
         let mut sums: Vec<u64> = eta2.words().to_vec();
         sums.extend(energy2.as_ref().map_or([0; WORDS], ExactSum::words));
+        // The next marking's bound rides on this reduction (over ranks only).
+        // Its time is the marking's (added to the next step's).
+        let t_hist = Instant::now();
+        if self.comm.size() > 1 {
+            let double = matches!(self.cfg.adapt.marking, Marking::Double);
+            sums.extend(super::mark::entry_histogram(&self.l, &self.eta2, double));
+        }
+        self.entry_hist_s = t_hist.elapsed().as_secs_f64();
         let agreed = self.agreed_summing(errs, &mut sums)?;
+        self.entry_hist = sums.split_off(2 * WORDS);
         self.estimate = ExactSum::from_words(&sums[..WORDS]).value().sqrt();
         let energy = energy2.map(|_| ExactSum::from_words(&sums[WORDS..]).value().sqrt());
-        fig.times.estimate += t0.elapsed().as_secs_f64();
+        fig.times.estimate += t0.elapsed().as_secs_f64() - self.entry_hist_s;
         Ok((energy, agreed.map_or(0.0, |e| e.max_vertex)))
     }
 
