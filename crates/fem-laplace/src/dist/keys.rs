@@ -132,6 +132,18 @@ impl Keys {
             lo.push(k as u64);
         }
     }
+    /// [`merge_in_place`] on the keys.
+    pub(crate) fn merge_in_place(
+        &mut self,
+        kept: &[(usize, usize)],
+        rest: &[u32],
+        slots: &[usize],
+    ) {
+        merge_in_place(&mut self.hi, kept, rest, slots);
+        if let Some(lo) = &mut self.lo {
+            merge_in_place(lo, kept, rest, slots);
+        }
+    }
     /// The first index in `range` whose key is not below `k` (keys sorted there).
     pub(crate) fn lower_bound(&self, range: std::ops::Range<usize>, k: EKey) -> usize {
         let (mut lo, mut hi) = (range.start, range.end);
@@ -145,6 +157,74 @@ impl Keys {
         }
         lo
     }
+}
+
+/// A list of indices stored as runs of consecutive ones (start, length): the permutations
+/// of a rebuild keep long stretches of an array in place, so gathering by runs copies
+/// slices instead of single entries.
+#[derive(Debug, Default)]
+pub(crate) struct Runs {
+    runs: Vec<(usize, usize)>,
+    len: usize,
+}
+
+impl Runs {
+    /// The runs of `indices`.
+    pub(crate) fn of(indices: &[u32]) -> Runs {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for &i in indices {
+            match runs.last_mut() {
+                Some((s, l)) if *s + *l == i as usize => *l += 1,
+                _ => runs.push((i as usize, 1)),
+            }
+        }
+        Runs {
+            runs,
+            len: indices.len(),
+        }
+    }
+    /// `v` at the indices, in order.
+    pub(crate) fn gather<T: Copy>(&self, v: &[T]) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.len);
+        for &(s, l) in &self.runs {
+            out.extend_from_slice(&v[s..s + l]);
+        }
+        out
+    }
+}
+
+/// Rearranges `v` in place: the entries of the runs `kept` (start, length; increasing, all
+/// before the entries of `rest`) in order, with entry `rest[j]` inserted after the first
+/// `slots[j]` of them (`slots` non-decreasing); `v` ends with `kept`'s length plus
+/// `rest.len()` entries. Two passes of `copy_within` and no array-sized allocation: the
+/// departures of a migration are a few runs, the arrivals a few entries.
+pub(crate) fn merge_in_place<T: Copy>(
+    v: &mut Vec<T>,
+    kept: &[(usize, usize)],
+    rest: &[u32],
+    slots: &[usize],
+) {
+    debug_assert_eq!(rest.len(), slots.len());
+    let arriving: Vec<T> = rest.iter().map(|&t| v[t as usize]).collect();
+    let mut w = 0;
+    for &(s, l) in kept {
+        v.copy_within(s..s + l, w);
+        w += l;
+    }
+    let n_kept = w;
+    let n = n_kept + rest.len();
+    if n > v.len() {
+        // Only when `rest` repeats entries; room so that the moves below stay in bounds.
+        v.resize(n, v[0]);
+    }
+    let mut hi = n_kept;
+    for j in (0..rest.len()).rev() {
+        let lo = slots[j];
+        v.copy_within(lo..hi, lo + j + 1);
+        v[lo + j] = arriving[j];
+        hi = lo;
+    }
+    v.truncate(n);
 }
 
 impl FromIterator<EKey> for Keys {
@@ -174,6 +254,36 @@ pub(crate) fn mix(k: u128) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_gather_like_single_indices() {
+        let v: Vec<u64> = (0..20).map(|i| i * 7 + 1).collect();
+        for idx in [
+            vec![],
+            vec![3],
+            vec![0, 1, 2, 9, 10, 4, 5, 19],
+            vec![5, 4, 3, 2],
+        ] {
+            let runs = Runs::of(&idx);
+            let want: Vec<u64> = idx.iter().map(|&i| v[i as usize]).collect();
+            assert_eq!(runs.gather(&v), want);
+        }
+        assert_eq!(Runs::of(&[0, 1, 2, 9, 10]).runs, vec![(0, 3), (9, 2)]);
+    }
+
+    #[test]
+    fn merge_in_place_drops_and_inserts() {
+        // Entries 0..8 kept but 2, 3 and 6; 8, 9 and 10 arrive: 10 first, 9 after 4, 8 last.
+        let mut v: Vec<u32> = (0..11).collect();
+        let kept = [(0, 2), (4, 2), (7, 1)];
+        merge_in_place(&mut v, &kept, &[10, 9, 8], &[0, 3, 5]);
+        assert_eq!(v, vec![10, 0, 1, 4, 9, 5, 7, 8]);
+        let mut v: Vec<u32> = (0..4).collect();
+        merge_in_place(&mut v, &[(0, 4)], &[], &[]);
+        assert_eq!(v, vec![0, 1, 2, 3]);
+        merge_in_place(&mut v, &[(1, 2)], &[], &[]);
+        assert_eq!(v, vec![1, 2]);
+    }
 
     #[test]
     fn child_keys_follow_the_curve() {

@@ -29,7 +29,8 @@
 //!    others its elements around the vertex: the ghost layer.
 
 use super::keys::{
-    Birth, EKey, Keys, LEVEL_LIMIT, VKey, child_key, edge_key, key_point, mix, vertex_key,
+    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, child_key, edge_key, key_point, merge_in_place,
+    mix, vertex_key,
 };
 use crate::FemError;
 use crate::mesh::{Marks, Mesh, NONE, REMOTE};
@@ -878,40 +879,51 @@ impl Local {
         }
         let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
         rest.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
-        let mut perm: Vec<u32> = Vec::with_capacity(ne);
-        let mut i = 0usize;
-        let keep_run = |perm: &mut Vec<u32>, a: usize, b: usize| {
-            perm.extend((a as u32..b as u32).filter(|&t| !gone(t as usize)));
+        // The new index of every element (NONE for the departed), the runs of the first run
+        // that stay, and how many of those come before each arriving element.
+        let mut inv = vec![NONE; ne];
+        let mut kept: Vec<(usize, usize)> = Vec::new();
+        let mut slots: Vec<usize> = Vec::with_capacity(rest.len());
+        let (mut next, mut n_kept) = (0u32, 0usize);
+        let mut keep_run = |a: usize, b: usize, next: &mut u32, n_kept: &mut usize| {
+            for t in (a..b).filter(|&t| !gone(t)) {
+                inv[t] = *next;
+                *next += 1;
+                *n_kept += 1;
+                match kept.last_mut() {
+                    Some((s, l)) if *s + *l == t => *l += 1,
+                    _ => kept.push((t, 1)),
+                }
+            }
         };
+        let mut i = 0usize;
+        let mut arriving = Vec::with_capacity(rest.len());
         for &t in &rest {
             let k = self.ekey.get(t as usize);
             let at = self.ekey.lower_bound(i..first_end, k);
-            keep_run(&mut perm, i, at);
-            perm.push(t);
+            keep_run(i, at, &mut next, &mut n_kept);
+            slots.push(n_kept);
+            arriving.push(next);
+            next += 1;
             i = at;
         }
-        keep_run(&mut perm, i, first_end);
-        let mut inv = vec![NONE; ne];
-        for (new, &old) in perm.iter().enumerate() {
-            inv[old as usize] = new as u32;
+        keep_run(i, first_end, &mut next, &mut n_kept);
+        for (&t, &x) in rest.iter().zip(&arriving) {
+            inv[t as usize] = x;
         }
         let m = &mut self.mesh;
-        m.tri = perm.iter().map(|&t| m.tri[t as usize]).collect();
-        m.level = perm.iter().map(|&t| m.level[t as usize]).collect();
-        m.nbr = perm
-            .iter()
-            .map(|&t| {
-                m.nbr[t as usize].map(|n| {
-                    if n == NONE || n == REMOTE {
-                        n
-                    } else {
-                        inv[n as usize]
-                    }
-                })
-            })
-            .collect();
-        self.ekey = perm.iter().map(|&t| self.ekey.get(t as usize)).collect();
-        self.eowner = perm.iter().map(|&t| self.eowner[t as usize]).collect();
+        merge_in_place(&mut m.tri, &kept, &rest, &slots);
+        merge_in_place(&mut m.level, &kept, &rest, &slots);
+        merge_in_place(&mut m.nbr, &kept, &rest, &slots);
+        for nb in &mut m.nbr {
+            for n in nb {
+                if *n != NONE && *n != REMOTE {
+                    *n = inv[*n as usize];
+                }
+            }
+        }
+        self.ekey.merge_in_place(&kept, &rest, &slots);
+        merge_in_place(&mut self.eowner, &kept, &rest, &slots);
     }
 
     /// Merges lists of vertices, each sorted by birth, into one sorted list: the smaller
@@ -1031,18 +1043,23 @@ impl Local {
         for (i, &v) in keep.iter().enumerate() {
             new[v as usize] = i as u32;
         }
+        let runs = Runs::of(&keep);
+        drop(keep);
         let m = &mut self.mesh;
-        let at = |v: &u32| *v as usize;
-        m.coords = keep.iter().map(|v| m.coords[at(v)]).collect();
-        m.boundary = keep.iter().map(|v| m.boundary[at(v)]).collect();
-        m.parents = keep
-            .iter()
-            .map(|v| m.parents[at(v)].map(|a| if a == NONE { NONE } else { new[a as usize] }))
-            .collect();
-        self.bsg = keep.iter().map(|v| self.bsg[at(v)]).collect();
-        self.bkey = keep.iter().map(|v| self.bkey[at(v)]).collect();
-        self.vowner = keep.iter().map(|v| self.vowner[at(v)]).collect();
-        self.u = keep.iter().map(|v| self.u[at(v)]).collect();
+        m.coords = runs.gather(&m.coords);
+        m.boundary = runs.gather(&m.boundary);
+        m.parents = runs.gather(&m.parents);
+        for p in &mut m.parents {
+            for a in p {
+                if *a != NONE {
+                    *a = new[*a as usize];
+                }
+            }
+        }
+        self.bsg = runs.gather(&self.bsg);
+        self.bkey = runs.gather(&self.bkey);
+        self.vowner = runs.gather(&self.vowner);
+        self.u = runs.gather(&self.u);
         for tv in &mut m.tri {
             *tv = tv.map(|v| new[v as usize]);
         }
