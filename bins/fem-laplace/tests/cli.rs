@@ -140,6 +140,15 @@ fn ranks_json_equals_serial_and_carries_rank_fields() {
                 let sum: u64 = phases.values().map(|p| p[f].as_u64().unwrap()).sum();
                 assert_eq!(x[f].as_u64().unwrap(), sum, "ranks[{r}].{f} in {x}");
             }
+            // The phases' time in the calls is the rank's (in microseconds, each phase rounded
+            // down from a running total: 1 µs each at most; the report
+            // phase's calls come after `wait_s` is taken).
+            let wait_us: u64 = (phases.iter())
+                .filter(|(name, _)| name.as_str() != "report")
+                .map(|(_, p)| p["wait_us"].as_u64().unwrap())
+                .sum();
+            let wait_s = x["wait_s"].as_f64().unwrap();
+            assert!(wait_us as f64 * 1e-6 <= wait_s + 1e-5, "ranks[{r}] in {x}");
             assert!(x["collectives"].as_u64().unwrap() > 0, "{x}");
             assert!(phases["solve"]["collectives"].as_u64().unwrap() > 0, "{x}");
             for f in [

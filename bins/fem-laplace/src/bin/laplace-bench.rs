@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use comm::{ThreadComm, ThreadOptions};
-use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, RankRun, RankTimes};
+use fem_laplace::dist::{Balancer, DistConfig, DistStepReport, Phase, RankRun, RankTimes};
 use fem_laplace::{AdaptConfig, Adaptive, CornerSingularity};
 use std::time::Instant;
 
@@ -262,7 +262,16 @@ fn main() -> Result<()> {
                 a.estimate += b.estimate;
             }
         }
-        phase_rows.push((r, per, wait));
+        // Of which inside the communicator (mostly waiting for the other ranks), per phase.
+        let mut waits = vec![[0.0f64; 8]; r];
+        for x in &d.reports {
+            for (k, rk) in x.ranks.iter().enumerate() {
+                for (i, p) in WAIT_PHASES.iter().enumerate() {
+                    waits[k][i] += rk.phases.get(*p).wait_us as f64 * 1e-6;
+                }
+            }
+        }
+        phase_rows.push((r, per, waits));
     }
     println!("\nwhere the time goes (seconds over the run, per rank; the last run of each row):");
     println!(
@@ -278,8 +287,8 @@ fn main() -> Result<()> {
         "solve",
         "estimate"
     );
-    for (r, per, _) in &phase_rows {
-        for (k, p) in per.iter().enumerate() {
+    for (r, per, waits) in &phase_rows {
+        for (k, (p, w)) in per.iter().zip(waits).enumerate() {
             println!(
                 "{:>5} {:>5} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>7.3} {:>8.3}",
                 r,
@@ -293,7 +302,29 @@ fn main() -> Result<()> {
                 p.solve,
                 p.estimate
             );
+            if *r > 1 {
+                println!(
+                    "{:>5} {:>5} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>7.3} {:>8.3}",
+                    "", "wait", w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]
+                );
+            }
         }
     }
+    println!(
+        "(`wait`: the part of each phase spent inside the communicator's calls, mostly waiting \
+         for the other ranks)"
+    );
     Ok(())
 }
+
+/// The phases of the table, in its column order.
+const WAIT_PHASES: [Phase; 8] = [
+    Phase::Mark,
+    Phase::Refine,
+    Phase::Partition,
+    Phase::Migrate,
+    Phase::Setup,
+    Phase::Assemble,
+    Phase::Solve,
+    Phase::Estimate,
+];

@@ -846,6 +846,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             w.u64(t.collectives);
             w.u64(t.messages);
             w.u64(t.bytes);
+            w.u64(t.wait_us);
         }
         w.u64(me.skeleton as u64);
         let all = self.comm.allgatherv_bytes(w.as_bytes())?;
@@ -877,6 +878,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                     collectives: rd.u64()?,
                     messages: rd.u64()?,
                     bytes: rd.u64()?,
+                    wait_us: rd.u64()?,
                 };
             }
             me.skeleton = rd.u64()? as usize;
@@ -885,6 +887,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 collectives: 1,
                 messages: others,
                 bytes: others * piece.len() as u64,
+                wait_us: 0,
             });
             let total = me.phases.total();
             me.collectives = total.collectives;

@@ -67,7 +67,8 @@ impl Phase {
 
 /// What a rank's calls into the communicator cost: calls (every collective, exchange and
 /// agreement round alike: each may wait for the slowest rank), messages (ranks a call sends
-/// to) and bytes sent.
+/// to), bytes sent, and the microseconds spent inside the calls (waiting for the other ranks,
+/// mostly).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Traffic {
     /// Calls into the communicator.
@@ -76,6 +77,8 @@ pub struct Traffic {
     pub messages: u64,
     /// Bytes sent to other ranks.
     pub bytes: u64,
+    /// Microseconds inside the calls.
+    pub wait_us: u64,
 }
 
 impl Traffic {
@@ -85,6 +88,7 @@ impl Traffic {
             collectives: self.collectives - earlier.collectives,
             messages: self.messages - earlier.messages,
             bytes: self.bytes - earlier.bytes,
+            wait_us: self.wait_us - earlier.wait_us,
         }
     }
 
@@ -94,6 +98,7 @@ impl Traffic {
             collectives: self.collectives + other.collectives,
             messages: self.messages + other.messages,
             bytes: self.bytes + other.bytes,
+            wait_us: self.wait_us + other.wait_us,
         }
     }
 }
@@ -103,8 +108,8 @@ impl Traffic {
 pub(crate) struct Stats {
     nanos: AtomicU64,
     phase: AtomicU8,
-    /// Per phase: calls, messages, bytes.
-    per: [[AtomicU64; 3]; Phase::ALL.len()],
+    /// Per phase: calls, messages, bytes, nanoseconds in the calls.
+    per: [[AtomicU64; 4]; Phase::ALL.len()],
 }
 
 impl Stats {
@@ -116,11 +121,12 @@ impl Stats {
     /// Every phase's traffic so far, in [`Phase::ALL`] order.
     pub(crate) fn traffic(&self) -> [Traffic; Phase::ALL.len()] {
         std::array::from_fn(|p| {
-            let [c, m, b] = &self.per[p];
+            let [c, m, b, ns] = &self.per[p];
             Traffic {
                 collectives: c.load(Ordering::Relaxed),
                 messages: m.load(Ordering::Relaxed),
                 bytes: b.load(Ordering::Relaxed),
+                wait_us: ns.load(Ordering::Relaxed) / 1000,
             }
         })
     }
@@ -162,11 +168,11 @@ impl<C: Comm> Timed<C> {
     fn time<T>(&self, bytes: usize, messages: usize, f: impl FnOnce(&C) -> T) -> T {
         let t0 = Instant::now();
         let r = f(&self.inner);
-        self.stats
-            .nanos
-            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let nanos = t0.elapsed().as_nanos() as u64;
+        self.stats.nanos.fetch_add(nanos, Ordering::Relaxed);
         let p = self.stats.phase.load(Ordering::Relaxed) as usize;
-        let [c, m, b] = &self.stats.per[p];
+        let [c, m, b, ns] = &self.stats.per[p];
+        ns.fetch_add(nanos, Ordering::Relaxed);
         c.fetch_add(1, Ordering::Relaxed);
         m.fetch_add(messages as u64, Ordering::Relaxed);
         b.fetch_add(bytes as u64, Ordering::Relaxed);
