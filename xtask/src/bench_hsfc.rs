@@ -219,8 +219,9 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         median(&ratios)
     );
     println!(
-        "3-D graded, ours/Zoltan (1 thread): worst {w3:.3}, median {:.3}   (target <= 0.10, goal <= 0.05)",
-        median(&ratios_3d)
+        "3-D graded, ours/Zoltan (1 thread): worst {w3:.3}, median {:.3}   (target <= 0.10, goal <= 0.05; 3-D keys: {})",
+        median(&ratios_3d),
+        KEYS3_PATH.get().map_or("not reported", String::as_str)
     );
     println!(
         "ours 1t/2t: min {smin:.2}, median {:.2}   (target >= 1.7)",
@@ -234,6 +235,9 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
 }
 
 /// Runs our CLI; also checks the balance limit on every part.
+/// The 3-D key implementation the runs reported (`hsfc --json`'s `keys_path`).
+static KEYS3_PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 pub(crate) fn run_ours(
     bin: &Path,
     file: &Path,
@@ -258,6 +262,9 @@ pub(crate) fn run_ours(
             .map(|x| x.as_f64().context("number"))
             .collect()
     };
+    if let Some(path) = v["keys_path"].as_str() {
+        let _ = KEYS3_PATH.set(path.to_string());
+    }
     let (w, t, wmax) = (arr("weights")?, arr("targets")?, num(&v, "max_weight")?);
     let slack = 1e-9 * w.iter().sum::<f64>();
     let at_limit = w.iter().zip(&t).all(|(a, b)| (a - b).abs() <= wmax + slack);

@@ -187,6 +187,9 @@ impl Report<'_> {
                 "targets": p.targets(),
                 "counts": p.part_counts(),
             });
+            if self.dim == 3 {
+                j["keys_path"] = hsfc::keys3_path().into();
+            }
             if let Some(ranks) = self.ranks {
                 j["ranks"] = ranks.into();
             }

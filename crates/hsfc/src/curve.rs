@@ -266,7 +266,8 @@ const STATE3: u32 = 31 << 9;
 
 /// Keys of the 3-D cells `(x[j], y[j], z[j])` (21 bits each) into `out[j]`; all four slices
 /// have the same length. Table driven like [`key3`], with the processor's vector gathers
-/// when it has AVX-512 (the same lookups, so the same keys), else eight walks interleaved.
+/// when it has AVX-512 or AVX2 (the same lookups, so the same keys), else eight walks
+/// interleaved ([`keys3_path`] names the one this processor takes).
 #[inline]
 pub(crate) fn keys3(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
     assert!(
@@ -280,8 +281,106 @@ pub(crate) fn keys3(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
             unsafe { keys3_avx512(x, y, z, out) };
             return;
         }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2 (checked just above).
+            unsafe { keys3_avx2(x, y, z, out) };
+            return;
+        }
     }
     keys3_portable(x, y, z, out);
+}
+
+/// Which implementation [`keys3`] runs on this processor: `"avx512"`, `"avx2"` or
+/// `"portable"` (benchmarks print it).
+pub fn keys3_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "avx512";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+    }
+    "portable"
+}
+
+/// [`keys3`] with AVX2: 32 cells at a time (four vectors of 8 lanes, so that four chains of
+/// gathers overlap), the same table lookups as [`keys3_avx512`]; the rest through
+/// [`keys3_portable`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[expect(
+    clippy::needless_range_loop,
+    reason = "the four vectors of each group side by side"
+)]
+fn keys3_avx2(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
+    use std::arch::x86_64::*;
+    const V: usize = 4;
+    const W: usize = 8 * V;
+    let t = step3();
+    let n = out.len() / W * W;
+    let seven = _mm256_set1_epi32(7);
+    let low9 = _mm256_set1_epi32(511);
+    let state = _mm256_set1_epi32(STATE3 as i32);
+    for i in (0..n).step_by(W) {
+        // SAFETY: i + 32 <= n <= the length of every slice (asserted by `keys3`), and every
+        // gather index is below 32 << 9, the table's length (a state below 32 shifted by 9,
+        // or'ed with 9 bits).
+        unsafe {
+            let load = |v: &[u32], h: usize| {
+                _mm256_loadu_si256(v.as_ptr().add(i + 8 * h).cast::<__m256i>())
+            };
+            let vx: [__m256i; V] = std::array::from_fn(|h| load(x, h));
+            let vy: [__m256i; V] = std::array::from_fn(|h| load(y, h));
+            let vz: [__m256i; V] = std::array::from_fn(|h| load(z, h));
+            let mut e = [_mm256_setzero_si256(); V];
+            // Digits of levels 0-2 (27 bits), 3-5 (27 bits) and 6 (9 bits).
+            let mut acc = [[_mm256_setzero_si256(); V]; 3];
+            for (g, shift) in [18i32, 15, 12, 9, 6, 3, 0].into_iter().enumerate() {
+                let a = g / 3;
+                let sh = _mm_cvtsi32_si128(shift);
+                for h in 0..V {
+                    let ix = _mm256_slli_epi32::<6>(_mm256_and_si256(
+                        _mm256_srl_epi32(vx[h], sh),
+                        seven,
+                    ));
+                    let iy = _mm256_slli_epi32::<3>(_mm256_and_si256(
+                        _mm256_srl_epi32(vy[h], sh),
+                        seven,
+                    ));
+                    let iz = _mm256_and_si256(_mm256_srl_epi32(vz[h], sh), seven);
+                    let base = _mm256_and_si256(e[h], state);
+                    let idx = _mm256_or_si256(_mm256_or_si256(ix, iy), _mm256_or_si256(iz, base));
+                    e[h] = _mm256_i32gather_epi32::<4>(t.as_ptr().cast::<i32>(), idx);
+                    acc[a][h] = _mm256_or_si256(
+                        _mm256_slli_epi32::<9>(acc[a][h]),
+                        _mm256_and_si256(e[h], low9),
+                    );
+                }
+            }
+            for h in 0..V {
+                let wide = |v: __m256i, upper: bool| {
+                    _mm256_cvtepu32_epi64(if upper {
+                        _mm256_extracti128_si256::<1>(v)
+                    } else {
+                        _mm256_castsi256_si128(v)
+                    })
+                };
+                for (q, upper) in [false, true].into_iter().enumerate() {
+                    let key = _mm256_or_si256(
+                        _mm256_or_si256(
+                            _mm256_slli_epi64::<36>(wide(acc[0][h], upper)),
+                            _mm256_slli_epi64::<9>(wide(acc[1][h], upper)),
+                        ),
+                        wide(acc[2][h], upper),
+                    );
+                    _mm256_storeu_si256(out.as_mut_ptr().add(i + 8 * h + 4 * q).cast(), key);
+                }
+            }
+        }
+    }
+    keys3_portable(&x[n..], &y[n..], &z[n..], &mut out[n..]);
 }
 
 /// [`keys3`] without vector gathers: eight table walks interleaved, so that their load
@@ -786,6 +885,13 @@ mod tests {
             got.fill(0);
             keys3_portable(&x, &y, &z, &mut got);
             assert_eq!(got, want, "n = {n}, portable");
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                got.fill(0);
+                // SAFETY: the processor supports AVX2 (checked just above).
+                unsafe { keys3_avx2(&x, &y, &z, &mut got) };
+                assert_eq!(got, want, "n = {n}, avx2");
+            }
         }
     }
 

@@ -52,6 +52,7 @@ pub mod summary;
 mod tests;
 mod workspace;
 
+pub use curve::keys3_path;
 pub use error::Error;
 pub use mapping::BoundingBox;
 use part_api::{Partitioner, Points, Reduce};
