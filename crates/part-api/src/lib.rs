@@ -12,7 +12,9 @@
 //! - [`Csr`]: an undirected graph (a mesh's neighbours, a k-nearest-neighbour graph), the
 //!   one graph type of the partitioners and of quality measures;
 //! - [`Par`]: the caller's parallelism setting and the one executor behind it (local rayon
-//!   pools; rayon's global pool is never used).
+//!   pools; rayon's global pool is never used);
+//! - [`file`]: output files whole or absent (`file::write_atomic`, a temporary file renamed
+//!   into place) and output paths tried before a run (`file::check_writable`).
 //!
 //! ```
 //! use part_api::{Failed, Par, Points, Serial, agree, block_range};
@@ -29,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod dist;
+pub mod file;
 mod graph;
 mod par;
 mod points;
