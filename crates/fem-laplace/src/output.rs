@@ -5,11 +5,16 @@ use crate::mesh::Mesh;
 use std::io::Write;
 use std::path::Path;
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FemError + '_ {
-    move |source| FemError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+/// Writes `path` whole or not at all (`part_api::file::write_atomic`): a reader never sees a
+/// half-written file, whatever stops the run.
+fn atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), FemError> {
+    part_api::file::write_atomic(path, write).map_err(|e| FemError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }
 
 /// Cell and point fields for [`write_vtu`].
@@ -30,10 +35,7 @@ pub struct VtuFields<'a> {
 /// points, triangles, cell data `level`, `rank`, `sfc_index` (position along the curve in this
 /// file), `estimate`, `error` (if given), and point data `u_h`.
 pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &VtuFields<'_>) -> Result<(), FemError> {
-    let file = std::fs::File::create(path).map_err(io_err(path))?;
-    let mut w = std::io::BufWriter::new(file);
-    write_vtu_to(&mut w, mesh, fields).map_err(io_err(path))?;
-    w.flush().map_err(io_err(path))
+    atomic(path, |mut w| write_vtu_to(&mut w, mesh, fields))
 }
 
 /// One data array of a `.vtu` file: name, type, components and bytes.
@@ -262,7 +264,7 @@ pub fn write_pvtu(path: &Path, pieces: &[String], with_error: bool) -> Result<()
         s.push_str(&format!("<Piece Source=\"{p}\"/>\n"));
     }
     s.push_str("</PUnstructuredGrid>\n</VTKFile>\n");
-    std::fs::write(path, s).map_err(io_err(path))
+    atomic(path, |w| w.write_all(s.as_bytes()))
 }
 
 /// Writes a ParaView collection (`.pvd`) listing the per-step `.vtu` files.
@@ -274,7 +276,7 @@ pub fn write_pvd(path: &Path, files: &[(usize, String)]) -> Result<(), FemError>
         s.push_str(&format!("<DataSet timestep=\"{step}\" file=\"{name}\"/>\n"));
     }
     s.push_str("</Collection>\n</VTKFile>\n");
-    std::fs::write(path, s).map_err(io_err(path))
+    atomic(path, |w| w.write_all(s.as_bytes()))
 }
 
 /// Colour of a refinement level on a blue (coarse) to red (fine) scale.
@@ -306,7 +308,7 @@ fn level_colour(level: u8, max_level: u8) -> String {
 /// the deepest level they hold, so the file stays small for any mesh size.
 pub fn write_svg(path: &Path, mesh: &Mesh, title: &str) -> Result<(), FemError> {
     let s = svg_string(mesh, title, Colouring::Level);
-    std::fs::write(path, s).map_err(io_err(path))
+    atomic(path, |w| w.write_all(s.as_bytes()))
 }
 
 /// Like [`write_svg`], elements coloured by the rank that owns them (`ranks[t]`): the
@@ -319,7 +321,7 @@ pub fn write_svg_ranks(
 ) -> Result<(), FemError> {
     assert_eq!(ranks.len(), mesh.num_elements(), "one rank per element");
     let s = svg_string(mesh, title, Colouring::Rank(ranks));
-    std::fs::write(path, s).map_err(io_err(path))
+    atomic(path, |w| w.write_all(s.as_bytes()))
 }
 
 /// What the colours of an SVG drawing show.

@@ -13,7 +13,7 @@
 //! Errors name the file and the byte offset or line of the problem.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// A problem reading or writing one of the files.
@@ -100,6 +100,17 @@ fn os(path: &Path) -> impl FnOnce(std::io::Error) -> IoError + '_ {
         path: path.to_path_buf(),
         error,
     }
+}
+
+/// Writes `path` whole or not at all (`part_api::file::write_atomic`).
+fn atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), IoError> {
+    part_api::file::write_atomic(path, write).map_err(|e| IoError::Os {
+        path: e.path,
+        error: e.source,
+    })
 }
 
 fn os_at(path: &Path, offset: u64) -> impl FnOnce(std::io::Error) -> IoError + '_ {
@@ -335,18 +346,19 @@ pub fn write_points(
     if let Some(w) = weights {
         assert_eq!(w.len(), n, "write_points: one weight per point");
     }
-    let mut out = BufWriter::new(File::create(path).map_err(os(path))?);
     let mut head = Vec::with_capacity(HEADER as usize);
     head.extend_from_slice(b"ZPT1");
     head.extend_from_slice(&(dim as u32).to_le_bytes());
     head.extend_from_slice(&u32::from(weights.is_some()).to_le_bytes());
     head.extend_from_slice(&0u32.to_le_bytes());
     head.extend_from_slice(&(n as u64).to_le_bytes());
-    out.write_all(&head).map_err(os(path))?;
-    for v in coords.iter().chain(weights.unwrap_or(&[])) {
-        out.write_all(&v.to_le_bytes()).map_err(os(path))?;
-    }
-    out.flush().map_err(os(path))
+    atomic(path, |out| {
+        out.write_all(&head)?;
+        for v in coords.iter().chain(weights.unwrap_or(&[])) {
+            out.write_all(&v.to_le_bytes())?;
+        }
+        Ok(())
+    })
 }
 
 /// Reads a sizes file: one finite, non-negative relative size per line.
@@ -386,7 +398,7 @@ pub fn read_sizes(path: impl AsRef<Path>) -> Result<Vec<f64>, IoError> {
 pub fn write_sizes(path: impl AsRef<Path>, sizes: &[f64]) -> Result<(), IoError> {
     let path = path.as_ref();
     let text: String = sizes.iter().map(|s| format!("{s:?}\n")).collect();
-    std::fs::write(path, text).map_err(os(path))
+    atomic(path, |w| w.write_all(text.as_bytes()))
 }
 
 /// Reads a parts file (one little-endian `u32` per point).
@@ -410,6 +422,10 @@ pub fn read_parts(path: impl AsRef<Path>) -> Result<Vec<u32>, IoError> {
 /// Writes a parts file.
 pub fn write_parts(path: impl AsRef<Path>, parts: &[u32]) -> Result<(), IoError> {
     let path = path.as_ref();
-    let bytes: Vec<u8> = parts.iter().flat_map(|p| p.to_le_bytes()).collect();
-    std::fs::write(path, bytes).map_err(os(path))
+    atomic(path, |w| {
+        for p in parts {
+            w.write_all(&p.to_le_bytes())?;
+        }
+        Ok(())
+    })
 }
