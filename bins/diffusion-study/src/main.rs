@@ -6,7 +6,7 @@
 
 mod plot;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use clap::Parser;
 use diffusion::{Capacities, Diffusion, Method, ProcGraph, Solver, Transfer, testbed};
 use hsfc::generate::{RandomSource, SplitMix64};
@@ -97,9 +97,15 @@ fn uniform(seed: u64) -> impl FnMut() -> f64 {
     move || rng.uniform()
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(command)
+}
+
+/// The command; [`main`] reports its error without a backtrace.
+fn command() -> Result<()> {
     let args = Args::parse();
     ensure!(args.ranks >= 2, "--ranks must be at least 2");
+    cli_support::check_outputs([("--svg", args.svg.as_deref())])?;
     ensure!(
         args.eff_min > 0.0 && args.eff_min < 1.0,
         "--eff-min must be in (0, 1)"
@@ -177,8 +183,7 @@ fn main() -> Result<()> {
             "Imbalance against iterations, {} processors, capacities spread 39x (Watts, Rieffel & Taylor 1998)",
             args.ranks
         );
-        std::fs::write(path, plot::svg(&title, &panels))
-            .with_context(|| format!("writing {}", path.display()))?;
+        cli_support::write_output(path, plot::svg(&title, &panels))?;
         writeln!(out, "plot: {}", path.display())?;
     }
     cli_support::emit(&out)

@@ -1,7 +1,7 @@
 //! `drum`: check, show and compute powers of DrumHead machine descriptions; monitor this host;
 //! benchmark it; describe it as XML. Glue only: parse arguments, call `drum_model`, print.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use cli_support::emit;
 use cli_support::power::{PowerArgs, describe_model};
@@ -160,8 +160,7 @@ fn run(cli: Cli) -> Result<String> {
             let (p, origin) = power.compute(&m)?;
             match svg {
                 Some(out) => {
-                    std::fs::write(&out, render::svg(&m, Some(&p)))
-                        .with_context(|| format!("cannot write {}", out.display()))?;
+                    cli_support::write_output(&out, render::svg(&m, Some(&p)))?;
                     eprintln!("wrote {} ({}; {origin})", out.display(), describe_model(&p));
                 }
                 None => {
@@ -200,6 +199,7 @@ fn run(cli: Cli) -> Result<String> {
             n,
             repeats,
         } => {
+            cli_support::check_outputs([("--out", file.as_deref())])?;
             eprintln!("benchmarking one core (LINPACK n = {n}, {repeats} repeats)...");
             let r = linpack(&LinpackConfig {
                 n,
@@ -211,8 +211,7 @@ fn run(cli: Cli) -> Result<String> {
             let xml = m.to_xml();
             match file {
                 Some(path) => {
-                    std::fs::write(&path, &xml)
-                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    cli_support::write_output(&path, &xml)?;
                     eprintln!("wrote {}", path.display());
                 }
                 None => out = xml,
@@ -234,6 +233,7 @@ fn monitor(
     if !(seconds.is_finite() && seconds > 0.0) {
         bail!("--seconds must be > 0, got {seconds}");
     }
+    cli_support::check_outputs([("--record", record.as_deref())])?;
     let period = Duration::from_millis(period_ms);
     let procs: Vec<ProcessRef> = pids.iter().map(|&p| ProcessRef::Pid(p)).collect();
     let config = match &machine {
@@ -291,12 +291,7 @@ fn monitor(
         targets
     )?;
     if let Some(path) = record {
-        let f = std::fs::File::create(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        write_jsonl(&rec.samples, &mut w)
-            .and_then(|_| w.flush())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        cli_support::write_output_with(&path, |w| write_jsonl(&rec.samples, w))?;
         writeln!(
             out,
             "recorded {} samples to {}",

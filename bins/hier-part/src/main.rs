@@ -165,6 +165,7 @@ fn partition(a: &PartitionArgs) -> Result<()> {
     if a.backend == Backend::Mpi {
         return run_mpi(a, &plan, &origin);
     }
+    check_out(a)?;
     for w in plan.warnings() {
         eprintln!("warning: {w}");
     }
@@ -193,6 +194,9 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
                 plan.num_ranks(),
                 plan.num_ranks()
             );
+        }
+        if me == 0 {
+            check_out(a)?;
         }
         let head = hsfc::io::read_point_header(&a.points).context("reading the points")?;
         let range = part_api::block_range(head.n, me, size);
@@ -229,6 +233,11 @@ fn mpi_rank(world: &comm::MpiComm, a: &PartitionArgs, plan: &Plan, origin: &str)
         Some((n, size)),
         (&r, &parts, &times),
     )
+}
+
+/// Tries `--out` before the run (the rank that writes it), so a bad path fails at once.
+fn check_out(a: &PartitionArgs) -> Result<()> {
+    cli_support::check_outputs([("--out", a.out.as_deref())])
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -369,7 +378,12 @@ fn hier_part_points(path: &std::path::Path) -> Result<hsfc::io::PointSet> {
     hsfc::io::read_points(path).context("reading the points")
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(command)
+}
+
+/// The command; [`main`] reports its error without a backtrace.
+fn command() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Partition(a) => partition(&a),

@@ -134,6 +134,9 @@ struct Input {
 
 /// Reads this rank's input. Touches no other rank, so a failure here can be agreed on.
 fn read_input<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Input> {
+    if ranks.rank() == 0 {
+        cli_support::check_outputs([("--out", a.out.as_deref())])?;
+    }
     let head = hsfc::io::read_point_header(&a.points).context("reading the points")?;
     let range = part_api::block_range(head.n, ranks.rank(), ranks.size());
     let set =
@@ -306,11 +309,16 @@ fn partition_cmd(a: &PartitionArgs) -> Result<()> {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(run)
+}
+
+fn run() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Partition(a) => partition_cmd(&a),
         Cmd::Gen(g) => {
+            cli_support::check_outputs([("--out", Some(g.out.as_path()))])?;
             let (coords, w) = hsfc::generate::points(
                 g.n,
                 usize::from(g.dim),

@@ -102,7 +102,12 @@ struct RunArgs {
     drum: DrumArgs,
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(command)
+}
+
+/// The command; [`main`] reports its error without a backtrace.
+fn command() -> Result<()> {
     // Output goes through `cli_support::emit`: `samr --json | head` is fine.
     let cli = Cli::parse();
     match &cli.command {
@@ -147,6 +152,7 @@ fn setup(a: &RunArgs, default_ranks: usize) -> Result<Setup> {
         sweeps: a.sweeps,
     };
     cfg.validate()?;
+    cli_support::check_outputs([("--svg", a.svg.as_deref())])?;
     let ranks = a.ranks.resolve(default_ranks)?;
     let balancer = a.scheme.balancer(&a.ranks, &ranks, a.n0)?;
     let groups = match (&balancer, RankArgs::plan(&ranks)?) {
@@ -222,8 +228,8 @@ fn rank_loop<C: Comm + part_api::Reduce>(
     }
     if print && let Some(path) = &s.svg {
         let picture = svg::hierarchy(run.layout(), run.hierarchy().domain(), s.ranks.ranks);
-        std::fs::write(path, picture).map_err(|e| {
-            SamrError::Unsupported(format!("writing the picture {}: {e}", path.display()))
+        part_api::file::write_atomic_bytes(path, picture).map_err(|e| {
+            SamrError::Unsupported(format!("writing the picture: {e}: {}", e.source))
         })?;
     }
     Ok(())

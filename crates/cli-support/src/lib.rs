@@ -1,7 +1,10 @@
 //! What the workspace's command-line tools share (after ripgrep's `grep-cli`): the binaries
 //! stay glue, and each of these ideas lives here once.
 //!
+//! - [`main`]: a command's `main`: its error on one line, without a backtrace;
 //! - [`emit`]: print a report on stdout; a closed pipe (`hsfc … | head`) is not an error;
+//! - [`check_outputs`]: every output path of the command line tried before the run
+//!   (`part_api::file::check_writable`); [`write_output`] writes one whole or not at all;
 //! - [`median`]: the median of repeated timings;
 //! - [`collective`]: the one error-agreement protocol (`part_api::agreed`) for `anyhow`
 //!   errors, so that every rank of a distributed command stops at the same step;
@@ -57,6 +60,47 @@ impl RunArgs {
     }
 }
 
+/// A command's `main`: runs `body` and, on error, prints `Error: ` and the chain of causes
+/// on one line (`{:#}`) on stderr, and exits with status 1. No backtrace is printed whatever
+/// `RUST_BACKTRACE` says: a user's bad input is not a crash (a panic still prints one).
+pub fn main(body: impl FnOnce() -> Result<()>) -> std::process::ExitCode {
+    match body() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Tries every output path given on the command line (`(flag, path)`) before the run starts,
+/// so that a bad path fails in the first second naming the flag and the path, not at the end
+/// of a long run. Nothing is left behind (`part_api::file::check_writable`).
+pub fn check_outputs<'a>(
+    outputs: impl IntoIterator<Item = (&'a str, Option<&'a std::path::Path>)>,
+) -> Result<()> {
+    for (flag, path) in outputs {
+        if let Some(p) = path {
+            part_api::file::check_writable(p).with_context(|| format!("{flag} {}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes an output file whole or not at all (`part_api::file::write_atomic`); the error
+/// names the file.
+pub fn write_output(path: &std::path::Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    Ok(part_api::file::write_atomic_bytes(path, bytes)?)
+}
+
+/// Like [`write_output`], the bytes written by `write` (buffered).
+pub fn write_output_with(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    Ok(part_api::file::write_atomic(path, write)?)
+}
+
 /// Prints `text` to stdout as one write; a closed pipe (`… | head`) is not an error.
 pub fn emit(text: &str) -> Result<()> {
     use std::io::Write;
@@ -86,6 +130,30 @@ where
 mod tests {
     use super::*;
     use part_api::Serial;
+
+    #[test]
+    fn check_outputs_names_the_flag_and_the_path_and_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("cli-support-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("summary.json");
+        let bad = dir.join("missing").join("plot.svg");
+        check_outputs([("--summary-json", Some(good.as_path())), ("--svg", None)]).unwrap();
+        let e = check_outputs([
+            ("--summary-json", Some(good.as_path())),
+            ("--plot", Some(bad.as_path())),
+        ])
+        .unwrap_err();
+        let text = format!("{e:#}");
+        assert!(text.starts_with("--plot "), "{text}");
+        assert!(text.contains("missing/plot.svg"), "{text}");
+        assert!(text.contains("No such file"), "{text}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        write_output(&good, "{}\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&good).unwrap(), "{}\n");
+        let e = write_output(&bad, "x").unwrap_err();
+        assert!(format!("{e:#}").contains("missing/plot.svg"), "{e:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn collective_on_one_rank_is_the_local_outcome() {

@@ -9,7 +9,12 @@ use anyhow::{Context, Result, bail};
 use coupe::Partition as _;
 use std::time::Instant;
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(command)
+}
+
+/// The command; [`main`] reports its error without a backtrace.
+fn command() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [path, k, repeat, order] = &args[..] else {
         bail!("usage: hsfc-coupe POINTS K REPEAT ORDER");

@@ -91,9 +91,9 @@ enum Backend {
     Mpi,
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
     fem_laplace::memory::keep_freed_memory();
-    match run() {
+    cli_support::main(|| match run() {
         // `fem-laplace --json | head` is fine.
         Err(e)
             if e.downcast_ref::<std::io::Error>()
@@ -102,7 +102,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         other => other,
-    }
+    })
 }
 
 /// Settings shared by every path.
@@ -137,6 +137,17 @@ fn run() -> Result<()> {
     if let Some(dir) = &args.vtk {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    // Every output is tried now, not at the end of a long run.
+    cli_support::check_outputs([
+        (
+            "--vtk",
+            args.vtk.as_ref().map(|d| d.join("steps.pvd")).as_deref(),
+        ),
+        ("--svg", args.svg.as_deref()),
+        ("--jsonl", args.jsonl.as_deref()),
+        ("--plot", args.plot.as_deref()),
+        ("--summary-json", args.summary_json.as_deref()),
+    ])?;
     if args.ranks == Some(0) {
         bail!("--ranks 0: a run needs at least one rank");
     }
@@ -531,15 +542,17 @@ struct Printer {
     hosts: Vec<String>,
     progress: Progress,
     last_step: Option<usize>,
-    jsonl: Option<std::io::BufWriter<std::fs::File>>,
+    /// `--jsonl`: its path and the file, flushed after every step.
+    jsonl: Option<(PathBuf, std::fs::File)>,
 }
 
 impl Printer {
     fn new(s: &Setup) -> Result<Printer> {
         let jsonl = match &s.args.jsonl {
-            Some(p) => Some(std::io::BufWriter::new(
+            Some(p) => Some((
+                p.clone(),
                 std::fs::File::create(p)
-                    .with_context(|| format!("cannot create {}", p.display()))?,
+                    .with_context(|| format!("--jsonl: cannot create {}", p.display()))?,
             )),
             None => None,
         };
@@ -567,8 +580,10 @@ impl Printer {
             }
         }
         let line = v.to_string();
-        if let Some(f) = &mut self.jsonl {
-            writeln!(f, "{line}")?;
+        if let Some((p, f)) = &mut self.jsonl {
+            // One write per step, unbuffered: a kill loses at most the step being written.
+            f.write_all(format!("{line}\n").as_bytes())
+                .with_context(|| format!("cannot write {}", p.display()))?;
         }
         if self.json {
             writeln!(out, "{line}")?;
@@ -643,9 +658,6 @@ impl Printer {
         if self.progress == Progress::Bar {
             eprintln!();
         }
-        if let Some(f) = &mut self.jsonl {
-            f.flush()?;
-        }
         let summary = Summary::new(
             &self.reports,
             &self.ends,
@@ -654,8 +666,7 @@ impl Printer {
             &s.loads,
         );
         if let Some(p) = &s.args.summary_json {
-            std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
-                .with_context(|| format!("cannot write {}", p.display()))?;
+            cli_support::write_output(p, serde_json::to_string_pretty(&summary)? + "\n")?;
         }
         if let Some(p) = &s.args.plot {
             let title = format!(

@@ -2,7 +2,7 @@
 //! the rebalance and what it got) above, each rank's busy time (wall minus time in
 //! collectives) and the step's wall time below, on a log scale.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use fem_laplace::dist::DistStepReport;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -238,7 +238,7 @@ pub fn write(path: &Path, reports: &[DistStepReport], title: &str) -> Result<()>
         h - 12.0
     );
     svg.push_str("</svg>\n");
-    std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))
+    cli_support::write_output(path, svg)
 }
 
 fn format_seconds(t: f64) -> String {
