@@ -161,6 +161,27 @@ fn a_failure_to_write_on_rank_0_fails_every_rank() {
     let points = tmp("w.zpt");
     let (coords, _) = hsfc::generate::points(50, 2, Distribution::Uniform, WeightKind::Unit, 1);
     hsfc::io::write_points(&points, 2, &coords, None).unwrap();
+    // `/dev/full` opens (the check before the run passes) but refuses the bytes at the end.
+    let results = on_ranks(3, &[path(&points), "--parts", "2", "--out", "/dev/full"]);
+    let errors: Vec<String> = results
+        .into_iter()
+        .map(|r| format!("{:#}", r.unwrap_err()))
+        .collect();
+    assert!(
+        errors[0].starts_with("writing the parts: /dev/full: No space left"),
+        "{}",
+        errors[0]
+    );
+    for e in &errors[1..] {
+        assert_eq!(e, "1 other rank(s) failed; see their messages");
+    }
+}
+
+#[test]
+fn a_bad_out_path_fails_every_rank_before_the_run() {
+    let points = tmp("w2.zpt");
+    let (coords, _) = hsfc::generate::points(50, 2, Distribution::Uniform, WeightKind::Unit, 1);
+    hsfc::io::write_points(&points, 2, &coords, None).unwrap();
     let out = tmp("no-such-dir").join("parts.u32");
     let results = on_ranks(3, &[path(&points), "--parts", "2", "--out", path(&out)]);
     let errors: Vec<String> = results
@@ -168,13 +189,14 @@ fn a_failure_to_write_on_rank_0_fails_every_rank() {
         .map(|r| format!("{:#}", r.unwrap_err()))
         .collect();
     assert!(
-        errors[0].starts_with(&format!("writing the parts: {}: ", path(&out))),
+        errors[0].starts_with(&format!("--out {}: cannot write {}: ", path(&out), path(&out))),
         "{}",
         errors[0]
     );
     for e in &errors[1..] {
-        assert_eq!(e, "1 other rank(s) failed; see their messages");
+        assert!(e.contains("1 other rank(s)"), "{e}");
     }
+    assert!(!out.parent().unwrap().exists());
 }
 
 #[test]
