@@ -98,3 +98,20 @@ fn bad_arguments_are_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--eff-min"));
 }
+
+/// A bad `--svg` fails before the study, naming the flag and the path, without a backtrace.
+#[test]
+fn a_bad_svg_path_fails_before_the_study() {
+    let bad =
+        std::env::temp_dir().join(format!("diffusion-study-none-{}/c.svg", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_diffusion-study"))
+        .env("RUST_BACKTRACE", "1")
+        .args(["--ranks", "36", "--svg", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "the study ran");
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(e.contains(&format!("--svg {}: ", bad.display())), "{e}");
+    assert!(!e.to_lowercase().contains("backtrace"), "{e}");
+}

@@ -415,3 +415,53 @@ fn discover_writes_a_machine_that_check_accepts() {
     assert!(o.status.success());
     assert!(text(&o.stdout).contains("median: "));
 }
+
+/// Output paths are tried before the work (a 5 s monitor, a LINPACK run): a bad one fails at
+/// once naming the flag and the path, with no backtrace and nothing left behind.
+#[test]
+fn bad_output_paths_fail_before_the_work() {
+    let bad = tmp("no-such-dir").join("out");
+    let bad_s = bad.to_str().unwrap();
+    for args in [
+        vec!["monitor", "--seconds", "5", "--record", bad_s],
+        vec!["discover", "--n", "50", "--repeats", "1", "--out", bad_s],
+        vec!["show", "machines/bullpen.xml", "--svg", bad_s],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_drum"))
+            .env("RUST_BACKTRACE", "1")
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains(bad_s), "{args:?}: {err}");
+        assert!(!err.contains("samples"), "{args:?}: the monitor ran: {err}");
+        assert!(
+            !err.contains("benchmarking"),
+            "{args:?}: LINPACK ran: {err}"
+        );
+        assert!(!err.to_lowercase().contains("backtrace"), "{err}");
+    }
+    assert!(!bad.parent().unwrap().exists());
+    // A good --record is written whole.
+    let rec = tmp("rec.jsonl");
+    let o = drum(&[
+        "monitor",
+        "--seconds",
+        "0.3",
+        "--period-ms",
+        "100",
+        "--record",
+        rec.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let body = std::fs::read_to_string(&rec).unwrap();
+    assert!(body.ends_with('\n') && body.lines().count() >= 1, "{body}");
+    let left: Vec<_> = std::fs::read_dir(rec.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

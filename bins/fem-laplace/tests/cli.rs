@@ -283,3 +283,64 @@ fn machine_partition_keeps_the_serial_answer() {
         .collect();
     assert!(owned.iter().max() > owned.iter().min(), "{owned:?}");
 }
+
+/// Every output path is tried before the run: a bad one fails before the first step is
+/// printed, naming the flag and the path; an error while writing names the file.
+#[test]
+fn bad_output_paths_fail_before_the_run_naming_flag_and_path() {
+    for flag in ["--summary-json", "--plot", "--svg", "--jsonl"] {
+        let path = format!("/nonexistent-dir-{}/out", std::process::id());
+        let out = bin()
+            .args(["--ranks", "2", "--target-vertices", "3000", flag, &path])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{flag} {path} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{flag} {path}: ")), "{flag}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{flag}: the run started: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let out = bin()
+        .args([
+            "--ranks",
+            "2",
+            "--target-vertices",
+            "300",
+            "--jsonl",
+            "/dev/full",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/dev/full") && err.contains("No space"),
+        "{err}"
+    );
+}
+
+/// A user's bad input is an error message, not a crash: no backtrace, whatever
+/// `RUST_BACKTRACE` says.
+#[test]
+fn user_errors_print_no_backtrace() {
+    for args in [
+        &["--marking", "half"][..],
+        &["--ranks", "0"],
+        &["--target-vertices", "50", "--svg", "/nonexistent-dir/m.svg"],
+    ] {
+        let out = bin()
+            .env("RUST_BACKTRACE", "1")
+            .env("RUST_LIB_BACKTRACE", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("Error: "), "{args:?}: {err}");
+        assert!(!err.to_lowercase().contains("backtrace"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}

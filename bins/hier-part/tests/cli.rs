@@ -190,3 +190,44 @@ fn errors_name_the_place() {
         assert!(e.contains("built without MPI"), "{e}");
     }
 }
+
+/// A bad `--out` fails before the run, naming the flag and the path; a user's error prints no
+/// backtrace whatever `RUST_BACKTRACE` says.
+#[test]
+fn bad_out_fails_first_and_errors_print_no_backtrace() {
+    let pts = point_file("bt.zpt", 500, false);
+    let bad = tmp("no-such-dir").join("p.u32");
+    for backend in ["serial", "threads"] {
+        let out = bin()
+            .env("RUST_BACKTRACE", "1")
+            .env("RUST_LIB_BACKTRACE", "1")
+            .args(["partition", "--machine"])
+            .arg(machine("hier-lbmethods.xml"))
+            .arg(&pts)
+            .args(["--backend", backend, "--out"])
+            .arg(&bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8(out.stderr).unwrap();
+        let want = format!(
+            "Error: --out {}: cannot write {}: ",
+            bad.display(),
+            bad.display()
+        );
+        assert!(err.starts_with(&want), "{backend}: {err}");
+        assert!(!err.to_lowercase().contains("backtrace"), "{err}");
+    }
+    let err = fails(
+        bin()
+            .env("RUST_BACKTRACE", "1")
+            .args(["partition", "--machine", "/nonexistent.xml"])
+            .arg(&pts)
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("/nonexistent.xml"), "{err}");
+    assert!(!err.to_lowercase().contains("backtrace"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -189,7 +189,11 @@ fn a_bad_out_path_fails_every_rank_before_the_run() {
         .map(|r| format!("{:#}", r.unwrap_err()))
         .collect();
     assert!(
-        errors[0].starts_with(&format!("--out {}: cannot write {}: ", path(&out), path(&out))),
+        errors[0].starts_with(&format!(
+            "--out {}: cannot write {}: ",
+            path(&out),
+            path(&out)
+        )),
         "{}",
         errors[0]
     );

@@ -187,3 +187,52 @@ fn errors_name_the_problem() {
     );
     assert!(e.contains("4 is not in 2..=3"), "{e}");
 }
+
+/// A bad output path fails before the run, naming the flag and the path; a user's error is
+/// one line, with no backtrace whatever `RUST_BACKTRACE` says.
+#[test]
+fn bad_output_paths_fail_first_without_a_backtrace() {
+    let points = tmp("o.zpt");
+    run_ok(hsfc().args(["gen", "--n", "200", "-o"]).arg(&points));
+    let bad = tmp("no-such-dir").join("parts.u32");
+    for args in [
+        vec![
+            "partition",
+            points.to_str().unwrap(),
+            "--parts",
+            "2",
+            "--out",
+        ],
+        vec!["gen", "--n", "200", "-o"],
+    ] {
+        let out = hsfc()
+            .env("RUST_BACKTRACE", "1")
+            .env("RUST_LIB_BACKTRACE", "1")
+            .args(&args)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        let want = format!(
+            "Error: --out {}: cannot write {}: ",
+            bad.display(),
+            bad.display()
+        );
+        assert!(err.starts_with(&want), "{args:?}: {err}");
+        assert!(!err.to_lowercase().contains("backtrace"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(!bad.parent().unwrap().exists());
+    let out = hsfc()
+        .env("RUST_BACKTRACE", "1")
+        .args(["partition", "/nonexistent.zpt", "--parts", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("/nonexistent.zpt") && !err.to_lowercase().contains("backtrace"),
+        "{err}"
+    );
+}

@@ -299,3 +299,20 @@ fn bad_drum_and_link_flags_are_clear_errors() {
     let e = err(&["--machine", &m, "--balance", "monitored", "--sensing", "0"]);
     assert!(e.contains("--sensing"), "{e}");
 }
+
+/// A bad `--svg` fails before the first step, naming the flag and the path, without a
+/// backtrace.
+#[test]
+fn a_bad_svg_path_fails_before_the_run() {
+    let bad = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-such-dir/samr.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_samr"))
+        .env("RUST_BACKTRACE", "1")
+        .args(["--json", "--svg", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty(), "the run started");
+    let e = String::from_utf8(o.stderr).unwrap();
+    assert!(e.contains(&format!("--svg {}: ", bad.display())), "{e}");
+    assert!(!e.to_lowercase().contains("backtrace"), "{e}");
+}
