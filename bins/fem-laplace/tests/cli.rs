@@ -344,3 +344,45 @@ fn user_errors_print_no_backtrace() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// `steps.pvd` is rewritten whole after every step: a run that stops part-way leaves a
+/// collection whose every file exists, and no temporary file.
+#[test]
+fn a_run_stopped_part_way_leaves_a_whole_collection() {
+    let dir = std::env::temp_dir().join(format!("fem-laplace-pvd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = bin()
+        .args([
+            "--ranks",
+            "2",
+            "--target-vertices",
+            "3000",
+            "--fail-at",
+            "1:3",
+            "--vtk",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let pvd = std::fs::read_to_string(dir.join("steps.pvd")).expect("steps.pvd written");
+    assert!(pvd.ends_with("</VTKFile>\n"), "{pvd}");
+    let files: Vec<&str> = pvd
+        .lines()
+        .filter_map(|l| l.split("file=\"").nth(1))
+        .map(|f| f.trim_end_matches("\"/>"))
+        .collect();
+    assert_eq!(
+        files,
+        ["step_00.pvtu", "step_01.pvtu", "step_02.pvtu"],
+        "{pvd}"
+    );
+    for f in files {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.contains(".tmp."), "{name} left behind");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

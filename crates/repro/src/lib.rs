@@ -269,8 +269,7 @@ fn measure_all(
             && !host_files.contains_key(&ranks)
         {
             let p = host.runs_dir.join(format!("host-{ranks}.xml"));
-            std::fs::write(&p, measured::host_xml(ranks, host.mflops))
-                .with_context(|| format!("writing {}", p.display()))?;
+            write_whole(&p, measured::host_xml(ranks, host.mflops))?;
             host_files.insert(ranks, p);
         }
     }
@@ -470,4 +469,12 @@ fn record(c: &Case, cfg: &sim::SimConfig, rc_ideal: f64, h_cpu: f64) -> Record {
         compute_s: None,
         comm_s: None,
     }
+}
+
+/// Writes a file of the reproduction whole or not at all (`part_api::file::write_atomic`):
+/// a stopped run leaves no half-written report behind.
+fn write_whole(path: &std::path::Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    part_api::file::write_atomic_bytes(path, bytes)
+        .map_err(|e| e.source)
+        .with_context(|| format!("writing {}", path.display()))
 }

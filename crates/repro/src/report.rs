@@ -135,7 +135,7 @@ struct Doc<'a> {
 impl Doc<'_> {
     fn plot(&mut self, name: &str, svg: String, caption: &str) -> Result<()> {
         let p = self.dir.join(name);
-        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+        crate::write_whole(&p, svg)?;
         let _ = writeln!(self.md, "\n![{caption}]({name})\n");
         Ok(())
     }
@@ -224,7 +224,7 @@ pub fn write(
     validation_section(&mut doc, validation)?;
     sections(&mut doc, records, net, samr_records)?;
     let md = dir.join("report.md");
-    std::fs::write(&md, &doc.md).with_context(|| format!("writing {}", md.display()))?;
+    crate::write_whole(&md, &doc.md)?;
     results_json(dir, setup, records, validation, samr_records)
 }
 
@@ -367,8 +367,7 @@ fn results_json(
         "validation": validation,
     });
     let p = dir.join("results.json");
-    std::fs::write(&p, serde_json::to_string_pretty(&json)? + "\n")
-        .with_context(|| format!("writing {}", p.display()))?;
+    crate::write_whole(&p, serde_json::to_string_pretty(&json)? + "\n")?;
     Ok(())
 }
 

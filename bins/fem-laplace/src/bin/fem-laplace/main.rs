@@ -326,6 +326,8 @@ fn run_serial(s: &Setup) -> Result<()> {
             && !s.args.vtk_last
         {
             vtus.push(serial_vtu(dir, &run, r.step)?);
+            // Rewritten whole each step: a run stopped at any point leaves a valid collection.
+            write_pvd(&dir.join("steps.pvd"), &vtus)?;
         }
         reports.push(r);
     }
@@ -453,6 +455,8 @@ fn rank_loop<C: comm::Comm>(
             && let Some(name) = run.write_vtu(dir, r.base.step)?
         {
             pvtus.push((r.base.step, name));
+            // Rewritten whole each step: a run stopped at any point leaves a valid collection.
+            write_pvd(&dir.join("steps.pvd"), &pvtus)?;
         }
         if rank == 0 {
             tx(Event::Step(Box::new(r)));
