@@ -13,7 +13,7 @@
 //!   one graph type of the partitioners and of quality measures;
 //! - [`Par`]: the caller's parallelism setting and the one executor behind it (local rayon
 //!   pools; rayon's global pool is never used);
-//! - [`file`]: output files whole or absent (`file::write_atomic`, a temporary file renamed
+//! - [`file`](mod@file): output files whole or absent (`file::write_atomic`, a temporary file renamed
 //!   into place) and output paths tried before a run (`file::check_writable`).
 //!
 //! ```
