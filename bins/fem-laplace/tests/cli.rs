@@ -320,6 +320,19 @@ fn bad_output_paths_fail_before_the_run_naming_flag_and_path() {
         err.contains("/dev/full") && err.contains("No space"),
         "{err}"
     );
+    // The report itself on a full stdout: the error says so.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = bin()
+        .args(["--target-vertices", "300"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("writing to stdout: No space"), "{err}");
 }
 
 /// A user's bad input is an error message, not a crash: no backtrace, whatever

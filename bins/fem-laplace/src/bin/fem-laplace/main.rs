@@ -101,6 +101,10 @@ fn main() -> std::process::ExitCode {
         {
             Ok(())
         }
+        // Every file's error names the file: a bare I/O error is the report's, on stdout.
+        Err(e) if e.chain().count() == 1 && e.is::<std::io::Error>() => {
+            Err(e.context("writing to stdout"))
+        }
         other => other,
     })
 }
