@@ -290,8 +290,8 @@ pub(crate) fn keys3(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
     keys3_portable(x, y, z, out);
 }
 
-/// Which implementation [`keys3`] runs on this processor: `"avx512"`, `"avx2"` or
-/// `"portable"` (benchmarks print it).
+/// Which implementation of the bulk 3-D Hilbert keys runs on this processor: `"avx512"`,
+/// `"avx2"` or `"portable"` (benchmarks print it).
 pub fn keys3_path() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {

@@ -39,15 +39,19 @@ fn int(x: usize) -> c_int {
 /// The objects that change part or process (Zoltan's export list), and with
 /// `RETURN_LISTS=PARTS` every object.
 fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> List {
-    let mut l = List::default();
-    for i in 0..a.objects.n {
-        let moves = a.parts[i] as usize != a.input_part || a.procs[i] != a.me;
-        if moves || all {
-            l.gids.extend_from_slice(&a.objects.gids[i * gid..][..gid]);
-            l.lids.extend_from_slice(&a.objects.lids[i * lid..][..lid]);
-            l.procs.push(int(a.procs[i]));
-            l.parts.push(a.parts[i] as c_int);
-        }
+    let listed = |i: usize| all || a.parts[i] as usize != a.input_part || a.procs[i] != a.me;
+    let n = (0..a.objects.n).filter(|&i| listed(i)).count();
+    let mut l = List {
+        gids: Vec::with_capacity(n * gid),
+        lids: Vec::with_capacity(n * lid),
+        procs: Vec::with_capacity(n),
+        parts: Vec::with_capacity(n),
+    };
+    for i in (0..a.objects.n).filter(|&i| listed(i)) {
+        l.gids.extend_from_slice(&a.objects.gids[i * gid..][..gid]);
+        l.lids.extend_from_slice(&a.objects.lids[i * lid..][..lid]);
+        l.procs.push(int(a.procs[i]));
+        l.parts.push(a.parts[i] as c_int);
     }
     l
 }
@@ -57,24 +61,41 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> List {
 pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Result<List, Error> {
     let size = comm.size();
     let rec = gid + lid + 1;
-    let mut order: Vec<usize> = (0..ex.len()).collect();
-    order.sort_by_key(|&i| ex.procs[i]);
+    // The records grouped by destination in export order: a counting sort.
     let mut counts = vec![0usize; size];
-    let mut send = Vec::with_capacity(ex.len() * rec);
-    for &i in &order {
-        let dest = usize::try_from(ex.procs[i])
+    for (i, &p) in ex.procs.iter().enumerate() {
+        let dest = usize::try_from(p)
             .ok()
             .filter(|&d| d < size)
-            .ok_or_else(|| {
-                Error::BadInput(format!("export {i}: process {} out of range", ex.procs[i]))
-            })?;
+            .ok_or_else(|| Error::BadInput(format!("export {i}: process {p} out of range")))?;
         counts[dest] += rec;
-        send.extend_from_slice(&ex.gids[i * gid..][..gid]);
-        send.extend_from_slice(&ex.lids[i * lid..][..lid]);
-        send.push(ex.parts[i] as u32);
+    }
+    let mut at: Vec<usize> = counts
+        .iter()
+        .scan(0usize, |sum, &c| {
+            let start = *sum;
+            *sum += c;
+            Some(start)
+        })
+        .collect();
+    let mut send = vec![0u32; ex.len() * rec];
+    for (i, &p) in ex.procs.iter().enumerate() {
+        let o = &mut at[p as usize];
+        let r = &mut send[*o..*o + rec];
+        r[..gid].copy_from_slice(&ex.gids[i * gid..][..gid]);
+        r[gid..gid + lid].copy_from_slice(&ex.lids[i * lid..][..lid]);
+        r[gid + lid] = ex.parts[i] as u32;
+        *o += rec;
     }
     let got = comm.alltoallv::<u32>(&send, &counts)?;
-    let mut im = List::default();
+    drop(send);
+    let total: usize = got.iter().map(|p| p.len() / rec).sum();
+    let mut im = List {
+        gids: Vec::with_capacity(total * gid),
+        lids: Vec::with_capacity(total * lid),
+        procs: Vec::with_capacity(total),
+        parts: Vec::with_capacity(total),
+    };
     for (src, piece) in got.iter().enumerate() {
         if piece.len() % rec != 0 {
             return Err(Error::BadInput(format!(
