@@ -83,13 +83,13 @@ pub enum FemError {
     /// the runtime (`drum-loop`); the source names the figure, node or rank.
     #[error("balancing the elements failed: {0}")]
     Balance(#[from] drum_loop::Error),
-    /// Writing an output file failed.
-    #[error("cannot write {path}: {source}")]
+    /// Writing an output file failed. (The cause is in the message and not also a `source`,
+    /// so that an error chain prints it once.)
+    #[error("cannot write {path}: {cause}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }

@@ -13,7 +13,7 @@ fn atomic(
 ) -> Result<(), FemError> {
     part_api::file::write_atomic(path, write).map_err(|e| FemError::Io {
         path: e.path,
-        source: e.source,
+        cause: e.source,
     })
 }
 
