@@ -213,10 +213,8 @@ pub(crate) fn merge_in_place<T: Copy>(
     }
     let n_kept = w;
     let n = n_kept + rest.len();
-    if n > v.len() {
-        // Only when `rest` repeats entries; room so that the moves below stay in bounds.
-        v.resize(n, v[0]);
-    }
+    // The kept entries precede the arriving ones, so the result is no longer than `v`.
+    debug_assert!(n <= v.len(), "merge_in_place: more entries out than in");
     let mut hi = n_kept;
     for j in (0..rest.len()).rev() {
         let lo = slots[j];
