@@ -879,16 +879,16 @@ impl Local {
         }
         let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
         rest.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
-        // The new index of every element (NONE for the departed), the runs of the first run
-        // that stay, and how many of those come before each arriving element.
+        // The runs of the first run that stay, how many of those come before each arriving
+        // element, and the new index of every element (NONE for the departed): a kept one
+        // after the kept and arrived before it, arriving element j at slots[j] + j.
         let mut inv = vec![NONE; ne];
         let mut kept: Vec<(usize, usize)> = Vec::new();
         let mut slots: Vec<usize> = Vec::with_capacity(rest.len());
-        let (mut next, mut n_kept) = (0u32, 0usize);
-        let mut keep_run = |a: usize, b: usize, next: &mut u32, n_kept: &mut usize| {
+        let mut n_kept = 0usize;
+        let mut keep_run = |a: usize, b: usize, arrived: usize, n_kept: &mut usize| {
             for t in (a..b).filter(|&t| !gone(t)) {
-                inv[t] = *next;
-                *next += 1;
+                inv[t] = (*n_kept + arrived) as u32;
                 *n_kept += 1;
                 match kept.last_mut() {
                     Some((s, l)) if *s + *l == t => *l += 1,
@@ -897,19 +897,17 @@ impl Local {
             }
         };
         let mut i = 0usize;
-        let mut arriving = Vec::with_capacity(rest.len());
         for &t in &rest {
-            let k = self.ekey.get(t as usize);
-            let at = self.ekey.lower_bound(i..first_end, k);
-            keep_run(i, at, &mut next, &mut n_kept);
+            let at = self
+                .ekey
+                .lower_bound(i..first_end, self.ekey.get(t as usize));
+            keep_run(i, at, slots.len(), &mut n_kept);
             slots.push(n_kept);
-            arriving.push(next);
-            next += 1;
             i = at;
         }
-        keep_run(i, first_end, &mut next, &mut n_kept);
-        for (&t, &x) in rest.iter().zip(&arriving) {
-            inv[t as usize] = x;
+        keep_run(i, first_end, slots.len(), &mut n_kept);
+        for (j, (&t, &slot)) in rest.iter().zip(&slots).enumerate() {
+            inv[t as usize] = (slot + j) as u32;
         }
         let m = &mut self.mesh;
         merge_in_place(&mut m.tri, &kept, &rest, &slots);

@@ -48,7 +48,6 @@ use crate::mark::{Marking, NBINS, bin, dorfler_goal, dorfler_weight};
 use crate::mesh::NONE;
 use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, CommError, ReduceOp};
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 /// A label: (bin, key). Smaller is taken first.
@@ -99,6 +98,14 @@ impl Entries {
             *at += 1;
         });
         Entries { order, bins }
+    }
+
+    /// How many entries have a label up to `th`: the order is by bin, each bin in key order.
+    fn count_up_to(&self, l: &Local, th: Label) -> usize {
+        let lo = self.bins.partition_point(|&b| b < th.0);
+        let hi = self.bins.partition_point(|&b| b <= th.0);
+        let key = |e: u32| l.ekey.get(e as usize / 2) | u128::from(e & 1);
+        lo + self.order[lo..hi].partition_point(|&e| key(e) <= th.1)
     }
 
     /// The label of the entry at `i` of the order.
@@ -574,29 +581,12 @@ fn select(mut values: Vec<(u128, u64)>, k: u64) -> Option<u128> {
     None
 }
 
-/// The first i in 0..n where `pred` is false (`pred` true then false along 0..n).
-fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 /// The bits of every local element for the threshold (every labelled edge if `None`).
 fn finish(labels: &Labels<'_>, threshold: Option<Label>) -> Vec<u8> {
     let l = labels.l;
     // The local entries are in label order: those before `cut` are marked.
     let n = labels.entries.order.len();
-    let cut = threshold.map_or(n, |th| {
-        let below = |i: usize| labels.entries.label(l, i).cmp(&th) != Ordering::Greater;
-        partition_point(n, below)
-    });
+    let cut = threshold.map_or(n, |th| labels.entries.count_up_to(l, th));
     let marked = |i: u32| match i {
         NO => false,
         i if (i as usize) < n => (i as usize) < cut,
