@@ -134,6 +134,7 @@ fn parse(args: &[String]) -> Result<Task> {
 }
 
 fn main() -> Result<()> {
+    elapsed_s();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match parse(&args)? {
         Task::Help => {
@@ -198,14 +199,28 @@ fn release(args: &[&str]) -> Result<PathBuf> {
 }
 
 /// Runs `cmd`, echoing it first; fails with its exit status.
+/// When xtask started: `run` stamps each command with the time since, so a slow CI names its
+/// slow step.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Seconds since xtask started.
+pub(crate) fn elapsed_s() -> f64 {
+    STARTED
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
+}
+
 fn run(mut cmd: Command) -> Result<()> {
-    eprintln!("xtask: running {cmd:?}");
+    let t0 = elapsed_s();
+    eprintln!("xtask: [{t0:7.1} s] running {cmd:?}");
     let status = cmd
         .status()
         .with_context(|| format!("could not start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }
+    eprintln!("xtask: [{:7.1} s] done in {:.1} s", elapsed_s(), elapsed_s() - t0);
     Ok(())
 }
 

@@ -376,7 +376,7 @@ fn cli_checks(launcher: &Launcher) -> Result<PathBuf> {
         remove_stale(&serial_out)?;
         let mut serial = Command::new(&serial_bin);
         serial.args(&part_args).arg("--out").arg(&serial_out);
-        eprintln!("xtask: running {serial:?}");
+        eprintln!("xtask: [{:7.1} s] running {serial:?}", crate::elapsed_s());
         let res = serial
             .output()
             .with_context(|| format!("could not start {serial:?}"))?;
@@ -772,7 +772,7 @@ impl Launcher {
         cmd.current_dir(project_root())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        eprintln!("xtask: running {cmd:?}");
+        eprintln!("xtask: [{:7.1} s] running {cmd:?}", crate::elapsed_s());
         let mut child = cmd
             .spawn()
             .with_context(|| format!("could not start {cmd:?}"))?;

@@ -49,7 +49,7 @@ impl Cluster {
     pub(crate) fn mpirun(&self, args: &[String]) -> Result<()> {
         let mut cmd = Command::new(super::mpirun_path());
         cmd.args(args).current_dir(crate::project_root());
-        eprintln!("xtask: running {cmd:?}");
+        eprintln!("xtask: [{:7.1} s] running {cmd:?}", crate::elapsed_s());
         let mut child = cmd
             .spawn()
             .with_context(|| format!("could not start {cmd:?}"))?;
