@@ -220,7 +220,11 @@ fn run(mut cmd: Command) -> Result<()> {
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }
-    eprintln!("xtask: [{:7.1} s] done in {:.1} s", elapsed_s(), elapsed_s() - t0);
+    eprintln!(
+        "xtask: [{:7.1} s] done in {:.1} s",
+        elapsed_s(),
+        elapsed_s() - t0
+    );
     Ok(())
 }
 
