@@ -459,8 +459,8 @@ impl Mesh {
         self.coords.resize(nv, [0.0; 2]);
         self.parents.resize(nv, [NONE; 2]);
         self.boundary.resize(nv, false);
-        for p in 0..n_new {
-            let v = order[p] as usize;
+        for (p, &v) in order.iter().enumerate() {
+            let v = v as usize;
             let [a, b] = new.parents[p];
             let (pa, pb) = (self.coords[a as usize], self.coords[b as usize]);
             self.coords[v] = [0.5 * (pa[0] + pb[0]), 0.5 * (pa[1] + pb[1])];
