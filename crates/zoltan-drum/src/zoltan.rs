@@ -293,6 +293,7 @@ struct ListOut {
 }
 
 impl Outputs {
+    /// The output pointers, as the entry point got them.
     fn new(
         changes: *mut c_int,
         num_gid: *mut c_int,
