@@ -243,26 +243,13 @@ fn set_last_error(message: String) {
     LAST_ERROR.with(|l| *l.borrow_mut() = c);
 }
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_string()
-    };
-    // Dropping the payload runs foreign code that could itself panic.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-    msg
-}
-
 /// Runs one entry point: a panic becomes [`HSFC_ERR_PANIC`], a failure its code, and both
 /// leave their message for [`hsfc_last_error_message`].
 fn guard(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
     let failure = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return HSFC_OK,
         Ok(Err(e)) => e,
-        Err(payload) => Failure::Panic(panic_message(payload)),
+        Err(payload) => Failure::Panic(part_api::panic_message(payload)),
     };
     let code = failure.code();
     // Formatting a message cannot panic for these types; if it did, keep the code.
@@ -356,11 +343,10 @@ fn check_counts(n: usize, k: usize) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The arguments shared by [`hsfc_partition`] and [`hsfc_repartition`], as slices.
+/// The arguments shared by [`hsfc_partition`] and [`hsfc_repartition`], checked: the points,
+/// the sizes and the parts to write.
 struct Input<'a> {
-    coords: &'a [f64],
-    dim: usize,
-    weights: Option<&'a [f64]>,
+    points: Points<'a>,
     sizes: &'a [f64],
     parts: &'a mut [u32],
 }
@@ -391,9 +377,7 @@ unsafe fn input<'a>(
     // SAFETY: `parts` is NULL or writable and unaliased for the length given (the entry point's contract).
     let parts = unsafe { slice_mut(parts, n, "parts") }?;
     Ok(Input {
-        coords,
-        dim,
-        weights,
+        points: Points::new(coords, dim, weights),
         sizes,
         parts,
     })
@@ -421,9 +405,10 @@ unsafe fn create(
     })
 }
 
-/// The C `threads` argument: `<= 1` is the calling thread.
-fn par(threads: c_int) -> Par {
-    Par::threads(usize::try_from(threads).unwrap_or(0))
+/// The partitioner on the C `threads` argument (`<= 1` is the calling thread).
+fn hsfc(threads: c_int, tolerance: f64) -> Hsfc {
+    let par = Par::threads(usize::try_from(threads).unwrap_or(0));
+    Hsfc { par, tolerance }
 }
 
 /// Partitions `n` points into `k` parts of relative sizes `sizes` along the Hilbert curve.
@@ -460,14 +445,10 @@ pub unsafe extern "C" fn hsfc_partition(
     // SAFETY: the caller's contract above.
     unsafe {
         create(out, || {
-            let inp = input(coords, n, dim, weights, sizes, k, parts)?;
-            let cfg = Hsfc {
-                par: par(threads),
-                ..Default::default()
-            };
-            let points = Points::new(inp.coords, inp.dim, inp.weights);
+            let i = input(coords, n, dim, weights, sizes, k, parts)?;
+            let cfg = hsfc(threads, Hsfc::default().tolerance);
             Ok(with_workspace(|ws| {
-                cfg.partition_with(ws, &Serial, points, inp.sizes, inp.parts)
+                cfg.partition_with(ws, &Serial, i.points, i.sizes, i.parts)
             })?)
         })
     }
@@ -508,14 +489,10 @@ pub unsafe extern "C" fn hsfc_repartition(
     unsafe {
         create(out, || {
             let prev = handle(prev, "prev")?;
-            let inp = input(coords, n, dim, weights, sizes, k, parts)?;
-            let cfg = Hsfc {
-                par: par(threads),
-                tolerance,
-            };
-            let points = Points::new(inp.coords, inp.dim, inp.weights);
+            let i = input(coords, n, dim, weights, sizes, k, parts)?;
+            let cfg = hsfc(threads, tolerance);
             let p = with_workspace(|ws| {
-                cfg.repartition(ws, &Serial, prev, points, inp.sizes, inp.parts)
+                cfg.repartition(ws, &Serial, prev, i.points, i.sizes, i.parts)
             })?;
             if !migration.is_null() {
                 let m = p

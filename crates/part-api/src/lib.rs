@@ -59,3 +59,26 @@ pub fn median(v: &mut [f64]) -> f64 {
         _ => 0.5 * (v[m - 1] + v[m]),
     }
 }
+
+/// The text of a caught panic's payload (a `&str` or `String`; otherwise "a panic without a
+/// message"), for a boundary that turns a panic into an error (the C ABIs' guards). The
+/// payload is dropped under `catch_unwind`: dropping it runs foreign code that could itself
+/// panic.
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("boom {}", 42)).unwrap_err();
+/// assert_eq!(part_api::panic_message(payload), "boom 42");
+/// let payload = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+/// assert_eq!(part_api::panic_message(payload), "a panic without a message");
+/// ```
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload)));
+    msg
+}

@@ -9,12 +9,11 @@
 //! of the last failure on the calling thread (file:line:col for a machine file); opaque
 //! handles freed explicitly; arrays owned by the caller; no panic crosses the boundary.
 
-use crate::error::panic_message;
 use comm::{Comm, MpiComm, RawComm};
 use drum_loop::rebalance::{Observation, Policy, Reason};
 use drum_loop::{DrumLoop, LoopConfig, RebalanceMode, Sizing};
 use drum_model::{Machine, PowerConfig, PowerModel, static_powers};
-use part_api::Points;
+use part_api::{Points, panic_message};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};

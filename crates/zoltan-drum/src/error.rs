@@ -57,6 +57,17 @@ pub enum Error {
         /// The function that registers it.
         setter: &'static str,
     },
+    /// A query function the call needs was registered in neither of its two forms.
+    #[error(
+        "no {} or {} query function is registered (call {} or {})",
+        .what[0], .what[1], .setter[0], .setter[1]
+    )]
+    NoForm {
+        /// Which one: its multi form, then its single form.
+        what: [&'static str; 2],
+        /// The functions that register them.
+        setter: [&'static str; 2],
+    },
     /// The input does not make sense (the message says where).
     #[error("{0}")]
     BadInput(String),
@@ -95,20 +106,6 @@ impl Error {
     }
 }
 
-/// The message of a caught panic.
-pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_string()
-    };
-    // Dropping the payload runs foreign code that could itself panic.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-    msg
-}
-
 /// Prints one Zoltan-style line on stderr: `[rank] Zoltan WARNING in fn: message` (one write,
 /// so that ranks' lines do not interleave under mpirun).
 pub(crate) fn report(rank: Option<usize>, kind: &str, function: &str, message: &str) {
@@ -135,7 +132,7 @@ pub(crate) fn zoltan_guard(
 ) -> c_int {
     let result = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => Err(Error::Panic(panic_message(payload))),
+        Err(payload) => Err(Error::Panic(part_api::panic_message(payload))),
     };
     let (code, kind, message) = match result {
         Ok(Done::Ok) => return ZOLTAN_OK,

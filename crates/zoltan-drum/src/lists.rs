@@ -161,11 +161,16 @@ pub(crate) fn c_array<T: Copy>(v: &[T]) -> Result<*mut T, Error> {
     Ok(p)
 }
 
-/// Frees an array from [`c_array`] (or NULL) and sets the pointer to NULL.
+/// Frees an array from [`c_array`] (or NULL) and sets the pointer to NULL; a NULL `p` is
+/// passed over.
 ///
 /// # Safety
-/// `*p` is NULL or an array from [`c_array`] not freed yet.
-pub(crate) unsafe fn c_free<T>(p: &mut *mut T) {
+/// `p` is NULL, or `*p` is NULL or an array from [`c_array`] not freed yet.
+pub(crate) unsafe fn c_free<T>(p: *mut *mut T) {
+    // SAFETY: the caller's contract: `p` is NULL or valid.
+    let Some(p) = (unsafe { p.as_mut() }) else {
+        return;
+    };
     // SAFETY: the caller's contract; free(NULL) does nothing.
     unsafe { libc::free((*p).cast()) };
     *p = std::ptr::null_mut();

@@ -8,7 +8,7 @@
 
 use crate::error::Error;
 use crate::lists::{List, invert};
-use crate::query::{Registered, ZoltanMigratePpFn, check_ierr, count};
+use crate::query::{Registered, ZoltanMigratePpFn, count, forms};
 use crate::zz::ZoltanStruct;
 use comm::wire::{Outbox, Reader, WireError};
 use comm::{Comm, ReduceOp};
@@ -117,12 +117,11 @@ impl ZoltanStruct {
         let Some(f) = f else { return Ok(()) };
         let (g, l) = (self.params.num_gid as c_int, self.params.num_lid as c_int);
         let (im, ex) = lists;
-        let mut ierr = 0;
         // SAFETY: the lists hold their counts of ids, procs and parts; the application's
         // function for its data pointer.
-        unsafe {
-            (f.f)(
-                f.data,
+        let called = f.call(what, |f, data, ierr| unsafe {
+            f(
+                data,
                 g,
                 l,
                 im.len() as c_int,
@@ -135,10 +134,10 @@ impl ZoltanStruct {
                 ex.lids.as_mut_ptr(),
                 ex.procs.as_mut_ptr(),
                 ex.parts.as_mut_ptr(),
-                &mut ierr,
+                ierr,
             )
-        };
-        self.agreed(check_ierr(what, ierr))
+        });
+        self.agreed(called)
     }
 
     /// The global and local ids of the objects `send` of the list `ex`, in that order (the
@@ -156,44 +155,18 @@ impl ZoltanStruct {
         let (g, l) = (gid as c_int, lid as c_int);
         let (mut gids, mut lids) = self.ids_of(ex, send);
         let mut sizes = vec![0 as c_int; send.len()];
-        if let Some(f) = self.cb.obj_size_multi {
-            let mut ierr = 0;
+        let (n, gids, lids) = (send.len() as c_int, gids.as_mut_ptr(), lids.as_mut_ptr());
+        let out = sizes.as_mut_ptr();
+        forms!(self.cb, obj_size_multi, obj_size, "OBJ_SIZE", "Obj_Size").call(
+            send.len(),
+            true,
             // SAFETY: ids of send.len() objects and as many ints.
-            unsafe {
-                (f.f)(
-                    f.data,
-                    g,
-                    l,
-                    send.len() as c_int,
-                    gids.as_mut_ptr(),
-                    lids.as_mut_ptr(),
-                    sizes.as_mut_ptr(),
-                    &mut ierr,
-                )
-            };
-            check_ierr("ZOLTAN_OBJ_SIZE_MULTI_FN", ierr)?;
-        } else if let Some(f) = self.cb.obj_size {
-            for (j, s) in sizes.iter_mut().enumerate() {
-                let mut ierr = 0;
-                // SAFETY: object j's ids.
-                *s = unsafe {
-                    (f.f)(
-                        f.data,
-                        g,
-                        l,
-                        gids.as_mut_ptr().add(j * gid),
-                        lids.as_mut_ptr().add(j * lid),
-                        &mut ierr,
-                    )
-                };
-                check_ierr("ZOLTAN_OBJ_SIZE_FN", ierr)?;
-            }
-        } else {
-            return Err(Error::NoCallback {
-                what: "ZOLTAN_OBJ_SIZE_MULTI_FN or ZOLTAN_OBJ_SIZE_FN",
-                setter: "Zoltan_Set_Obj_Size_Multi_Fn or Zoltan_Set_Obj_Size_Fn",
-            });
-        }
+            |f, data, ierr| unsafe { f(data, g, l, n, gids, lids, out, ierr) },
+            // SAFETY: object j's ids, and its size's place.
+            |j, f, data, ierr| unsafe {
+                *out.add(j) = f(data, g, l, gids.add(j * gid), lids.add(j * lid), ierr);
+            },
+        )?;
         sizes
             .iter()
             .map(|&s| count("an object size (ZOLTAN_OBJ_SIZE_FN)", s))
@@ -216,51 +189,23 @@ impl ZoltanStruct {
         let mut padded_sizes: Vec<c_int> = sizes.iter().map(|&s| padded(s) as c_int).collect();
         let (mut gids, mut lids) = self.ids_of(ex, send);
         let mut dest: Vec<c_int> = send.iter().map(|&i| ex.parts[i]).collect();
-        let (g, l) = (gid as c_int, lid as c_int);
-        if let Some(f) = self.cb.pack_multi {
-            let mut ierr = 0;
+        let (g, l, n) = (gid as c_int, lid as c_int, send.len() as c_int);
+        let (gp, lp, dp) = (gids.as_mut_ptr(), lids.as_mut_ptr(), dest.as_mut_ptr());
+        let (sp, ip) = (padded_sizes.as_mut_ptr(), idx.as_mut_ptr());
+        forms!(self.cb, pack_multi, pack, "PACK_OBJ", "Pack_Obj").call(
+            send.len(),
+            !send.is_empty(),
             // SAFETY: send.len() ids, parts, sizes and offsets; a buffer of `at` bytes.
-            unsafe {
-                (f.f)(
-                    f.data,
-                    g,
-                    l,
-                    send.len() as c_int,
-                    gids.as_mut_ptr(),
-                    lids.as_mut_ptr(),
-                    dest.as_mut_ptr(),
-                    padded_sizes.as_mut_ptr(),
-                    idx.as_mut_ptr(),
-                    bytes,
-                    &mut ierr,
-                )
-            };
-            check_ierr("ZOLTAN_PACK_OBJ_MULTI_FN", ierr)?;
-        } else if let Some(f) = self.cb.pack {
-            for j in 0..send.len() {
-                let mut ierr = 0;
-                // SAFETY: object j's ids and its padded slot of the buffer.
-                unsafe {
-                    (f.f)(
-                        f.data,
-                        g,
-                        l,
-                        gids.as_mut_ptr().add(j * gid),
-                        lids.as_mut_ptr().add(j * lid),
-                        dest[j],
-                        padded_sizes[j],
-                        bytes.add(idx[j] as usize),
-                        &mut ierr,
-                    )
-                };
-                check_ierr("ZOLTAN_PACK_OBJ_FN", ierr)?;
-            }
-        } else if !send.is_empty() {
-            return Err(Error::NoCallback {
-                what: "ZOLTAN_PACK_OBJ_MULTI_FN or ZOLTAN_PACK_OBJ_FN",
-                setter: "Zoltan_Set_Pack_Obj_Multi_Fn or Zoltan_Set_Pack_Obj_Fn",
-            });
-        }
+            |f, data, ierr| unsafe { f(data, g, l, n, gp, lp, dp, sp, ip, bytes, ierr) },
+            // SAFETY: object j's ids and its padded slot of the buffer.
+            |j, f, data, ierr| unsafe {
+                let (id, slot) = (
+                    (gp.add(j * gid), lp.add(j * lid)),
+                    bytes.add(idx[j] as usize),
+                );
+                f(data, g, l, id.0, id.1, dest[j], padded_sizes[j], slot, ierr)
+            },
+        )?;
         // SAFETY: the u64 buffer viewed as its bytes.
         let data: &[u8] = unsafe { std::slice::from_raw_parts(bytes.cast(), at) };
         let size = self.comm.size();
@@ -303,47 +248,19 @@ impl ZoltanStruct {
         let (mut gids, mut sizes, mut idx, mut buf) = (a.gids, a.sizes, a.idx, a.buf);
         let bytes: *mut c_char = buf.as_mut_ptr().cast();
         let n = sizes.len();
-        if let Some(f) = self.cb.unpack_multi {
-            let mut ierr = 0;
+        let (g, count) = (gid as c_int, n as c_int);
+        let (gids, sizes, idx) = (gids.as_mut_ptr(), sizes.as_mut_ptr(), idx.as_mut_ptr());
+        forms!(self.cb, unpack_multi, unpack, "UNPACK_OBJ", "Unpack_Obj").call(
+            n,
+            n > 0,
             // SAFETY: n ids, sizes and offsets into the buffer.
-            unsafe {
-                (f.f)(
-                    f.data,
-                    gid as c_int,
-                    n as c_int,
-                    gids.as_mut_ptr(),
-                    sizes.as_mut_ptr(),
-                    idx.as_mut_ptr(),
-                    bytes,
-                    &mut ierr,
-                )
-            };
-            check_ierr("ZOLTAN_UNPACK_OBJ_MULTI_FN", ierr)
-        } else if let Some(f) = self.cb.unpack {
-            for j in 0..n {
-                let mut ierr = 0;
-                // SAFETY: object j's id and its slot of the buffer.
-                unsafe {
-                    (f.f)(
-                        f.data,
-                        gid as c_int,
-                        gids.as_mut_ptr().add(j * gid),
-                        sizes[j],
-                        bytes.add(idx[j] as usize),
-                        &mut ierr,
-                    )
-                };
-                check_ierr("ZOLTAN_UNPACK_OBJ_FN", ierr)?;
-            }
-            Ok(())
-        } else if n > 0 {
-            Err(Error::NoCallback {
-                what: "ZOLTAN_UNPACK_OBJ_MULTI_FN or ZOLTAN_UNPACK_OBJ_FN",
-                setter: "Zoltan_Set_Unpack_Obj_Multi_Fn or Zoltan_Set_Unpack_Obj_Fn",
-            })
-        } else {
-            Ok(())
-        }
+            |f, data, ierr| unsafe { f(data, g, count, gids, sizes, idx, bytes, ierr) },
+            // SAFETY: object j's id and its slot of the buffer.
+            |j, f, data, ierr| unsafe {
+                let slot = bytes.add(*idx.add(j) as usize);
+                f(data, g, gids.add(j * gid), *sizes.add(j), slot, ierr)
+            },
+        )
     }
 
     /// Decodes the messages, in rank order, into an aligned buffer.

@@ -147,6 +147,102 @@ pub(crate) struct Registered<F> {
     pub data: *mut c_void,
 }
 
+impl<F: Copy> Registered<F> {
+    /// Calls the application's function: `call` gets it, its data pointer and `ierr` (0
+    /// before the call); an `ierr` other than `ZOLTAN_OK` or `ZOLTAN_WARN` is an error naming
+    /// `what`.
+    pub(crate) fn call<R>(
+        self,
+        what: &'static str,
+        call: impl FnOnce(F, *mut c_void, &mut c_int) -> R,
+    ) -> Result<R, Error> {
+        let mut ierr = 0;
+        let r = call(self.f, self.data, &mut ierr);
+        check_ierr(what, ierr)?;
+        Ok(r)
+    }
+}
+
+/// The registered function, or the error naming it (`what`) and its `setter`.
+fn required<F>(
+    f: Option<Registered<F>>,
+    what: &'static str,
+    setter: &'static str,
+) -> Result<Registered<F>, Error> {
+    f.ok_or(Error::NoCallback { what, setter })
+}
+
+/// A query function in its two forms, as registered: `M` called once for a list of objects
+/// (Zoltan's `ZOLTAN_*_MULTI_FN`), `S` once per object (`ZOLTAN_*_FN`). Built by [`forms!`].
+pub(crate) struct Forms<M, S> {
+    pub multi: Option<Registered<M>>,
+    pub single: Option<Registered<S>>,
+    /// Zoltan's names of the two forms, the multi form first.
+    pub what: [&'static str; 2],
+    /// The functions that register them.
+    pub setter: [&'static str; 2],
+}
+
+/// The [`Forms`] of a query from two fields of [`Callbacks`], with Zoltan's names spelled
+/// from their stems: `forms!(cb, geom_multi, geom, "GEOM", "Geom")` names
+/// `ZOLTAN_GEOM_MULTI_FN` and `ZOLTAN_GEOM_FN`, set by `Zoltan_Set_Geom_Multi_Fn` and
+/// `Zoltan_Set_Geom_Fn`.
+macro_rules! forms {
+    ($cb:expr, $multi:ident, $single:ident, $what:literal, $setter:literal) => {
+        $crate::query::Forms {
+            multi: $cb.$multi,
+            single: $cb.$single,
+            what: [
+                concat!("ZOLTAN_", $what, "_MULTI_FN"),
+                concat!("ZOLTAN_", $what, "_FN"),
+            ],
+            setter: [
+                concat!("Zoltan_Set_", $setter, "_Multi_Fn"),
+                concat!("Zoltan_Set_", $setter, "_Fn"),
+            ],
+        }
+    };
+}
+pub(crate) use forms;
+
+impl<M: Copy, S: Copy> Forms<M, S> {
+    /// Calls the multi form once (`multi`), or else the single form once for each of `n`
+    /// objects (`single`, with the object's index), each checked as [`Registered::call`]
+    /// does; with neither registered, an error naming both when `needed`.
+    pub(crate) fn call(
+        &self,
+        n: usize,
+        needed: bool,
+        multi: impl FnOnce(M, *mut c_void, &mut c_int),
+        mut single: impl FnMut(usize, S, *mut c_void, &mut c_int),
+    ) -> Result<(), Error> {
+        if let Some(m) = self.multi {
+            m.call(self.what[0], multi)
+        } else if let Some(s) = self.single {
+            (0..n).try_for_each(|i| s.call(self.what[1], |f, data, ierr| single(i, f, data, ierr)))
+        } else if needed {
+            Err(Error::NoForm {
+                what: self.what,
+                setter: self.setter,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Calls a `ZOLTAN_NUM_OBJ_FN` or `ZOLTAN_NUM_GEOM_FN` (named `name`) for the count it
+/// returns; `what` names the count in an error.
+fn ask_count(
+    f: Registered<ZoltanNumObjFn>,
+    name: &'static str,
+    what: &str,
+) -> Result<usize, Error> {
+    // SAFETY: the application registered this function for this data pointer.
+    let n = f.call(name, |f, data, ierr| unsafe { f(data, ierr) })?;
+    count(&format!("{what} ({name})"), n)
+}
+
 /// Every query function the application registered.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Callbacks {
@@ -213,15 +309,8 @@ impl Callbacks {
     /// (ids and `wdim` weights), and with `geometry` `ZOLTAN_NUM_GEOM_FN` and
     /// `ZOLTAN_GEOM_MULTI_FN` (else `ZOLTAN_GEOM_FN` per object).
     pub(crate) fn objects(&self, layout: Layout, geometry: bool) -> Result<Objects, Error> {
-        let num_obj = self.num_obj.ok_or(Error::NoCallback {
-            what: "ZOLTAN_NUM_OBJ_FN",
-            setter: "Zoltan_Set_Num_Obj_Fn",
-        })?;
-        let mut ierr = 0;
-        // SAFETY: the application registered this function for this data pointer.
-        let n = unsafe { (num_obj.f)(num_obj.data, &mut ierr) };
-        check_ierr("ZOLTAN_NUM_OBJ_FN", ierr)?;
-        let n = count("the number of objects (ZOLTAN_NUM_OBJ_FN)", n)?;
+        let num_obj = required(self.num_obj, "ZOLTAN_NUM_OBJ_FN", "Zoltan_Set_Num_Obj_Fn")?;
+        let n = ask_count(num_obj, "ZOLTAN_NUM_OBJ_FN", "the number of objects")?;
         let (g, l, w) = (
             as_int("NUM_GID_ENTRIES", layout.num_gid)?,
             as_int("NUM_LID_ENTRIES", layout.num_lid)?,
@@ -235,26 +324,18 @@ impl Callbacks {
             coords: Vec::new(),
             dim: 0,
         };
-        let list = self.obj_list.ok_or(Error::NoCallback {
-            what: "ZOLTAN_OBJ_LIST_FN",
-            setter: "Zoltan_Set_Obj_List_Fn",
-        })?;
+        let list = required(
+            self.obj_list,
+            "ZOLTAN_OBJ_LIST_FN",
+            "Zoltan_Set_Obj_List_Fn",
+        )?;
         if n > 0 {
-            let mut ierr = 0;
+            let (gids, lids) = (o.gids.as_mut_ptr(), o.lids.as_mut_ptr());
+            let wgts = o.weights.as_mut_ptr();
             // SAFETY: buffers of n·num_gid, n·num_lid and n·wdim values, as Zoltan passes.
-            unsafe {
-                (list.f)(
-                    list.data,
-                    g,
-                    l,
-                    o.gids.as_mut_ptr(),
-                    o.lids.as_mut_ptr(),
-                    w,
-                    o.weights.as_mut_ptr(),
-                    &mut ierr,
-                )
-            };
-            check_ierr("ZOLTAN_OBJ_LIST_FN", ierr)?;
+            list.call("ZOLTAN_OBJ_LIST_FN", |f, data, ierr| unsafe {
+                f(data, g, l, gids, lids, w, wgts, ierr)
+            })?;
         }
         if let Some((i, x)) = o
             .weights
@@ -276,15 +357,12 @@ impl Callbacks {
     }
 
     fn geometry(&self, o: &mut Objects, layout: Layout) -> Result<(), Error> {
-        let num_geom = self.num_geom.ok_or(Error::NoCallback {
-            what: "ZOLTAN_NUM_GEOM_FN",
-            setter: "Zoltan_Set_Num_Geom_Fn",
-        })?;
-        let mut ierr = 0;
-        // SAFETY: the application's function for its data pointer.
-        let dim = unsafe { (num_geom.f)(num_geom.data, &mut ierr) };
-        check_ierr("ZOLTAN_NUM_GEOM_FN", ierr)?;
-        let dim = count("the dimension (ZOLTAN_NUM_GEOM_FN)", dim)?;
+        let num_geom = required(
+            self.num_geom,
+            "ZOLTAN_NUM_GEOM_FN",
+            "Zoltan_Set_Num_Geom_Fn",
+        )?;
+        let dim = ask_count(num_geom, "ZOLTAN_NUM_GEOM_FN", "the dimension")?;
         if !(1..=3).contains(&dim) {
             return Err(Error::BadInput(format!(
                 "ZOLTAN_NUM_GEOM_FN returned {dim}: geometric methods take 1 to 3 coordinates"
@@ -296,46 +374,31 @@ impl Callbacks {
             return Ok(());
         }
         let (g, l) = (layout.num_gid as c_int, layout.num_lid as c_int);
-        if let Some(multi) = self.geom_multi {
-            let mut ierr = 0;
+        let (n, d) = (as_int("the number of objects", o.n)?, dim as c_int);
+        let (gids, lids, x) = (
+            o.gids.as_mut_ptr(),
+            o.lids.as_mut_ptr(),
+            o.coords.as_mut_ptr(),
+        );
+        let (gid, lid) = (layout.num_gid, layout.num_lid);
+        forms!(self, geom_multi, geom, "GEOM", "Geom").call(
+            o.n,
+            true,
             // SAFETY: the ids of the n objects and a buffer of n·dim doubles.
-            unsafe {
-                (multi.f)(
-                    multi.data,
+            |f, data, ierr| unsafe { f(data, g, l, n, gids, lids, d, x, ierr) },
+            // SAFETY: object i's ids and its dim doubles.
+            |i, f, data, ierr| unsafe {
+                f(
+                    data,
                     g,
                     l,
-                    as_int("the number of objects", o.n)?,
-                    o.gids.as_mut_ptr(),
-                    o.lids.as_mut_ptr(),
-                    dim as c_int,
-                    o.coords.as_mut_ptr(),
-                    &mut ierr,
+                    gids.add(i * gid),
+                    lids.add(i * lid),
+                    x.add(i * dim),
+                    ierr,
                 )
-            };
-            check_ierr("ZOLTAN_GEOM_MULTI_FN", ierr)?;
-        } else if let Some(single) = self.geom {
-            for i in 0..o.n {
-                let mut ierr = 0;
-                // SAFETY: object i's ids and its dim doubles.
-                unsafe {
-                    (single.f)(
-                        single.data,
-                        g,
-                        l,
-                        o.gids.as_mut_ptr().add(i * layout.num_gid),
-                        o.lids.as_mut_ptr().add(i * layout.num_lid),
-                        o.coords.as_mut_ptr().add(i * dim),
-                        &mut ierr,
-                    )
-                };
-                check_ierr("ZOLTAN_GEOM_FN", ierr)?;
-            }
-        } else {
-            return Err(Error::NoCallback {
-                what: "ZOLTAN_GEOM_MULTI_FN or ZOLTAN_GEOM_FN",
-                setter: "Zoltan_Set_Geom_Multi_Fn or Zoltan_Set_Geom_Fn",
-            });
-        }
+            },
+        )?;
         if let Some(i) = o.coords.iter().position(|x| !x.is_finite()) {
             return Err(Error::BadInput(format!(
                 "object {} (local index): coordinate {} is {}; coordinates must be finite",

@@ -292,7 +292,48 @@ struct ListOut {
     to_part: *mut *mut c_int,
 }
 
+impl Outputs {
+    /// The output pointers, as the entry point got them.
+    fn new(
+        changes: *mut c_int,
+        num_gid: *mut c_int,
+        num_lid: *mut c_int,
+        import: ListOut,
+        export: ListOut,
+    ) -> Outputs {
+        Outputs {
+            changes,
+            num_gid,
+            num_lid,
+            import,
+            export,
+        }
+    }
+}
+
 impl ListOut {
+    /// A list's count and processes (the ids and parts NULL until set).
+    fn new(num: *mut c_int, procs: *mut *mut c_int) -> ListOut {
+        use std::ptr::null_mut;
+        ListOut {
+            num,
+            gids: null_mut(),
+            lids: null_mut(),
+            procs,
+            to_part: null_mut(),
+        }
+    }
+
+    /// The list with its id arrays.
+    fn ids(self, gids: *mut ZoltanIdPtr, lids: *mut ZoltanIdPtr) -> ListOut {
+        ListOut { gids, lids, ..self }
+    }
+
+    /// The list with its part array.
+    fn parts(self, to_part: *mut *mut c_int) -> ListOut {
+        ListOut { to_part, ..self }
+    }
+
     /// Writes the list (or −1 and NULLs) into the caller's pointers; on a failed
     /// allocation frees what it allocated.
     ///
@@ -324,12 +365,7 @@ impl ListOut {
                 Ok(())
             })();
             if done.is_err() {
-                c_free(&mut *self.gids);
-                c_free(&mut *self.lids);
-                c_free(&mut *self.procs);
-                if !self.to_part.is_null() {
-                    c_free(&mut *self.to_part);
-                }
+                free_list(self);
             }
             done
         }
@@ -374,17 +410,18 @@ fn partition(zz: &mut ZoltanStruct, out: &Outputs) -> Result<Done, Error> {
     })
 }
 
+/// Frees a list's arrays and sets their pointers to NULL (a NULL pointer is passed over).
+///
 /// # Safety
-/// The list's pointers are writable and hold arrays from this library or NULL.
+/// Each of the list's array pointers is NULL, or points to NULL or to an array from this
+/// library not yet freed.
 unsafe fn free_list(l: &ListOut) {
     // SAFETY: the caller's contract.
     unsafe {
-        c_free(&mut *l.gids);
-        c_free(&mut *l.lids);
-        c_free(&mut *l.procs);
-        if !l.to_part.is_null() {
-            c_free(&mut *l.to_part);
-        }
+        c_free(l.gids);
+        c_free(l.lids);
+        c_free(l.procs);
+        c_free(l.to_part);
     }
 }
 
@@ -411,28 +448,26 @@ pub unsafe extern "C" fn Zoltan_LB_Partition(
     export_procs: *mut *mut c_int,
     export_to_part: *mut *mut c_int,
 ) -> c_int {
-    let out = Outputs {
-        changes,
-        num_gid: num_gid_entries,
-        num_lid: num_lid_entries,
-        import: ListOut {
-            num: num_import,
-            gids: import_global_ids,
-            lids: import_local_ids,
-            procs: import_procs,
-            to_part: import_to_part,
-        },
-        export: ListOut {
-            num: num_export,
-            gids: export_global_ids,
-            lids: export_local_ids,
-            procs: export_procs,
-            to_part: export_to_part,
-        },
-    };
+    let import = ListOut::new(num_import, import_procs)
+        .ids(import_global_ids, import_local_ids)
+        .parts(import_to_part);
+    let export = ListOut::new(num_export, export_procs)
+        .ids(export_global_ids, export_local_ids)
+        .parts(export_to_part);
+    let out = Outputs::new(changes, num_gid_entries, num_lid_entries, import, export);
     // SAFETY: `zz` is NULL or live (the caller's contract).
-    unsafe { Zz::new(zz) }.run("Zoltan_LB_Partition", |zz| {
-        check_outputs(&out, true)?;
+    unsafe { lb(zz, "Zoltan_LB_Partition", out, true) }
+}
+
+/// The shared body of [`Zoltan_LB_Partition`] and [`Zoltan_LB_Balance`] (`parts`: whether the
+/// part arrays are asked for).
+///
+/// # Safety
+/// `zz` is NULL or live.
+unsafe fn lb(zz: *mut ZoltanStruct, function: &str, out: Outputs, parts: bool) -> c_int {
+    // SAFETY: `zz` is NULL or live (the caller's contract).
+    unsafe { Zz::new(zz) }.run(function, |zz| {
+        check_outputs(&out, parts)?;
         partition(zz, &out)
     })
 }
@@ -482,31 +517,11 @@ pub unsafe extern "C" fn Zoltan_LB_Balance(
     export_local_ids: *mut ZoltanIdPtr,
     export_procs: *mut *mut c_int,
 ) -> c_int {
-    let none = std::ptr::null_mut();
-    let out = Outputs {
-        changes,
-        num_gid: num_gid_entries,
-        num_lid: num_lid_entries,
-        import: ListOut {
-            num: num_import,
-            gids: import_global_ids,
-            lids: import_local_ids,
-            procs: import_procs,
-            to_part: none,
-        },
-        export: ListOut {
-            num: num_export,
-            gids: export_global_ids,
-            lids: export_local_ids,
-            procs: export_procs,
-            to_part: none,
-        },
-    };
+    let import = ListOut::new(num_import, import_procs).ids(import_global_ids, import_local_ids);
+    let export = ListOut::new(num_export, export_procs).ids(export_global_ids, export_local_ids);
+    let out = Outputs::new(changes, num_gid_entries, num_lid_entries, import, export);
     // SAFETY: `zz` is NULL or live (the caller's contract).
-    unsafe { Zz::new(zz) }.run("Zoltan_LB_Balance", |zz| {
-        check_outputs(&out, false)?;
-        partition(zz, &out)
-    })
+    unsafe { lb(zz, "Zoltan_LB_Balance", out, false) }
 }
 
 /// `Zoltan_LB_Free_Part`: frees arrays returned by [`Zoltan_LB_Partition`] and sets the
@@ -521,24 +536,12 @@ pub unsafe extern "C" fn Zoltan_LB_Free_Part(
     procs: *mut *mut c_int,
     to_part: *mut *mut c_int,
 ) -> c_int {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: each is NULL, or points to NULL or to an array from this library not yet
-        // freed (the caller's contract).
-        unsafe {
-            if let Some(p) = global_ids.as_mut() {
-                c_free(p);
-            }
-            if let Some(p) = local_ids.as_mut() {
-                c_free(p);
-            }
-            if let Some(p) = procs.as_mut() {
-                c_free(p);
-            }
-            if let Some(p) = to_part.as_mut() {
-                c_free(p);
-            }
-        }
-    }));
+    let l = ListOut::new(std::ptr::null_mut(), procs)
+        .ids(global_ids, local_ids)
+        .parts(to_part);
+    // SAFETY: each is NULL, or points to NULL or to an array from this library not yet freed
+    // (the caller's contract).
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { free_list(&l) }));
     ZOLTAN_OK
 }
 
