@@ -420,7 +420,7 @@ impl ThreadComm {
                             End::Done(r)
                         }
                         Err(payload) => {
-                            w.fail(rank, panic_message(payload.as_ref()));
+                            w.fail(rank, part_api::panic_message(payload));
                             End::Panicked
                         }
                     }
@@ -566,17 +566,6 @@ fn into_result(outcome: Arc<Outcome>) -> Result<Arc<Outcome>, CommError> {
     match &*outcome {
         Outcome::Mismatch(m) => Err((*m).into()),
         _ => Ok(outcome),
-    }
-}
-
-/// The text of a panic payload (`&str` or `String`; otherwise a placeholder).
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panicked with a non-string payload".to_string()
     }
 }
 
