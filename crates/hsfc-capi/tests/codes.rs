@@ -71,6 +71,12 @@ fn every_variant() -> Vec<(&'static str, hsfc::Error)> {
                 message: "no".into(),
             },
         ),
+        (
+            "WeightOverflow",
+            E::WeightOverflow {
+                total: f64::INFINITY,
+            },
+        ),
     ]
 }
 
