@@ -44,7 +44,8 @@ pub struct Partition {
     migration: Option<Migration>,
     /// The points were put on the curve by their coordinates' order ([`ordered_coord`],
     /// relative to these per-axis origins): the fallback for a box that cannot separate them.
-    ordered: Option<[u64; 3]>,
+    /// (Boxed: a `Partition` is held by value in other crates' enums.)
+    ordered: Option<Box<[u64; 3]>>,
 }
 
 impl Partition {
@@ -62,10 +63,10 @@ impl Partition {
     /// doubles along the axis).
     pub fn bbox(&self) -> BoundingBox {
         let mut b = self.map.bbox;
-        if let Some(origin) = self.ordered {
-            for a in 0..self.dim() {
-                b.lo[a] = unordered_coord(b.lo[a], origin[a]);
-                b.hi[a] = unordered_coord(b.hi[a], origin[a]);
+        if let Some(origin) = self.ordered.as_deref() {
+            for (a, &o) in origin.iter().enumerate().take(self.dim()) {
+                b.lo[a] = unordered_coord(b.lo[a], o);
+                b.hi[a] = unordered_coord(b.hi[a], o);
             }
         }
         b
@@ -82,7 +83,7 @@ impl Partition {
     fn curve_coords(&self, x: &[f64]) -> [f64; 3] {
         let mut c = [0.0; 3];
         for (a, (c, &v)) in c.iter_mut().zip(x).enumerate() {
-            *c = match self.ordered {
+            *c = match self.ordered.as_deref() {
                 Some(origin) => ordered_coord(v, origin[a]),
                 None => v,
             };
@@ -765,11 +766,11 @@ pub(crate) fn run<R: Reduce>(
         let input = Points::new(&coords, dim, weights);
         let p = run_mapped(cfg, ws, comm, input, targets, parts, prev);
         p.map(|p| Partition {
-            ordered: Some(origin),
+            ordered: Some(Box::new(origin)),
             ..p
         })
     };
-    if let Some(origin) = prev.and_then(|p| p.ordered) {
+    if let Some(&origin) = prev.and_then(|p| p.ordered.as_deref()) {
         return ordered(ws, parts, origin);
     }
     let p = run_mapped(cfg, ws, comm, input, targets, parts, prev)?;
