@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use cli_support::emit;
 use cli_support::power::{PowerArgs, describe_model};
-use drum_model::bench::{LinpackConfig, discover, linpack};
+use drum_model::bench::{LinpackConfig, MAX_LINPACK_N, MAX_LINPACK_REPEATS, discover, linpack};
 use drum_model::metrics::{h_cpu, rc_ideal};
 use drum_model::monitor::{MonitorConfig, ProcFs, ProcessRef, start_monitoring};
 use drum_model::samples::write_jsonl;
@@ -15,6 +15,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// Longest `drum monitor --seconds` (a week).
+const MAX_MONITOR_SECONDS: f64 = 604_800.0;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -61,11 +64,11 @@ enum Command {
     },
     /// Sample this host's CPUs, memory and interfaces; report the monitor's own overhead.
     Monitor {
-        /// How long to monitor, seconds.
-        #[arg(long, default_value_t = 10.0)]
+        /// How long to monitor, seconds (at most a week, 604800).
+        #[arg(long, default_value_t = 10.0, value_parser = cli_support::limits::seconds(MAX_MONITOR_SECONDS))]
         seconds: f64,
-        /// Sampling period, milliseconds.
-        #[arg(long, default_value_t = 100)]
+        /// Sampling period, milliseconds (1 to 3,600,000).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
         period_ms: u64,
         /// Write the samples as JSON Lines (replayable with `drum powers --replay`).
         #[arg(long, value_name = "OUT.jsonl")]
@@ -83,11 +86,11 @@ enum Command {
     },
     /// LINPACK-style LU benchmark of one core: MFLOPS = (2/3 n³ + 2 n²)/t, median of repeats.
     Bench {
-        /// Matrix order.
-        #[arg(long, default_value_t = 1000)]
+        /// Matrix order (2 to 4096).
+        #[arg(long, default_value_t = 1000, value_parser = cli_support::limits::count(2, MAX_LINPACK_N, "(matrix order)"))]
         n: usize,
-        /// Timed repeats.
-        #[arg(long, default_value_t = 5)]
+        /// Timed repeats (1 to 1000).
+        #[arg(long, default_value_t = 5, value_parser = cli_support::limits::count(1, MAX_LINPACK_REPEATS, "repeats"))]
         repeats: usize,
     },
     /// Describe this host (cores, memory, interfaces, measured MFLOPS) as a machine file.
@@ -95,11 +98,11 @@ enum Command {
         /// Write the XML here instead of standard output.
         #[arg(long, value_name = "OUT.xml")]
         out: Option<PathBuf>,
-        /// Benchmark matrix order.
-        #[arg(long, default_value_t = 1000)]
+        /// Benchmark matrix order (2 to 4096).
+        #[arg(long, default_value_t = 1000, value_parser = cli_support::limits::count(2, MAX_LINPACK_N, "(matrix order)"))]
         n: usize,
-        /// Benchmark repeats.
-        #[arg(long, default_value_t = 3)]
+        /// Benchmark repeats (1 to 1000).
+        #[arg(long, default_value_t = 3, value_parser = cli_support::limits::count(1, MAX_LINPACK_REPEATS, "repeats"))]
         repeats: usize,
     },
 }

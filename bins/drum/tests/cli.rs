@@ -465,3 +465,70 @@ fn bad_output_paths_fail_before_the_work() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Counts, durations and files over their limits are refused at once, naming the flag (or
+/// the file) and the limit: no panic, no 80 GB allocation, no endless read.
+#[test]
+fn hostile_sizes_and_durations_are_refused_naming_the_limit() {
+    for (args, msg) in [
+        (
+            &["check", "/dev/zero"][..],
+            "/dev/zero: larger than the limit of 16777216 bytes for a machine file",
+        ),
+        (
+            &["monitor", "--seconds", "1e20"],
+            "'--seconds <SECONDS>': 1e20 s is over the limit of 604800 s",
+        ),
+        (
+            &["monitor", "--seconds", "inf"],
+            "inf s is not a positive, finite duration",
+        ),
+        (&["monitor", "--period-ms", "0"], "--period-ms <PERIOD_MS>"),
+        (
+            &["bench", "--n", "4294967295"],
+            "'--n <N>': 4294967295 is over the limit of 4096 (matrix order)",
+        ),
+        (
+            &["bench", "--n", "100000"],
+            "100000 is over the limit of 4096 (matrix order)",
+        ),
+        (
+            &["bench", "--repeats", "1e7"],
+            "1e7 is over the limit of 1000 repeats",
+        ),
+        (
+            &["discover", "--n", "100000"],
+            "100000 is over the limit of 4096 (matrix order)",
+        ),
+    ] {
+        let o = drum(args);
+        assert_eq!(
+            o.status.code(),
+            Some(if args[0] == "check" { 1 } else { 2 }),
+            "{args:?}"
+        );
+        let e = text(&o.stderr);
+        assert!(e.contains(msg), "{args:?}: {e}");
+        assert!(!e.contains("panicked") && !e.contains("backtrace"), "{e}");
+    }
+    // Two ratings whose sum overflows share equally, with no error about zero power.
+    let m = tmp("huge-mflops.xml");
+    std::fs::write(
+        &m,
+        "<machinemodel><node type=\"NETWORK\" nodenum=\"0\" parent=\"-1\"/>\
+         <node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" mflops=\"1e308\"/>\
+         <node type=\"SINGLE_COMPUTING\" nodenum=\"2\" parent=\"0\" mflops=\"1e308\"/></machinemodel>",
+    )
+    .unwrap();
+    let o = drum(&["powers", m.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        !out.contains("null") && !out.contains("inf") && !out.contains("NaN"),
+        "{out}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["parts"][0]["size"], 0.5, "{out}");
+    assert_eq!(j["parts"][1]["size"], 0.5, "{out}");
+    std::fs::remove_file(&m).unwrap();
+}

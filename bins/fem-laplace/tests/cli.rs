@@ -399,3 +399,72 @@ fn a_run_stopped_part_way_leaves_a_whole_collection() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Sizes over their limits are refused before any rank starts or any load is forked, naming
+/// the flag (or attribute) and the limit; a run that would not fit in memory is refused with
+/// the estimate.
+#[test]
+fn hostile_sizes_are_refused_before_the_run() {
+    let run = |args: &[&str]| {
+        let out = bin().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(out.stdout.is_empty(), "{args:?} started");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--ranks", "1000", "--target-vertices", "20000"]);
+    assert!(
+        e.contains(
+            "--ranks 1000: 1000 ranks is over the limit of 256 ranks (raise it with --max-ranks)"
+        ),
+        "{e}"
+    );
+    let e = run(&["--target-vertices", "1400000000"]);
+    assert!(
+        e.contains("1400000000 is over the limit of 20000000 vertices"),
+        "{e}"
+    );
+    let machine = common::machine("local-2core-hetero.xml");
+    let e = run(&["--machine", &machine, "--load", "1:99999999999"]);
+    assert!(e.contains("over the limit of 64 processes per rank"), "{e}");
+    let e = run(&["--machine", &machine, "--load", "1:40", "--load", "1:40@3"]);
+    assert!(
+        e.contains("80 competing processes on rank 1 are over the limit of 64"),
+        "{e}"
+    );
+    // A machine of 10,000 ranks: over the rank limit, and raised, over the host's memory.
+    let dir = std::env::temp_dir().join(format!("fem-laplace-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("10000-ranks.xml");
+    std::fs::write(
+        &big,
+        "<machinemodel><node type=\"NETWORK\" nodenum=\"0\" parent=\"-1\"/>\
+         <node type=\"MULTIPLE_COMPUTING\" nodenum=\"1\" parent=\"0\" numprocs=\"10000\"/>\
+         </machinemodel>",
+    )
+    .unwrap();
+    let big = big.to_str().unwrap();
+    let e = run(&["--machine", big]);
+    assert!(
+        e.contains("10000 ranks is over the limit of 256 ranks"),
+        "{e}"
+    );
+    let e = run(&["--machine", big, "--max-ranks", "10000"]);
+    assert!(
+        e.contains("the run would need about") && e.contains("GiB available"),
+        "{e}"
+    );
+    let hot = dir.join("hot.xml");
+    std::fs::write(
+        &hot,
+        "<machinemodel><node type=\"NETWORK\" nodenum=\"0\" parent=\"-1\"/>\
+         <node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" cpus=\"0\" load=\"100000\"/>\
+         </machinemodel>",
+    )
+    .unwrap();
+    let e = run(&["--machine", hot.to_str().unwrap(), "--machine-load"]);
+    assert!(
+        e.contains("`load`") && e.contains("at most 64 competing processes"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -70,6 +70,22 @@ struct PartitionArgs {
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
+    /// The limit of `--backend threads`' ranks.
+    #[command(flatten)]
+    max_ranks: cli_support::limits::MaxRanks,
+}
+
+/// Whether a rank's error is only its reaction to another rank's failure.
+fn is_reaction(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<hier_part::Error>(),
+            Some(hier_part::Error::InvalidOnOtherRank { .. } | hier_part::Error::Comm(_))
+        ) || matches!(
+            c.downcast_ref::<hsfc::Error>(),
+            Some(hsfc::Error::InvalidOnOtherRank { .. } | hsfc::Error::Comm(_))
+        ) || c.is::<comm::CommError>()
+    })
 }
 
 /// One rank's part of a distributed run, `repeat` times: the result, this rank's parts and
@@ -143,8 +159,7 @@ fn run(
             })?;
             let mut parts = Vec::with_capacity(n);
             let mut first = None;
-            for o in out {
-                let (r, mine, times) = o?;
+            for (r, mine, times) in cli_support::rank_results(out, is_reaction)? {
                 parts.extend_from_slice(&mine);
                 first.get_or_insert((r, times));
             }
@@ -160,6 +175,10 @@ fn partition(a: &PartitionArgs) -> Result<()> {
         bail!("--repeat must be at least 1");
     }
     let machine = Machine::from_file(&a.machine)?;
+    if a.backend == Backend::Threads {
+        let what = format!("--backend threads on {}", a.machine.display());
+        a.max_ranks.check(&what, machine.num_ranks())?;
+    }
     let (powers, origin) = a.power.compute(&machine)?;
     let plan = Plan::new(&machine, &powers)?;
     if a.backend == Backend::Mpi {

@@ -231,3 +231,59 @@ fn bad_out_fails_first_and_errors_print_no_backtrace() {
     assert!(!err.to_lowercase().contains("backtrace"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// The threads backend refuses a machine over `--max-ranks` before any rank starts, and a
+/// rank's own error (the bad object) is printed, not the others' "rank 5 found bad input".
+#[test]
+fn thread_ranks_are_limited_and_a_failing_rank_says_what_failed() {
+    let pts = point_file("limit.zpt", 100, false);
+    let big = tmp("10000-ranks.xml");
+    std::fs::write(
+        &big,
+        "<machinemodel><node type=\"NETWORK\" nodenum=\"0\" parent=\"-1\"/>\
+         <node type=\"MULTIPLE_COMPUTING\" nodenum=\"1\" parent=\"0\" numprocs=\"10000\"/>\
+         </machinemodel>",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        bin()
+            .args(["partition", "--backend", "threads", "--machine"])
+            .arg(&big)
+            .arg(&pts)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let e = fails(run(&[]));
+    assert!(
+        e.contains(&format!(
+            "--backend threads on {}: 10000 ranks is over the limit of 256 ranks (raise it with \
+             --max-ranks)",
+            big.display()
+        )),
+        "{e}"
+    );
+    let e = fails(run(&["--max-ranks", "1e4", "--threads", "100000"]));
+    assert!(e.contains("100000 is over the limit of 256 threads"), "{e}");
+    // A NaN on rank 5's slice (24 ranks, 100 points: rank 5 holds points 20..25).
+    let mut x: Vec<f64> = (0..200).map(|i| f64::from(i) / 200.0).collect();
+    x[2 * 22] = f64::NAN;
+    let nan = tmp("nan.zpt");
+    hsfc::io::write_points(&nan, 2, &x, None).unwrap();
+    let e = fails(
+        bin()
+            .args(["partition", "--backend", "threads", "--machine"])
+            .arg(machine("bullpen.xml"))
+            .arg(&nan)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("rank 5: ") && e.contains("coordinate 0 is NaN"),
+        "{e}"
+    );
+    assert!(!e.contains("the first being"), "{e}");
+    for f in [pts, big, nan] {
+        std::fs::remove_file(f).unwrap();
+    }
+}

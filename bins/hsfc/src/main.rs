@@ -43,8 +43,9 @@ enum Cmd {
 struct PartitionArgs {
     /// ZPT1 point file (see DESIGN.md §3).
     points: PathBuf,
-    /// Number of equal parts.
-    #[arg(long, conflicts_with = "sizes", required_unless_present = "sizes")]
+    /// Number of equal parts (at most 2^20 = 1,048,576).
+    #[arg(long, conflicts_with = "sizes", required_unless_present = "sizes",
+          value_parser = cli_support::limits::count(0, hsfc::io::MAX_PARTS, "parts"))]
     parts: Option<usize>,
     /// Text file of relative part sizes, one per line.
     #[arg(long)]
@@ -96,7 +97,7 @@ impl From<Weights> for WeightKind {
 
 #[derive(clap::Args, Debug)]
 struct GenArgs {
-    /// Number of points (accepts 1e6 style).
+    /// Number of points (accepts 1e6 style; at most 2^27 = 134,217,728).
     #[arg(long, value_parser = parse_count)]
     n: usize,
     /// Dimension, 2 or 3.
@@ -118,8 +119,14 @@ struct GenArgs {
 
 fn parse_count(s: &str) -> Result<usize, String> {
     let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if !(v >= 0.0 && v.fract() == 0.0 && v < 1e15) {
+    if !(v >= 0.0 && v.fract() == 0.0) {
         return Err(format!("`{s}` is not a point count"));
+    }
+    if v > hsfc::io::MAX_POINTS as f64 {
+        return Err(format!(
+            "{s} is over the limit of {} points of a point file",
+            hsfc::io::MAX_POINTS
+        ));
     }
     Ok(v as usize)
 }
@@ -266,6 +273,14 @@ fn partition<R: Ranks>(ranks: &R, a: &PartitionArgs) -> Result<Option<String>> {
         result = Some(p);
     }
     let p = result.expect("repeat >= 1");
+    if p.ordered_fallback() && rank == 0 {
+        eprintln!(
+            "warning: {}: the points' bounding box cannot separate them (a huge outlier or a \
+             box of subnormal width); they were put on the curve by the order of their \
+             coordinates instead",
+            a.points.display()
+        );
+    }
     // The slowest rank's median, and per repeat the slowest rank's time.
     let mut time_s = [median(&mut times.clone())];
     ranks.max_f64(&mut time_s)?;

@@ -236,3 +236,102 @@ fn bad_output_paths_fail_first_without_a_backtrace() {
         "{err}"
     );
 }
+
+#[test]
+fn hostile_counts_and_sums_are_refused_or_exact() {
+    let f = tmp("hostile.zpt");
+    run_ok(hsfc().args(["gen", "--n", "100", "-o"]).arg(&f));
+    let part = |extra: &[&str]| {
+        let mut c = hsfc();
+        c.arg("partition").arg(&f).args(extra);
+        c
+    };
+    // Counts over their limits: refused before anything is allocated, naming flag and limit.
+    for (args, msg) in [
+        (
+            &["--parts", "4294967296"][..],
+            "invalid value '4294967296' for '--parts <PARTS>': 4294967296 is over the limit of \
+             1048576 parts",
+        ),
+        (
+            &["--parts", "1e8"],
+            "1e8 is over the limit of 1048576 parts",
+        ),
+        (
+            &["--parts", "2", "--threads", "100000"],
+            "'--threads <THREADS>': 100000 is over the limit of 256 threads",
+        ),
+        (
+            &["--parts", "2", "--repeat", "1e9"],
+            "1e9 is over the limit of 10000 repeats",
+        ),
+    ] {
+        let e = run_err(&mut part(args));
+        assert!(e.contains(msg), "{args:?}: {e}");
+    }
+    let e = run_err(
+        hsfc()
+            .args(["gen", "--n", "1e15", "-o"])
+            .arg(tmp("big.zpt")),
+    );
+    assert!(
+        e.contains("1e15 is over the limit of 134217728 points"),
+        "{e}"
+    );
+    assert!(!tmp("big.zpt").exists());
+    // An endless sizes file.
+    let e = run_err(&mut part(&["--sizes", "/dev/zero"]));
+    assert!(
+        e.contains("/dev/zero: larger than the limit of 16777216 bytes for a sizes file"),
+        "{e}"
+    );
+    // Sizes whose sum overflows: their ratio, 50/50.
+    let sizes = tmp("huge-sizes.txt");
+    std::fs::write(&sizes, "1e308\n1e308\n").unwrap();
+    let out = run_ok(&mut part(&["--json", "--sizes", sizes.to_str().unwrap()]));
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["counts"], serde_json::json!([50, 50]), "{out}");
+    assert_eq!(j["targets"], serde_json::json!([50.0, 50.0]), "{out}");
+    // Weights whose sum overflows: an error, no inf or null in any output.
+    let w = tmp("huge-weights.zpt");
+    let coords: Vec<f64> = (0..200).map(|i| f64::from(i) / 200.0).collect();
+    hsfc::io::write_points(&w, 2, &coords, Some(&[1e308; 100])).unwrap();
+    let out_file = tmp("huge-weights.parts");
+    let e = run_err(
+        hsfc()
+            .arg("partition")
+            .arg(&w)
+            .args(["--parts", "2", "--out"])
+            .arg(&out_file),
+    );
+    assert!(
+        e.contains(&format!(
+            "partitioning {}: the weights sum to about inf",
+            w.display()
+        )),
+        "{e}"
+    );
+    assert!(!out_file.exists());
+    // One point far out among a hundred: a warning, and balanced parts all the same.
+    let o = tmp("outlier.zpt");
+    let mut coords: Vec<f64> = (0..198).map(|i| f64::from(i * 7 % 198) / 198.0).collect();
+    coords.extend([1e308, 1e308]);
+    hsfc::io::write_points(&o, 2, &coords, None).unwrap();
+    let out = hsfc()
+        .arg("partition")
+        .arg(&o)
+        .args(["--parts", "4", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let warn = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        warn.contains("warning:") && warn.contains("cannot separate them"),
+        "{warn}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["counts"], serde_json::json!([25, 25, 25, 25]));
+    for p in [f, sizes, w, o] {
+        std::fs::remove_file(p).unwrap();
+    }
+}

@@ -101,5 +101,10 @@ pub fn describe(e: &LoadEvent, step: usize) -> String {
             "--load {spec} stopped at step {step} ({:.2} CPU s)",
             report.cpu_seconds
         ),
+        LoadEvent::Died { spec, exited } => format!(
+            "--load {spec}: load process {} of rank {} died before step {step} ({}); the run \
+             goes on with one competing process fewer",
+            exited.pid, spec.rank, exited.how
+        ),
     }
 }

@@ -100,6 +100,9 @@ struct RunArgs {
     scheme: TwoPhaseArgs,
     #[command(flatten)]
     drum: DrumArgs,
+    /// The limit of `--backend threads`' ranks.
+    #[command(flatten)]
+    max_ranks: cli_support::limits::MaxRanks,
 }
 
 fn main() -> std::process::ExitCode {
@@ -130,7 +133,11 @@ struct Setup {
 
 fn run(a: &RunArgs) -> Result<()> {
     match a.backend {
-        Backend::Threads => run_threads(&setup(a, 1)?),
+        Backend::Threads => {
+            let s = setup(a, 1)?;
+            a.max_ranks.check("--backend threads", s.ranks.ranks)?;
+            run_threads(&s)
+        }
         Backend::Mpi => run_mpi(a),
     }
 }

@@ -73,8 +73,11 @@ fn table(p: &BoxPartition, c: &[f64]) -> String {
 
 /// Parses a box file; errors name the file and line.
 pub fn read_boxes(path: &std::path::Path, domain: Domain) -> Result<BoxList> {
+    // A box file of a million boxes is about 40 MiB.
+    let bytes = part_api::file::read_bounded(path, 64 << 20, "a box file")
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
     let name = path.display();
     let mut boxes = Vec::new();
     let mut lines = Vec::new();

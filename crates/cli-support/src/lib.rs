@@ -2,6 +2,8 @@
 //! stay glue, and each of these ideas lives here once.
 //!
 //! - [`main`]: a command's `main`: its error on one line, without a backtrace;
+//! - [`limits`]: the documented limits of the commands' counts and durations, checked
+//!   before anything is allocated;
 //! - [`emit`]: print a report on stdout; a closed pipe (`hsfc … | head`) is not an error;
 //! - [`check_outputs`]: every output path of the command line tried before the run
 //!   (`part_api::file::check_writable`); [`write_output`] writes one whole or not at all;
@@ -33,6 +35,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod limits;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 #[cfg(feature = "power")]
@@ -45,11 +48,12 @@ use part_api::Reduce;
 /// `--repeat` (the time reported is the median of the repeats).
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct RunArgs {
-    /// Threads inside the partitioner (1 = on the calling thread).
-    #[arg(long, default_value_t = 1)]
+    /// Threads inside the partitioner (1 = on the calling thread; at most 256).
+    #[arg(long, default_value_t = 1, value_parser = limits::count(0, limits::MAX_THREADS, "threads"))]
     pub threads: usize,
-    /// Repeat the partition call this many times; the time printed is the median.
-    #[arg(long, default_value_t = 1)]
+    /// Repeat the partition call this many times; the time printed is the median (at most
+    /// 10,000).
+    #[arg(long, default_value_t = 1, value_parser = limits::count(0, limits::MAX_REPEAT, "repeats"))]
     pub repeat: usize,
 }
 
@@ -99,6 +103,34 @@ pub fn write_output_with(
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<()> {
     Ok(part_api::file::write_atomic(path, write)?)
+}
+
+/// The ranks' outcomes of a run over threads of this process (rank order): every rank's
+/// value, or the error of the rank that failed first on its own, with `rank R: ` in front.
+/// A rank whose error is only its reaction to another's failure (`is_reaction`: "another
+/// rank found bad input", a broken collective) is reported only when no rank has an error of
+/// its own, so the message is the one that names the bad object, not "see rank 5".
+pub fn rank_results<T>(
+    results: Vec<Result<T>>,
+    is_reaction: impl Fn(&anyhow::Error) -> bool,
+) -> Result<Vec<T>> {
+    let mut values = Vec::with_capacity(results.len());
+    let mut first: Option<(bool, usize, anyhow::Error)> = None;
+    for (rank, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(v) => values.push(v),
+            Err(e) => {
+                let reaction = is_reaction(&e);
+                if first.as_ref().is_none_or(|(fr, ..)| *fr && !reaction) {
+                    first = Some((reaction, rank, e));
+                }
+            }
+        }
+    }
+    match first {
+        None => Ok(values),
+        Some((_, rank, e)) => Err(e.context(format!("rank {rank}"))),
+    }
 }
 
 /// Prints `text` to stdout as one write; a closed pipe (`… | head`) is not an error.
@@ -153,6 +185,25 @@ mod tests {
         let e = write_output(&bad, "x").unwrap_err();
         assert!(format!("{e:#}").contains("missing/plot.svg"), "{e:#}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rank_results_prefer_a_rank_s_own_error_to_the_others_reactions() {
+        let reaction = |e: &anyhow::Error| e.to_string().starts_with("see");
+        let r: Vec<Result<u8>> = vec![
+            Err(anyhow::anyhow!("see rank 2")),
+            Ok(1),
+            Err(anyhow::anyhow!("point 7 is NaN")),
+            Err(anyhow::anyhow!("point 9 is NaN")),
+        ];
+        let e = rank_results(r, reaction).unwrap_err();
+        assert_eq!(format!("{e:#}"), "rank 2: point 7 is NaN");
+        let r: Vec<Result<u8>> = vec![Ok(1), Err(anyhow::anyhow!("see rank 0"))];
+        assert_eq!(
+            format!("{:#}", rank_results(r, reaction).unwrap_err()),
+            "rank 1: see rank 0"
+        );
+        assert_eq!(rank_results(vec![Ok(1), Ok(2)], reaction).unwrap(), [1, 2]);
     }
 
     #[test]

@@ -125,8 +125,11 @@ impl PowerArgs {
             let Some(path) = &self.work else {
                 bail!("--model measured needs --work WORK.jsonl (per-rank work and CPU seconds)");
             };
-            let text = std::fs::read_to_string(path)
+            let limit = drum_model::samples::MAX_SAMPLES_FILE_BYTES;
+            let bytes = part_api::file::read_bounded(path, limit, "a work file")
                 .with_context(|| format!("cannot read {}", path.display()))?;
+            let text = String::from_utf8(bytes)
+                .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
             let obs = Observations {
                 rank_work: parse_work(&text, &path.display().to_string())?,
                 ..Observations::default()

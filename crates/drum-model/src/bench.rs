@@ -60,14 +60,22 @@ fn matgen(n: usize, seed: u64) -> DMatrix<f64> {
     })
 }
 
+/// Largest matrix order of [`linpack`] (4096: three matrices of 128 MiB).
+pub const MAX_LINPACK_N: usize = 4096;
+/// Most repeats of [`linpack`].
+pub const MAX_LINPACK_REPEATS: usize = 1000;
+
 /// LINPACK-style benchmark: LU with partial pivoting of a random n × n matrix and one solve,
 /// timed together; MFLOPS = (2/3 n³ + 2 n²) / t / 10⁶, median over the repeats. Each solve is
 /// checked with LINPACK's normalised residual ‖Ax − b‖∞ / (n ‖A‖∞ ‖x‖∞ ε), which must stay below
 /// 100, so a broken factorisation cannot report a rating.
 pub fn linpack(config: &LinpackConfig) -> Result<Rating> {
-    if config.n < 2 || config.repeats == 0 {
+    if !(2..=MAX_LINPACK_N).contains(&config.n)
+        || !(1..=MAX_LINPACK_REPEATS).contains(&config.repeats)
+    {
         return Err(Error::Parameter(format!(
-            "linpack needs n >= 2 and repeats >= 1, got n = {} and repeats = {}",
+            "linpack needs 2 <= n <= {MAX_LINPACK_N} and 1 <= repeats <= {MAX_LINPACK_REPEATS} \
+             (the limits), got n = {} and repeats = {}",
             config.n, config.repeats
         )));
     }

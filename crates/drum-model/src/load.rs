@@ -28,6 +28,12 @@ use std::os::fd::AsRawFd;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+/// Most competing processes on one rank (`--load RANK:N` and `load=` together, whatever
+/// their steps): 64, well under what one node survives.
+pub const MAX_LOAD_PER_RANK: usize = 64;
+/// Most competing processes of a run, over all its ranks: 256.
+pub const MAX_LOAD_TOTAL: usize = 256;
+
 /// `--load RANK[:N][@STEP[-END]]`: N competing processes (default 1) on the CPUs of rank
 /// RANK's node, from the start of step STEP (default 0: from the start) to the start of step
 /// END (default: the end of the run).
@@ -67,6 +73,12 @@ impl FromStr for LoadSpec {
         };
         if spec.procs == 0 {
             return Err(bad("N must be at least 1"));
+        }
+        if spec.procs > MAX_LOAD_PER_RANK {
+            return Err(bad(&format!(
+                "N = {} is over the limit of {MAX_LOAD_PER_RANK} processes per rank",
+                spec.procs
+            )));
         }
         Ok(spec)
     }
@@ -203,6 +215,29 @@ pub struct LoadReport {
     pub bytes_sent: Option<u64>,
 }
 
+/// A load process that ended on its own (killed from outside, crashed) before it was
+/// stopped: found by [`Load::exited`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exited {
+    /// Its process ID.
+    pub pid: i32,
+    /// How it ended: `killed by signal 9`, `exited with status 1`.
+    pub how: String,
+    /// The CPU seconds it used.
+    pub cpu_seconds: f64,
+}
+
+/// `killed by signal N` or `exited with status N`, from a `wait` status.
+fn how_it_ended(status: libc::c_int) -> String {
+    if libc::WIFSIGNALED(status) {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    } else if libc::WIFEXITED(status) {
+        format!("exited with status {}", libc::WEXITSTATUS(status))
+    } else {
+        format!("ended with wait status {status:#x}")
+    }
+}
+
 /// Running competing processes (see the module documentation).
 #[derive(Debug)]
 pub struct Load {
@@ -336,6 +371,11 @@ impl Load {
         if cpus.is_empty() {
             return Err(Error::Load("no CPU to put the load on".into()));
         }
+        if procs > MAX_LOAD_PER_RANK {
+            return Err(Error::Load(format!(
+                "{procs} processes are over the limit of {MAX_LOAD_PER_RANK} per rank"
+            )));
+        }
         let set = cpu_set(cpus)?;
         let mut load = Load::empty(cpus);
         for _ in 0..procs {
@@ -373,9 +413,37 @@ impl Load {
         Ok(load)
     }
 
-    /// The processes' IDs.
+    /// The processes' IDs (those still owned: not the ones [`Load::exited`] reported).
     pub fn pids(&self) -> &[i32] {
         &self.pids
+    }
+
+    /// The processes that ended on their own since the last call (a `kill -9` from outside,
+    /// the OOM killer, a crash), reaped without waiting; the others go on. A load's process
+    /// never ends by itself, so each one here is a fault to report: the run then has fewer
+    /// competing processes than it asked for, and its figures ([`LoadReport::procs`] at
+    /// [`Load::stop`]) count only the ones still running.
+    pub fn exited(&mut self) -> Vec<Exited> {
+        let mut out = Vec::new();
+        self.pids.retain(|&pid| {
+            // SAFETY: rusage is plain data; all-zero is valid.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            let mut status = 0;
+            // SAFETY: valid pointers to a status and an rusage; pid is our unreaped child;
+            // WNOHANG makes this return at once.
+            let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+            if rc != pid {
+                return true;
+            }
+            let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+            out.push(Exited {
+                pid,
+                how: how_it_ended(status),
+                cpu_seconds: t(ru.ru_utime) + t(ru.ru_stime),
+            });
+            false
+        });
+        out
     }
 
     /// The CPUs they are pinned to (empty: a flow on the caller's CPUs).
@@ -471,9 +539,36 @@ pub fn machine_loads(machine: &crate::Machine) -> Vec<LoadSpec> {
         .collect()
 }
 
+/// Refuses loads over the limits, before anything is forked: at most [`MAX_LOAD_PER_RANK`]
+/// processes on one rank (its specs summed whatever their steps) and [`MAX_LOAD_TOTAL`] in
+/// all.
+pub fn check_load_limits(specs: &[LoadSpec]) -> Result<()> {
+    let mut per_rank = std::collections::BTreeMap::<usize, usize>::new();
+    let mut total = 0usize;
+    for s in specs {
+        let on_rank = per_rank.entry(s.rank).or_default();
+        *on_rank = on_rank.saturating_add(s.procs);
+        total = total.saturating_add(s.procs);
+        if *on_rank > MAX_LOAD_PER_RANK {
+            return Err(Error::Load(format!(
+                "{on_rank} competing processes on rank {} are over the limit of \
+                 {MAX_LOAD_PER_RANK} per rank",
+                s.rank
+            )));
+        }
+        if total > MAX_LOAD_TOTAL {
+            return Err(Error::Load(format!(
+                "{total} competing processes are over the limit of {MAX_LOAD_TOTAL} per run"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks that each load names a rank of `machine` whose node lists its `cpus` (where the
-/// processes are pinned).
+/// processes are pinned), and the limits ([`check_load_limits`]).
 pub fn check_loads(machine: &crate::Machine, specs: &[LoadSpec]) -> Result<()> {
+    check_load_limits(specs)?;
     for s in specs {
         if s.rank >= machine.num_ranks() {
             return Err(Error::Load(format!(
@@ -512,6 +607,13 @@ pub enum LoadEvent {
         /// What they did.
         report: LoadReport,
     },
+    /// One of a spec's processes ended on its own before its end step ([`Load::exited`]).
+    Died {
+        /// The spec.
+        spec: LoadSpec,
+        /// The process and how it ended.
+        exited: Exited,
+    },
 }
 
 /// One rank's competing loads over a run of steps: each spec's processes start at the start
@@ -539,7 +641,7 @@ impl StepLoads {
 
     /// Stops the loads whose end is `step` and starts those due at its start; what it did.
     pub fn at_step(&mut self, step: usize) -> Result<Vec<LoadEvent>> {
-        let mut events = Vec::new();
+        let mut events = self.died();
         let mut i = 0;
         while i < self.running.len() {
             if self.specs[self.running[i].0].until_step == Some(step) {
@@ -567,6 +669,22 @@ impl StepLoads {
             }
         }
         Ok(events)
+    }
+
+    /// The processes that ended on their own since the last call (see [`Load::exited`]),
+    /// their CPU seconds counted with the stopped ones'.
+    pub fn died(&mut self) -> Vec<LoadEvent> {
+        let mut events = Vec::new();
+        for (k, load) in &mut self.running {
+            for exited in load.exited() {
+                self.stopped.1 += exited.cpu_seconds;
+                events.push(LoadEvent::Died {
+                    spec: self.specs[*k],
+                    exited,
+                });
+            }
+        }
+        events
     }
 
     /// Stops every load; the processes and CPU seconds of all of them over the run.
@@ -733,6 +851,75 @@ mod tests {
             let e = bad.parse::<LoadSpec>().unwrap_err();
             assert!(e.contains("expected RANK[:N][@STEP[-END]]"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn loads_over_their_limits_are_refused_before_any_fork() {
+        let e = "1:99999999999".parse::<LoadSpec>().unwrap_err();
+        assert!(e.contains("over the limit of 64 processes per rank"), "{e}");
+        assert!("1:64".parse::<LoadSpec>().is_ok());
+        let spec = |rank, procs| LoadSpec {
+            rank,
+            procs,
+            from_step: 0,
+            until_step: None,
+        };
+        let e = check_load_limits(&[spec(1, 40), spec(1, 30)]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("70 competing processes on rank 1 are over the limit of 64 per rank"),
+            "{e}"
+        );
+        let many: Vec<LoadSpec> = (0..5).map(|r| spec(r, 60)).collect();
+        let e = check_load_limits(&many).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("300 competing processes are over the limit of 256"),
+            "{e}"
+        );
+        check_load_limits(&many[..4]).unwrap();
+        let e = Load::start(&[0], 1_000_000).unwrap_err();
+        assert!(
+            e.to_string().contains("over the limit of 64 per rank"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_load_process_killed_from_outside_is_found_with_how_it_ended() {
+        let cpu = allowed_cpus().unwrap()[0];
+        let spec = LoadSpec {
+            rank: 0,
+            procs: 2,
+            from_step: 0,
+            until_step: None,
+        };
+        let mut loads = StepLoads::new(0, &[cpu], &[spec]);
+        let started = loads.at_step(0).unwrap();
+        let [LoadEvent::Started { pids, .. }] = &started[..] else {
+            panic!("{started:?}")
+        };
+        assert!(loads.died().is_empty());
+        // SAFETY: pids[0] is a child of this process, not yet reaped.
+        unsafe { libc::kill(pids[0], libc::SIGKILL) };
+        let t0 = Instant::now();
+        let died = loop {
+            let d = loads.died();
+            if !d.is_empty() || t0.elapsed() > Duration::from_secs(10) {
+                break d;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let [LoadEvent::Died { spec: s, exited }] = &died[..] else {
+            panic!("{died:?}")
+        };
+        assert_eq!((*s, exited.pid), (spec, pids[0]));
+        assert_eq!(exited.how, "killed by signal 9");
+        // The other one goes on and is stopped as usual; the dead one is counted once.
+        assert!(alive(pids[1]));
+        let (procs, _) = loads.stop().unwrap();
+        assert_eq!(procs, 1);
+        assert!(!alive(pids[1]));
     }
 
     #[test]
@@ -1007,7 +1194,7 @@ mod tests {
             .iter()
             .flat_map(|e| match e {
                 LoadEvent::Started { pids, .. } => pids.clone(),
-                LoadEvent::Stopped { .. } => Vec::new(),
+                LoadEvent::Stopped { .. } | LoadEvent::Died { .. } => Vec::new(),
             })
             .collect();
         assert!(later.iter().all(|&p| !alive(p)));

@@ -10,6 +10,9 @@ use std::ops::Range;
 pub const MAX_RANKS: usize = 1 << 20;
 /// CPU numbers in `cpus` must be below this.
 pub const MAX_CPU: u32 = 1 << 16;
+/// Largest machine file read (16 MiB; a 10,000-node machine takes about 1 MiB): a larger
+/// file, or an endless one (`drum check /dev/zero`), is refused before it fills memory.
+pub const MAX_MACHINE_FILE_BYTES: u64 = 16 << 20;
 
 /// Index of a node in [`Machine::nodes`] (document order). Only meaningful for the machine that
 /// produced it; using it with another machine panics or gives that machine's node.

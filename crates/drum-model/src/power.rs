@@ -505,8 +505,10 @@ pub fn memory_factor(total: f64, available: f64, threshold: f64) -> f64 {
 }
 
 /// Normalisation among siblings (DESIGN.md §2): x̂_k = x_k / Σ_i x_i. If some values are +∞
-/// (idle links under the CAF model) they share equally and the finite ones get 0. `None` if the
-/// sum is 0 (nothing to normalise by).
+/// (idle links under the CAF model) they share equally and the finite ones get 0. Finite
+/// values whose sum overflows (`mflops="1e308"` on two nodes) are divided by their largest
+/// first, which leaves the shares as they are. `None` if the sum is 0 (nothing to normalise
+/// by).
 pub fn sibling_shares(values: &[f64]) -> Option<Vec<f64>> {
     let infinite = values.iter().filter(|v| v.is_infinite()).count();
     if infinite > 0 {
@@ -521,6 +523,10 @@ pub fn sibling_shares(values: &[f64]) -> Option<Vec<f64>> {
     let sum: f64 = values.iter().sum();
     if sum > 0.0 && sum.is_finite() {
         Some(values.iter().map(|v| v / sum).collect())
+    } else if sum == f64::INFINITY {
+        let max = values.iter().copied().fold(0.0, f64::max);
+        let sum: f64 = values.iter().map(|v| v / max).sum();
+        Some(values.iter().map(|v| v / max / sum).collect())
     } else {
         None
     }

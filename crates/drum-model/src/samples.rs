@@ -111,13 +111,18 @@ pub fn parse_jsonl(text: &str, source: &str) -> Result<Vec<LocatedSample>> {
     Ok(out)
 }
 
-/// Reads a JSON Lines file.
+/// Largest samples file read (256 MiB, about a day of one-second samples of 30 nodes): a
+/// larger or endless file is refused before it fills memory.
+pub const MAX_SAMPLES_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads a JSON Lines file (at most [`MAX_SAMPLES_FILE_BYTES`]).
 pub fn read_jsonl(path: impl AsRef<Path>) -> Result<Vec<LocatedSample>> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|error| Error::Io {
-        path: path.to_path_buf(),
-        error,
-    })?;
+    let bytes = part_api::file::read_bounded(path, MAX_SAMPLES_FILE_BYTES, "a samples file")
+        .map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
     let name = path.display().to_string();
     let text = std::str::from_utf8(&bytes).map_err(|e| Error::Samples {
         location: Location::new(

@@ -6,7 +6,8 @@
 
 use crate::error::{Error, Location, Problem, Result};
 use crate::machine::{
-    CpuList, LbMethod, MAX_CPU, MAX_RANKS, Machine, Node, NodeId, NodeKind, PartitionMethod,
+    CpuList, LbMethod, MAX_CPU, MAX_MACHINE_FILE_BYTES, MAX_RANKS, Machine, Node, NodeId, NodeKind,
+    PartitionMethod,
 };
 use crate::xml::{self, Attribute, RawDocument, RawLbMethod, RawNode};
 use std::collections::HashMap;
@@ -14,13 +15,15 @@ use std::path::Path;
 
 // Loading: stage 1 (`xml::parse`), then stage 2 (`validate`).
 impl Machine {
-    /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`.
+    /// Reads and validates a machine file. Errors are `FILE:LINE:COL: message`; a file over
+    /// [`MAX_MACHINE_FILE_BYTES`] is refused before it is read whole.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Machine> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| Error::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let bytes = part_api::file::read_bounded(path, MAX_MACHINE_FILE_BYTES, "a machine file")
+            .map_err(|error| Error::Io {
+                path: path.to_path_buf(),
+                error,
+            })?;
         Machine::from_bytes(&bytes, &path.display().to_string())
     }
 
@@ -258,6 +261,14 @@ fn read_node(raw: &RawNode, id: NodeId, enclosing: Option<u32>) -> Result<Pendin
     let ranks = attrs.get("ranks").map(count).transpose()?;
     let cpus = cpus_of(&attrs)?;
     let load = attrs.get("load").map(count).transpose()?;
+    if let (Some(n), Some(a)) = (load, attrs.get("load"))
+        && n as usize > crate::load::MAX_LOAD_PER_RANK
+    {
+        return Err(out_of_range(
+            a,
+            "at most 64 competing processes (the limit per rank)",
+        ));
+    }
     let is_monitorable = monitorable_of(&attrs)?;
     check_kind_rules(&attrs, kind, numprocs, cpus.as_ref())?;
     if let Some(a) = attrs.get("load")

@@ -320,6 +320,35 @@ fn never_panics_on_hostile_sizes() {
     assert_eq!(m.path_from_root(m.rank_node(0)).len(), depth + 1);
 }
 
+#[test]
+fn hostile_files_and_figures_are_refused_or_scaled() {
+    // An endless file is refused after the limit, without reading on.
+    let e = Machine::from_file("/dev/zero").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: larger than the limit of 16777216 bytes for a machine file"
+    );
+    // A load over the per-rank limit, before anything could be forked.
+    check_err(
+        &model(&format!(
+            "{ROOT}\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" cpus=\"0\" load=\"65\"/>"
+        )),
+        "t.xml:3:63: `load` is \"65\", expected at most 64 competing processes (the limit per \
+         rank)",
+    );
+    // Ratings whose sum overflows share as their ratios say.
+    let m = Machine::parse_str(
+        &model(&format!(
+            "{ROOT}\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" mflops=\"1e308\"/>\n\
+             <node type=\"SINGLE_COMPUTING\" nodenum=\"2\" parent=\"0\" mflops=\"1e308\"/>"
+        )),
+        "t.xml",
+    )
+    .unwrap();
+    let p = static_powers(&m, &PowerConfig::default()).unwrap();
+    assert_eq!(p.parts, vec![0.5, 0.5]);
+}
+
 const FLAT: &str = r#"<?xml version="1.0"?>
 <machinemodel version="2" author="x">
   <node type="NETWORK" nodenum="0" name="" IP="" isMonitorable="false" parent="-1" imgx="361.0" imgy="52.0" vendor="acme">

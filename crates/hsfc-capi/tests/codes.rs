@@ -71,6 +71,12 @@ fn every_variant() -> Vec<(&'static str, hsfc::Error)> {
                 message: "no".into(),
             },
         ),
+        (
+            "WeightOverflow",
+            E::WeightOverflow {
+                total: f64::INFINITY,
+            },
+        ),
     ]
 }
 
@@ -168,7 +174,7 @@ fn every_code_has_a_distinct_name_and_message() {
         assert!(names.insert(s.name()) && messages.insert(s.summary()));
     }
     assert_eq!(STATUS_CODES[0].name(), "HSFC_OK");
-    for bad in [-1, 16, 98, 103, c_int::MAX] {
+    for bad in [-1, 17, 98, 103, c_int::MAX] {
         assert_eq!(cstr(hsfc_error_name(bad)), "HSFC_UNKNOWN_STATUS");
         assert_eq!(cstr(hsfc_error_message(bad)), "not a status code of hsfc");
     }

@@ -116,6 +116,15 @@ pub enum Error {
         /// The pool builder's message.
         message: String,
     },
+    /// The weights' total is beyond the largest `f64` (each weight is finite, but part
+    /// weights and targets in weight units could not be reported).
+    #[error(
+        "the weights sum to about {total:e}, beyond the largest float (1.8e308): scale them down"
+    )]
+    WeightOverflow {
+        /// The total (infinite) as far as it could be summed.
+        total: f64,
+    },
 }
 
 impl From<part_api::PoolError> for Error {

@@ -11,10 +11,21 @@
 //! [`read_points_range`] (which seeks to the slice's coordinates and weights).
 //!
 //! Errors name the file and the byte offset or line of the problem.
+//!
+//! Limits, checked before anything is allocated: a point file holds at most [`MAX_POINTS`]
+//! points, a sizes file at most [`MAX_PARTS`] sizes in at most [`MAX_SIZES_FILE_BYTES`].
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+
+/// Most points a point file may hold (2^27 = 134,217,728: 4.3 GB of 3-D weighted points
+/// and about as much again for partitioning them, well inside a 24 GiB host).
+pub const MAX_POINTS: u64 = 1 << 27;
+/// Most parts a sizes file (and the commands' `--parts`) may ask for (2^20 = 1,048,576).
+pub const MAX_PARTS: usize = 1 << 20;
+/// Largest sizes file read (16 MiB): a larger or endless file is refused unread.
+pub const MAX_SIZES_FILE_BYTES: u64 = 16 << 20;
 
 /// A problem reading or writing one of the files.
 #[derive(Debug, thiserror::Error)]
@@ -231,6 +242,13 @@ fn open_points(path: &Path) -> Result<(File, PointHeader), IoError> {
             format!("reserved field is {reserved}, expected 0"),
         ));
     }
+    if n > MAX_POINTS {
+        return Err(format_err(
+            path,
+            16,
+            format!("{n} points: over the limit of {MAX_POINTS} points of a point file"),
+        ));
+    }
     let values = n
         .checked_mul(u64::from(dim) + u64::from(has_w))
         .filter(|v| v.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64))
@@ -361,10 +379,16 @@ pub fn write_points(
     })
 }
 
-/// Reads a sizes file: one finite, non-negative relative size per line.
+/// Reads a sizes file: one finite, non-negative relative size per line; at most
+/// [`MAX_PARTS`] sizes in at most [`MAX_SIZES_FILE_BYTES`].
 pub fn read_sizes(path: impl AsRef<Path>) -> Result<Vec<f64>, IoError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(os(path))?;
+    let bytes = part_api::file::read_bounded(path, MAX_SIZES_FILE_BYTES, "a sizes file")
+        .map_err(os(path))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to() as u64;
+        format_err(path, at, "not UTF-8 text")
+    })?;
     let mut sizes = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -381,6 +405,9 @@ pub fn read_sizes(path: impl AsRef<Path>) -> Result<Vec<f64>, IoError> {
             .map_err(|_| err(format!("`{line}` is not a number")))?;
         if !(v.is_finite() && v >= 0.0) {
             return Err(err(format!("size {v} must be finite and >= 0")));
+        }
+        if sizes.len() == MAX_PARTS {
+            return Err(err(format!("more than the limit of {MAX_PARTS} parts")));
         }
         sizes.push(v);
     }

@@ -42,6 +42,10 @@ pub struct Partition {
     max_weight: f64,
     quantum: f64,
     migration: Option<Migration>,
+    /// The points were put on the curve by their coordinates' order ([`ordered_coord`],
+    /// relative to these per-axis origins): the fallback for a box that cannot separate them.
+    /// (Boxed: a `Partition` is held by value in other crates' enums.)
+    ordered: Option<Box<[u64; 3]>>,
 }
 
 impl Partition {
@@ -53,9 +57,38 @@ impl Partition {
     pub fn dim(&self) -> usize {
         self.map.dim
     }
-    /// The bounding box of the points (the curve is laid over it, padded).
+    /// The bounding box of the points (the curve is laid over it, padded). For a partition
+    /// that fell back to ordered coordinates ([`Partition::ordered_fallback`]), the box of
+    /// the ordered coordinates mapped back (exact while the box spans fewer than 2^53
+    /// doubles along the axis).
     pub fn bbox(&self) -> BoundingBox {
-        self.map.bbox
+        let mut b = self.map.bbox;
+        if let Some(origin) = self.ordered.as_deref() {
+            for (a, &o) in origin.iter().enumerate().take(self.dim()) {
+                b.lo[a] = unordered_coord(b.lo[a], o);
+                b.hi[a] = unordered_coord(b.hi[a], o);
+            }
+        }
+        b
+    }
+    /// Whether the points' bounding box could not separate them, so that the curve was laid
+    /// over their ordered coordinates instead (see [`ordered_coord`] and `hsfc/README.md`,
+    /// "When the box cannot separate the points"): a huge outlier (one point at 1e308 among
+    /// points in [0, 1]) or a box of subnormal width. The caller should warn: the keys are
+    /// then not proportional to distances.
+    pub fn ordered_fallback(&self) -> bool {
+        self.ordered.is_some()
+    }
+    /// `x` as the curve sees it: itself, or its ordered coordinates for a fallback partition.
+    fn curve_coords(&self, x: &[f64]) -> [f64; 3] {
+        let mut c = [0.0; 3];
+        for (a, (c, &v)) in c.iter_mut().zip(x).enumerate() {
+            *c = match self.ordered.as_deref() {
+                Some(origin) => ordered_coord(v, origin[a]),
+                None => v,
+            };
+        }
+        c
     }
     /// The cells of the K−1 cuts (the high words of [`Partition::fine_cuts`]), non-decreasing:
     /// part `k` starts in cell `cuts()[k-1]`, at its beginning unless the fine cut splits it.
@@ -154,7 +187,8 @@ impl Partition {
     /// axis in 2-D, 2^21 in 3-D. It is the high word of [`Partition::fine_key`].
     pub fn key(&self, x: &[f64]) -> Result<u64, Error> {
         self.check_point(x)?;
-        Ok(curve::key_of_cell(&self.map.clamped_cell(x)[..self.dim()]))
+        let x = self.curve_coords(x);
+        Ok(curve::key_of_cell(&self.map.clamped_cell(&x)[..self.dim()]))
     }
 
     /// The fine Hilbert key of a point (projected onto the box if outside): the key of its cell
@@ -164,7 +198,7 @@ impl Partition {
     /// axis in 2-D, 2^42 in 3-D; points with equal fine keys always go to the same part.
     pub fn fine_key(&self, x: &[f64]) -> Result<u128, Error> {
         self.check_point(x)?;
-        Ok(self.map.fine_key(x))
+        Ok(self.map.fine_key(&self.curve_coords(x)))
     }
 
     /// Part owning the start of cell `key`: the number of fine cuts `<= key << 64`. It owns the
@@ -243,8 +277,8 @@ impl Partition {
             }
         }
         let (clo, chi) = (
-            self.map.clamped_fine_coord(lo),
-            self.map.clamped_fine_coord(hi),
+            self.map.clamped_fine_coord(&self.curve_coords(lo)),
+            self.map.clamped_fine_coord(&self.curve_coords(hi)),
         );
         out.clear();
         let mut seen = vec![false; self.num_parts()];
@@ -351,6 +385,15 @@ pub(crate) fn cumulative_targets_for_tests(targets: &[f64], total: u64) -> Vec<u
 
 /// Normalised cumulative targets: `tau[k]` = weight units before the end of part `k`.
 fn cumulative_targets(targets: &[f64], total: u64) -> Vec<u64> {
+    let scaled: Vec<f64>;
+    let mut targets = targets;
+    if targets.iter().sum::<f64>() == f64::INFINITY {
+        // Finite sizes whose sum overflows (`1e308` twice): divided by the largest first,
+        // which leaves their ratios (and every normal input's cuts) as they are.
+        let max = targets.iter().copied().fold(0.0, f64::max);
+        scaled = targets.iter().map(|t| t / max).collect();
+        targets = &scaled;
+    }
     let sum: f64 = targets.iter().sum();
     let mut acc = 0.0;
     let mut tau = Vec::with_capacity(targets.len());
@@ -700,7 +743,76 @@ struct Tally {
 /// ([`curve`]) and fixed-point weights ([`quantize`]), pass 2 ([`key_pass`]), the targets
 /// ([`Targets`]) located on the curve ([`refine::locate`]), the cuts ([`Targets::cuts`]), pass 3
 /// for a repartition ([`assign_parts`]), and the result ([`finish`]).
+///
+/// When the box cannot separate the points (the result is off its targets by more than
+/// twice the largest weight, which distinct points never are: an outlier at 1e308, a box of
+/// subnormal width), a fresh partition is run again over the points' ordered coordinates
+/// ([`ordered_coord`]) and kept if it is closer to the targets
+/// ([`Partition::ordered_fallback`]); a repartition of such a partition uses them too.
 pub(crate) fn run<R: Reduce>(
+    cfg: &Hsfc,
+    ws: &mut Workspace,
+    comm: &R,
+    input: Points<'_>,
+    targets: &[f64],
+    parts: &mut [u32],
+    prev: Option<&Partition>,
+) -> Result<Partition, Error> {
+    let (points, dim, weights) = input.into_parts();
+    let ordered = |ws: &mut Workspace, parts: &mut [u32], origin: [u64; 3]| {
+        let coords: Vec<f64> = (points.iter().enumerate())
+            .map(|(i, &x)| ordered_coord(x, origin[i % dim]))
+            .collect();
+        let input = Points::new(&coords, dim, weights);
+        let p = run_mapped(cfg, ws, comm, input, targets, parts, prev);
+        p.map(|p| Partition {
+            ordered: Some(Box::new(origin)),
+            ..p
+        })
+    };
+    if let Some(&origin) = prev.and_then(|p| p.ordered.as_deref()) {
+        return ordered(ws, parts, origin);
+    }
+    let p = run_mapped(cfg, ws, comm, input, targets, parts, prev)?;
+    // The same figures on every rank: every rank takes the same branch.
+    if prev.is_some() || p.max_abs_dev() <= 2.0 * p.max_weight() {
+        return Ok(p);
+    }
+    let first = parts.to_vec();
+    let origin = p.map.bbox.lo.map(ordered_bits);
+    let q = ordered(ws, parts, origin)?;
+    if q.max_abs_dev() < p.max_abs_dev() {
+        Ok(q)
+    } else {
+        parts.copy_from_slice(&first);
+        Ok(p)
+    }
+}
+
+/// The rank of `x` among all doubles: its IEEE-754 bits as an integer with the sign flipped,
+/// so that every finite double has its own and their order is the doubles' order.
+fn ordered_bits(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | (1 << 63) }
+}
+
+/// A coordinate as an order-preserving number whose spacing does not depend on the others:
+/// the number of doubles between `origin` (an [`ordered_bits`], the box's low corner) and
+/// `x`. Exact while the points span fewer than 2^53 doubles along the axis, rounded (still
+/// monotone) beyond, when they are far apart anyway: distinct coordinates stay distinct
+/// whatever the box, subnormal widths and 1e308 outliers included.
+pub(crate) fn ordered_coord(x: f64, origin: u64) -> f64 {
+    (i128::from(ordered_bits(x)) - i128::from(origin)) as f64
+}
+
+/// The inverse of [`ordered_coord`] (exact where it is).
+fn unordered_coord(v: f64, origin: u64) -> f64 {
+    let u = (i128::from(origin) + v as i128).clamp(0, i128::from(u64::MAX)) as u64;
+    f64::from_bits(if u >> 63 == 1 { u & !(1 << 63) } else { !u })
+}
+
+/// [`run`] over the coordinates as given.
+fn run_mapped<R: Reduce>(
     cfg: &Hsfc,
     ws: &mut Workspace,
     comm: &R,
@@ -729,6 +841,12 @@ pub(crate) fn run<R: Reduce>(
     );
     comm.sum_u64(&mut hist0).map_err(comm_err)?;
     let total: u64 = hist0.iter().sum();
+    if weights.is_some() && !(total as f64 * quantum).is_finite() {
+        // Every rank holds the same `total` and `quantum`: they all return this error.
+        return Err(Error::WeightOverflow {
+            total: total as f64 * quantum,
+        });
+    }
     let plan = Targets::new(targets, total, cfg.tolerance, kept);
 
     // The sub-key of a local point, for the few whose cell a target reaches with several
@@ -914,7 +1032,7 @@ fn curve(
 ) -> (Mapping, bool) {
     let mut kept = false;
     if let Some(p) = prev {
-        let pb = p.bbox();
+        let pb = p.map.bbox; // the curve's own box (ordered coordinates for a fallback)
         kept = (0..dim).all(|a| pb.lo[a] <= bbox.lo[a] && bbox.hi[a] <= pb.hi[a]) || n_total == 0;
         if kept {
             bbox = pb;
@@ -1234,5 +1352,6 @@ fn finish(
             count: sums[2 * k + 1],
             kept_cuts: kept,
         }),
+        ordered: None,
     }
 }

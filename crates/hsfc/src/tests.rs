@@ -1492,3 +1492,111 @@ fn box_assign_is_exact_in_split_cells() {
         }
     }
 }
+
+/// The serial partition of `pts` (2-D) into `targets`, with its parts.
+fn serial_2d(
+    pts: &[f64],
+    w: Option<&[f64]>,
+    targets: &[f64],
+) -> (Result<Partition, Error>, Vec<u32>) {
+    let mut parts = vec![u32::MAX; pts.len() / 2];
+    let r = Hsfc::default().partition(&Serial, Points::new(pts, 2, w), targets, &mut parts);
+    (r, parts)
+}
+
+#[test]
+fn sizes_whose_sum_overflows_keep_their_ratios() {
+    let pts: Vec<f64> = (0..100).flat_map(|i| [f64::from(i) / 100.0, 0.5]).collect();
+    let (p, parts) = serial_2d(&pts, None, &[1e308, 1e308]);
+    let p = p.unwrap();
+    assert_eq!(p.part_counts(), [50, 50]);
+    assert_eq!(p.targets(), [50.0, 50.0]);
+    let (q, same) = serial_2d(&pts, None, &[1.0, 1.0]);
+    assert_eq!((q.unwrap().part_counts(), &same), (p.part_counts(), &parts));
+    let (p, parts) = serial_2d(&pts, None, &[1e308, 1e308, 2e307]);
+    let (q, same) = serial_2d(&pts, None, &[10.0, 10.0, 2.0]);
+    assert_eq!(p.unwrap().part_counts(), [45, 46, 9]);
+    assert_eq!(
+        (q.unwrap().part_counts(), &same),
+        (&[45, 46, 9][..], &parts)
+    );
+}
+
+#[test]
+fn weights_whose_sum_overflows_are_an_error_naming_the_total() {
+    let pts: Vec<f64> = (0..100).flat_map(|i| [f64::from(i) / 100.0, 0.5]).collect();
+    let w = vec![1e308; 100];
+    let e = serial_2d(&pts, Some(&w), &[1.0, 1.0]).0.unwrap_err();
+    assert!(matches!(e, Error::WeightOverflow { .. }), "{e:?}");
+    assert!(e.to_string().contains("beyond the largest float"), "{e}");
+    // Large weights whose sum fits are fine.
+    let w = vec![1e305; 100];
+    let p = serial_2d(&pts, Some(&w), &[1.0, 1.0]).0.unwrap();
+    assert!(p.part_weights().iter().all(|x| x.is_finite()));
+    assert!(p.max_abs_dev() <= p.max_weight());
+}
+
+#[test]
+fn a_box_that_cannot_separate_the_points_falls_back_to_ordered_coordinates() {
+    let mut r = Rng::new(25);
+    let mut outlier: Vec<f64> = (0..99).flat_map(|_| [r.unit(), r.unit()]).collect();
+    outlier.extend([1e308, -1e308]);
+    let subnormal: Vec<f64> = (0..100)
+        .flat_map(|i| [f64::from(i) * 5e-324, 0.0])
+        .collect();
+    for (name, pts) in [("outlier", outlier), ("subnormal", subnormal)] {
+        for targets in [&[1.0, 1.0][..], &[1.0, 2.0, 3.0, 4.0]] {
+            let (p, parts) = serial_2d(&pts, None, targets);
+            let p = p.unwrap();
+            assert!(
+                p.ordered_fallback(),
+                "{name}: {:?} {:?}",
+                p.part_counts(),
+                p.bbox()
+            );
+            assert!(
+                p.max_abs_dev() <= p.max_weight(),
+                "{name}: {:?}",
+                p.part_counts()
+            );
+            for (i, x) in pts.chunks_exact(2).enumerate() {
+                assert_eq!(p.point_assign(x).unwrap(), parts[i], "{name} point {i}");
+                let mut boxed = Vec::new();
+                p.box_assign(x, x, &mut boxed).unwrap();
+                assert!(boxed.contains(&parts[i]), "{name} point {i}");
+            }
+            let b = p.bbox();
+            assert!(b.lo[0] <= pts[0] && pts[0] <= b.hi[0], "{name}: {b:?}");
+            // The same parts for any rank count, and a repartition keeps the fallback.
+            let (dist, results) = run_ranks(3, &pts, 2, None, targets);
+            assert_eq!(dist, parts, "{name}");
+            assert!(results.iter().all(|q| q.as_ref().unwrap() == &p));
+            let mut again = parts.clone();
+            let q = Hsfc::default()
+                .repartition(
+                    &mut Workspace::default(),
+                    &Serial,
+                    &p,
+                    Points::new(&pts, 2, None),
+                    targets,
+                    &mut again,
+                )
+                .unwrap();
+            assert!(
+                q.ordered_fallback() && q.max_abs_dev() <= q.max_weight(),
+                "{name}: {} {:?} {:?} {:?}",
+                q.ordered_fallback(),
+                q.part_counts(),
+                p.part_counts(),
+                q.migration()
+            );
+            assert_eq!(q.migration().unwrap().count, 0, "{name}");
+        }
+    }
+    // Duplicates share a fine key as documented: no fallback, the same parts as ever.
+    let dup: Vec<f64> = (0..100).flat_map(|i| [f64::from(i % 2), 0.0]).collect();
+    let (p, _) = serial_2d(&dup, None, &[1.0, 1.0, 1.0]);
+    assert!(!p.unwrap().ordered_fallback());
+    let (p, _) = serial_2d(&cloud(500, 2, 3), None, &[1.0, 2.0]);
+    assert!(!p.unwrap().ordered_fallback());
+}

@@ -86,7 +86,8 @@ fn point_file_errors_name_file_and_offset() {
     );
     assert_eq!(
         err_of(&header(2, 0, 0, u64::MAX / 2), "huge"),
-        "FILE: byte 16: point count 9223372036854775807 is too large"
+        "FILE: byte 16: 9223372036854775807 points: over the limit of 134217728 points of a \
+         point file"
     );
     let missing = tmp("does-not-exist.zpt");
     let e = read_points(&missing).unwrap_err().to_string();
@@ -204,4 +205,39 @@ fn sizes_and_parts() {
         read_parts(&q).unwrap_err().to_string(),
         format!("{}: byte 4: length 5 is not a multiple of 4", q.display())
     );
+}
+
+#[test]
+fn hostile_files_are_refused_before_they_fill_memory() {
+    // An endless sizes file: refused after the limit.
+    let e = read_sizes("/dev/zero").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: larger than the limit of 16777216 bytes for a sizes file"
+    );
+    // More sizes than parts allowed: refused at the first one over.
+    let p = tmp("many-sizes.txt");
+    std::fs::write(&p, "1\n".repeat(hsfc::io::MAX_PARTS + 1)).unwrap();
+    assert_eq!(
+        read_sizes(&p).unwrap_err().to_string(),
+        format!(
+            "{}:{}: more than the limit of 1048576 parts",
+            p.display(),
+            hsfc::io::MAX_PARTS + 1
+        )
+    );
+    std::fs::write(&p, b"1\n\xff\n").unwrap();
+    assert_eq!(
+        read_sizes(&p).unwrap_err().to_string(),
+        format!("{}: byte 2: not UTF-8 text", p.display())
+    );
+    std::fs::remove_file(&p).unwrap();
+    // A point file whose header claims more points than the limit: refused from the header.
+    let mut h = header(2, 0, 0, hsfc::io::MAX_POINTS + 1);
+    h.extend([0u8; 16]);
+    assert_eq!(
+        err_of(&h, "huge.zpt"),
+        "FILE: byte 16: 134217729 points: over the limit of 134217728 points of a point file"
+    );
+    std::fs::remove_file(tmp("huge.zpt")).unwrap();
 }

@@ -1,7 +1,9 @@
 //! Output files that are whole or absent: [`write_atomic`] writes a file beside its target
 //! and renames it into place, so a reader (or a crash, a full disk, `ulimit -f`) never sees a
 //! half-written file under the target's name; [`check_writable`] tries a path before a long
-//! run, so a bad output path fails in the first second rather than at the end.
+//! run, so a bad output path fails in the first second rather than at the end;
+//! [`read_bounded`] reads an input file whole up to a documented limit, so that `/dev/zero`
+//! or a runaway file given as input is refused instead of filling memory.
 //!
 //! ```
 //! use std::io::Write;
@@ -43,7 +45,7 @@ impl WriteError {
 /// Writes `path` whole or not at all: `write` fills a temporary file in the same directory
 /// (`.NAME.tmp.PID.N`), which is flushed, synced and renamed onto `path`. On any error
 /// (from `write` or from the system) the temporary file is removed, `path` is left as it was,
-/// and the error names `path`.
+/// and the error names `path`. A file that is replaced keeps its permissions (mode bits).
 ///
 /// A target that exists and is not a regular file (`/dev/stdout`, `/dev/null`, a FIFO) is
 /// written in place: there is nothing to rename onto. A symbolic link is followed, and its
@@ -64,7 +66,10 @@ pub fn write_atomic(
         _ => path.to_path_buf(),
     };
     let (tmp, file) = create_beside(&real).map_err(WriteError::at(path))?;
-    let filled = fill(file, write).and_then(|()| std::fs::rename(&tmp, &real));
+    let filled = std::fs::metadata(&real)
+        .map_or(Ok(()), |old| file.set_permissions(old.permissions()))
+        .and_then(|()| fill(file, write))
+        .and_then(|()| std::fs::rename(&tmp, &real));
     if let Err(e) = filled {
         let _ = std::fs::remove_file(&tmp);
         return Err(WriteError::at(path)(e));
@@ -104,6 +109,37 @@ pub fn check_writable(path: &Path) -> Result<(), WriteError> {
             std::fs::remove_file(&tmp).map_err(WriteError::at(path))
         }
     }
+}
+
+/// Reads the whole file `path` if it holds at most `limit` bytes; a larger file (or an endless
+/// one: `/dev/zero`, a FIFO) is refused after reading `limit + 1` bytes, with an error of kind
+/// `InvalidData` saying `larger than the limit of N bytes for WHAT` (`what`: "a machine
+/// file", "a sizes file"...). The caller's error names the path. Nothing is allocated beyond
+/// `min(limit, file length) + 1` bytes.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("part-api-read-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let f = dir.join("sizes.txt");
+/// std::fs::write(&f, "1\n2\n").unwrap();
+/// assert_eq!(part_api::file::read_bounded(&f, 4, "a sizes file").unwrap(), b"1\n2\n");
+/// let e = part_api::file::read_bounded(&f, 3, "a sizes file").unwrap_err();
+/// assert_eq!(e.to_string(), "larger than the limit of 3 bytes for a sizes file");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn read_bounded(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = File::open(path)?;
+    let hint = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than the limit of {limit} bytes for {what}"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// The directory of `path` (`.` for a bare file name).
@@ -203,7 +239,30 @@ mod tests {
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "via link");
         assert_eq!(entries(&d), ["link.svg", "out.svg"]);
+        // A rewritten file keeps its mode.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic_bytes(&target, "mode kept").unwrap();
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn read_bounded_refuses_endless_and_oversized_files() {
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20, "a machine file").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(
+            e.to_string().contains("1048576 bytes for a machine file"),
+            "{e}"
+        );
+        let e = read_bounded(Path::new("/no/such/file"), 10, "x").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        assert!(
+            read_bounded(Path::new("/dev/null"), 0, "x")
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

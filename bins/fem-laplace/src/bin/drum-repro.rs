@@ -27,8 +27,9 @@ struct Args {
     /// --quick or --tiny.
     #[arg(long)]
     repeats: Option<usize>,
-    /// The mesh size (vertices); default 524,500 (PHAML's).
-    #[arg(long)]
+    /// The mesh size (vertices); default 524,500 (PHAML's; at most 20,000,000).
+    #[arg(long, value_parser =
+          cli_support::limits::count(0, fem_laplace::memory::MAX_TARGET_VERTICES, "vertices"))]
     target_vertices: Option<usize>,
     /// Experiment 2 measured on the namespace cluster: the runs `cargo xtask reproduce` made
     /// (one subdirectory each with run.json and summary.json).
@@ -71,7 +72,11 @@ impl repro::Progress for Bar {
     }
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    cli_support::main(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let scale = if args.tiny {
         Scale::Tiny
@@ -94,8 +99,5 @@ fn main() {
         bar: std::io::stderr().is_terminal(),
         t0: Instant::now(),
     };
-    if let Err(e) = repro::run(&opts, &mut bar) {
-        eprintln!("drum-repro: error: {e}");
-        std::process::exit(1);
-    }
+    Ok(repro::run(&opts, &mut bar)?)
 }

@@ -16,10 +16,11 @@ static ALLOC: cli_support::alloc::Counting = cli_support::alloc::Counting;
 #[command(name = "fem-bench")]
 struct Opts {
     /// Whole runs to time (the medians are reported).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
     repeats: u64,
-    /// The mesh size (vertices); PHAML's by default.
-    #[arg(long, default_value_t = fem_laplace::PHAML_TARGET_VERTICES)]
+    /// The mesh size (vertices); PHAML's by default (at most 20,000,000).
+    #[arg(long, default_value_t = fem_laplace::PHAML_TARGET_VERTICES, value_parser =
+          cli_support::limits::count(0, fem_laplace::memory::MAX_TARGET_VERTICES, "vertices"))]
     target_vertices: usize,
 }
 
@@ -45,7 +46,11 @@ fn vm_hwm() -> Option<usize> {
     Some(kb * 1024)
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(run)
+}
+
+fn run() -> Result<()> {
     let o = Opts::parse();
     let exact = CornerSingularity;
     let cfg = AdaptConfig {

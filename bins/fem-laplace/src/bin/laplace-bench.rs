@@ -23,14 +23,15 @@ static ALLOC: cli_support::alloc::Counting = cli_support::alloc::Counting;
 #[command(name = "laplace-bench")]
 struct Opts {
     /// Whole runs of each configuration (the medians are reported).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
     repeats: u64,
-    /// The mesh size (vertices); PHAML's by default.
-    #[arg(long, default_value_t = fem_laplace::PHAML_TARGET_VERTICES)]
+    /// The mesh size (vertices); PHAML's by default (at most 20,000,000).
+    #[arg(long, default_value_t = fem_laplace::PHAML_TARGET_VERTICES, value_parser =
+          cli_support::limits::count(0, fem_laplace::memory::MAX_TARGET_VERTICES, "vertices"))]
     target_vertices: usize,
     /// Rank counts to run, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=cli_support::limits::DEFAULT_MAX_RANKS as u64))]
     ranks: Vec<u64>,
 }
 
@@ -134,7 +135,11 @@ fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
     })
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    cli_support::main(run)
+}
+
+fn run() -> Result<()> {
     let tuned = fem_laplace::memory::keep_freed_memory();
     let o = Opts::parse();
     let cfg = AdaptConfig {

@@ -145,6 +145,10 @@ impl Hier {
 
 /// The cuts one level made, kept when its method has `KEEP_CUTS="1"`.
 #[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per kept level; boxing the HSFC partition would allocate per repartition"
+)]
 pub enum LevelCuts {
     /// An HSFC level: the curve and its cuts (a repartition starts from them).
     Hsfc(hsfc::Partition),

@@ -209,6 +209,7 @@ impl DrumArgs {
                 }
             }
         }
+        drum_model::load::check_load_limits(&specs).context("--load and the machine's `load`")?;
         for s in &specs {
             if s.rank >= machine.num_ranks() {
                 bail!(
@@ -327,6 +328,8 @@ pub struct Stopped {
     pub cpu_s: f64,
     /// Bytes the flows' sinks acknowledged.
     pub net_bytes: u64,
+    /// Processes that ended on their own before their end (killed from outside, crashed).
+    pub died: usize,
 }
 
 impl Stopped {
@@ -363,8 +366,25 @@ impl<'m> Loads<'m> {
         }
     }
 
+    /// Reports on stderr, and counts, every load process that ended on its own since the
+    /// last look (`at`: "before step 5", "at the end of the run").
+    fn report_deaths(&mut self, at: &str) {
+        for (k, load) in &mut self.running {
+            for e in load.exited() {
+                eprintln!(
+                    "load: process {} of {} on rank {} died {at} ({}); the run goes on with one \
+                     competing process fewer",
+                    e.pid, self.specs[*k], self.rank, e.how
+                );
+                self.stopped.died += 1;
+                self.stopped.cpu_s += e.cpu_seconds;
+            }
+        }
+    }
+
     /// Stops the loads whose end is `step` and starts those due at the start of `step`.
     pub fn at_step(&mut self, step: usize) -> Result<()> {
+        self.report_deaths(&format!("before step {step}"));
         let mut i = 0;
         while i < self.running.len() {
             if self.specs[self.running[i].0].steps().1 == Some(step) {
@@ -423,6 +443,7 @@ impl<'m> Loads<'m> {
 
     /// Stops every load; what all of them did over the run.
     pub fn stop(&mut self) -> Result<Stopped> {
+        self.report_deaths("at the end of the run");
         for (k, l) in std::mem::take(&mut self.running) {
             let r: LoadReport = l.stop()?;
             self.stopped.add(&self.specs[k], &r);
@@ -436,8 +457,10 @@ impl<'m> Loads<'m> {
 pub struct RankEnd {
     /// The monitoring agent's cost.
     pub monitor: Option<LoopSummary>,
-    /// Competing processes the rank ran.
+    /// Competing processes the rank ran to their end.
     pub load_procs: usize,
+    /// Competing processes of the rank that died on their own during the run.
+    pub load_died: usize,
     /// Their CPU seconds.
     pub load_cpu_s: f64,
     /// Bytes its `--net-load` flows sent (acknowledged by the sink).
@@ -446,7 +469,7 @@ pub struct RankEnd {
 
 impl RankEnd {
     /// As numbers for a gather.
-    pub fn to_words(self) -> [f64; 9] {
+    pub fn to_words(self) -> [f64; 10] {
         let m = self.monitor;
         [
             f64::from(u8::from(m.is_some())),
@@ -458,6 +481,7 @@ impl RankEnd {
             self.load_procs as f64,
             self.load_cpu_s,
             self.net_load_bytes as f64,
+            self.load_died as f64,
         ]
     }
 
@@ -474,6 +498,7 @@ impl RankEnd {
             load_procs: w[6] as usize,
             load_cpu_s: w[7],
             net_load_bytes: w[8] as u64,
+            load_died: w[9] as usize,
         }
     }
 }
@@ -500,6 +525,27 @@ pub fn rc_ideal(machine: &Machine, loads: &[LoadSpec]) -> Option<f64> {
         })
         .collect();
     drum_model::metrics::rc_ideal(&speeds).ok()
+}
+
+/// The loads running at step `k`, less the processes that died on their own (each rank's
+/// `load_died`, taken from its specs in order): what RC_ideal is computed for.
+fn running_at_end(loads: &[LoadSpec], k: usize, ends: &[RankEnd]) -> Vec<LoadSpec> {
+    let mut died: Vec<usize> = ends.iter().map(|e| e.load_died).collect();
+    loads
+        .iter()
+        .filter(|s| s.active_at(k))
+        .filter_map(|s| {
+            let d = died.get_mut(s.rank).map_or(0, |d| {
+                let gone = (*d).min(s.procs);
+                *d -= gone;
+                gone
+            });
+            (s.procs > d).then_some(LoadSpec {
+                procs: s.procs - d,
+                ..*s
+            })
+        })
+        .collect()
 }
 
 /// The run's figures, from rank 0's reports and every rank's end figures.
@@ -640,9 +686,7 @@ impl Summary {
             migrated_bytes: reports.iter().map(|r| r.migration.bytes).sum(),
             rc_ideal: machine.and_then(|m| {
                 let k = reports.last().map_or(0, |r| r.base.step);
-                let active: Vec<LoadSpec> =
-                    loads.iter().filter(|s| s.active_at(k)).copied().collect();
-                rc_ideal(m, &active)
+                rc_ideal(m, &running_at_end(loads, k, ends))
             }),
             warnings,
         }
@@ -669,7 +713,10 @@ impl Summary {
             "load"
         )?;
         for r in &self.per_rank {
-            let load = if r.end.load_procs > 0 {
+            let load = if r.end.load_died > 0 {
+                let (n, died) = (r.end.load_procs, r.end.load_died);
+                format!("{n}+{died} died ({:.2} s)", r.end.load_cpu_s)
+            } else if r.end.load_procs > 0 {
                 format!("{} ({:.2} s)", r.end.load_procs, r.end.load_cpu_s)
             } else {
                 "-".into()
@@ -731,6 +778,14 @@ impl Summary {
             self.migrated_elements,
             self.migrated_bytes as f64 / 1e6
         )?;
+        let died: usize = self.per_rank.iter().map(|r| r.end.load_died).sum();
+        if died > 0 {
+            writeln!(
+                out,
+                "load: {died} competing process(es) died during the run (see above); RC_ideal \
+                 counts only those still running at the end"
+            )?;
+        }
         if let Some(rc) = self.rc_ideal {
             writeln!(
                 out,

@@ -23,8 +23,9 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
-    /// Stop once the mesh has at least this many vertices.
-    #[arg(long, default_value_t = PHAML_TARGET_VERTICES)]
+    /// Stop once the mesh has at least this many vertices (at most 20,000,000).
+    #[arg(long, default_value_t = PHAML_TARGET_VERTICES, value_parser =
+          cli_support::limits::count(0, fem_laplace::memory::MAX_TARGET_VERTICES, "vertices"))]
     target_vertices: usize,
     /// The exact solution giving the Dirichlet data: `corner` (r^{2/3} sin(2θ/3)) or `smooth`.
     #[arg(long, default_value = "corner")]
@@ -83,6 +84,9 @@ struct Args {
     /// For tests of failure handling: `RANK:STEP` makes that rank fail at that step.
     #[arg(long, hide = true)]
     fail_at: Option<String>,
+    /// The limit of the ranks of a run over threads.
+    #[command(flatten)]
+    max_ranks: cli_support::limits::MaxRanks,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -176,6 +180,7 @@ fn run() -> Result<()> {
             None
         }
     };
+    check_size(&args, machine.as_ref())?;
     let (loads, net_loads) = match &machine {
         Some(m) => (args.drum.loads(m)?, args.drum.net_loads(m)?),
         None => (Vec::new(), Vec::new()),
@@ -194,6 +199,35 @@ fn run() -> Result<()> {
         (Backend::Threads, None, None) => run_serial(&setup),
         (Backend::Threads, ..) => run_threads(&setup),
     }
+}
+
+/// Refuses, before any rank starts, a run over thread ranks with more ranks than
+/// `--max-ranks` or whose estimated peak memory (`fem_laplace::memory::run_bytes`) is over
+/// what the host has available, with the figures.
+fn check_size(args: &Args, machine: Option<&Machine>) -> Result<()> {
+    if args.backend == Backend::Mpi {
+        return Ok(());
+    }
+    let (ranks, what) = match (machine, args.ranks) {
+        (Some(m), _) => (m.num_ranks(), format!("--machine {}", m.source())),
+        (None, Some(r)) => (r, format!("--ranks {r}")),
+        (None, None) => (1, "the serial run".to_string()),
+    };
+    args.max_ranks.check(&what, ranks)?;
+    let need = fem_laplace::memory::run_bytes(ranks, args.target_vertices);
+    if let Some(have) = fem_laplace::memory::available_bytes()
+        && need > have
+    {
+        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+        bail!(
+            "{what} with --target-vertices {}: the run would need about {:.1} GiB ({ranks} \
+             rank(s)), but the host has {:.1} GiB available",
+            args.target_vertices,
+            gib(need),
+            gib(have)
+        );
+    }
+    Ok(())
 }
 
 fn header(
@@ -479,6 +513,7 @@ fn rank_loop<C: comm::Comm>(
     let end = RankEnd {
         monitor,
         load_procs: stopped.procs,
+        load_died: stopped.died,
         load_cpu_s: stopped.cpu_s,
         net_load_bytes: stopped.net_bytes,
     };
@@ -798,29 +833,15 @@ fn run_threads(s: &Setup) -> Result<()> {
     let per_rank = joined
         .map_err(|_| anyhow::anyhow!("the ranks' thread panicked"))?
         .context("the run over threads failed")?;
-    first_error(per_rank)?;
-    printed?;
-    printer.summary(&mut out, s)?;
-    Ok(())
-}
-
-/// The first error of the ranks, preferring a rank's own failure to the others' reactions.
-fn first_error(results: Vec<Result<()>>) -> Result<()> {
-    let mut errs: Vec<(usize, anyhow::Error)> = results
-        .into_iter()
-        .enumerate()
-        .filter_map(|(r, x)| x.err().map(|e| (r, e)))
-        .collect();
-    errs.sort_by_key(|(_, e)| {
+    cli_support::rank_results(per_rank, |e| {
         matches!(
             e.downcast_ref::<FemError>(),
             Some(FemError::PeerFailed { .. } | FemError::Comm(_))
         )
-    });
-    match errs.into_iter().next() {
-        None => Ok(()),
-        Some((r, e)) => Err(e.context(format!("rank {r}"))),
-    }
+    })?;
+    printed?;
+    printer.summary(&mut out, s)?;
+    Ok(())
 }
 
 /// One MPI process per rank, under mpirun (`cli_support::mpi::main`: an error on any rank
