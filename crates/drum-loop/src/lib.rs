@@ -62,12 +62,14 @@
 #![deny(missing_docs)]
 
 mod balancing;
+mod capacity;
 mod error;
 pub mod rebalance;
 mod run;
 mod window;
 
 pub use balancing::{Balancer, Balancing};
+pub use capacity::LoadMeasure;
 pub use error::Error;
 pub use run::{
     DEFAULT_BYTES_PER_WEIGHT, DecisionReport, DrumLoop, LoopConfig, LoopReport, LoopSummary,
