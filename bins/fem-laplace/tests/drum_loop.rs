@@ -402,23 +402,13 @@ fn measured_capacities_come_from_work_and_the_seconds_it_took() {
     assert!(renewed > 0, "no window was measured");
 }
 
-/// The monitored sizes of every step whose powers were renewed.
-fn renewed_sizes(dist: &[serde_json::Value]) -> Vec<Vec<f64>> {
-    dist.iter()
-        .map(|d| &d["balance"])
-        .filter(|b| b["measured_s"].as_f64().unwrap() > 0.0)
-        .map(|b| {
-            (b["monitored_sizes"].as_array().unwrap().iter())
-                .map(|x| x.as_f64().unwrap())
-                .collect()
-        })
-        .collect()
-}
-
 #[test]
 fn loadavg_capacities_divide_the_ratings_by_the_competition() {
-    // Two competing processes pinned to core 1: its rank sees about three tasks on its CPU
-    // while it wants it, so the node's rating is divided by about 3.
+    // Two competing processes pinned to core 1. Each node's load average over a window is
+    // its rank's runnable time over its CPU time (the tasks competing for the core while the
+    // rank wanted it); equal ratings divided by it give the sizes. How far they lean depends
+    // on what else runs on the host, so the sizes are checked against the windows' own
+    // figures, as the report gives them.
     let m = machine("local-2core-hetero.xml");
     let dist = json_lines(&[
         "--target-vertices",
@@ -431,11 +421,28 @@ fn loadavg_capacities_divide_the_ratings_by_the_competition() {
         "--load",
         "1:2",
     ]);
-    assert!(dist.iter().all(|d| d["balance"]["sizing"] == "monitored"));
-    let sizes = renewed_sizes(&dist);
-    assert!(!sizes.is_empty(), "no window was measured");
-    let mean1 = sizes.iter().map(|s| s[1]).sum::<f64>() / sizes.len() as f64;
-    assert!(mean1 < 0.45, "core 1's share {mean1}: {sizes:?}");
+    let mut checked = 0;
+    for b in dist.iter().map(|d| &d["balance"]) {
+        assert_eq!(b["sizing"], "monitored");
+        let measured = b["measured"].as_array().unwrap();
+        let evidence = measured.iter().all(|r| r["evidence"] == true);
+        if b["measured_s"].as_f64().unwrap() == 0.0 || !evidence {
+            continue;
+        }
+        let load = |r: &serde_json::Value| {
+            let (u, run) = (r["util"].as_f64().unwrap(), r["runnable"].as_f64());
+            run.filter(|&x| x >= 0.01 && u > 0.0)
+                .map_or(1.0, |x| (x / u).max(1.0))
+        };
+        let inv: Vec<f64> = measured.iter().map(|r| 1.0 / load(r)).collect();
+        let sizes = b["monitored_sizes"].as_array().unwrap();
+        for (s, i) in sizes.iter().zip(&inv) {
+            let want = i / inv.iter().sum::<f64>();
+            assert!((s.as_f64().unwrap() - want).abs() < 1e-6, "{b}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no window was measured");
 }
 
 #[test]
