@@ -12,7 +12,10 @@
 //!
 //! and where the monitored run's time goes against the ideal: the ranks' mean busy time,
 //! the imbalance (slowest rank's busy time over the mean), the waiting common to both, and
-//! the partitioner.
+//! the partitioner; and, per case, the worst rebalance point of its median run (rank 0's
+//! `balance.cost`: window, exchange, decision, partitioner) against a flat HSFC of as many
+//! points as that step has elements (`hsfc partition --parts 2`, 1 thread, a corner-graded
+//! 2-D point set, timed in the same invocation; target: worst step ≤ 3× the flat HSFC).
 
 use crate::bench::{median, uptime};
 use anyhow::{Context, Result, bail};
@@ -98,16 +101,66 @@ struct Run {
     /// Sums over the steps: mean busy, slowest busy − mean busy, wall − slowest busy, and
     /// the slowest rank's partitioner time.
     split: [f64; 4],
+    /// The rebalance point that cost rank 0 the most.
+    worst: Option<Worst>,
 }
 
-/// Per-step sums from a run's JSON lines.
-fn split_of(jsonl: &Path) -> Result<[f64; 4]> {
+/// The costliest rebalance point of a run (rank 0's `balance.cost`).
+#[derive(Debug, Clone, Copy)]
+struct Worst {
+    step: u64,
+    elements: u64,
+    /// window, exchange, decision, partitioner, total (seconds).
+    cost: [f64; 5],
+}
+
+/// The costliest rebalance point among the steps' JSON lines (`None` without `balance`).
+fn worst_of(steps: &[serde_json::Value]) -> Result<Option<Worst>> {
+    let mut worst: Option<Worst> = None;
+    for v in steps {
+        let c = &v["balance"]["cost"];
+        if c.is_null() {
+            continue;
+        }
+        let f = |k: &str| {
+            c[k].as_f64()
+                .with_context(|| format!("balance.cost lacks {k}"))
+        };
+        let cost = [
+            f("window_s")?,
+            f("exchange_s")?,
+            f("decision_s")?,
+            f("partition_s")?,
+            f("total_s")?,
+        ];
+        if worst.is_none_or(|w| cost[4] > w.cost[4]) {
+            worst = Some(Worst {
+                step: v["step"].as_u64().context("a step without step")?,
+                elements: v["elements"].as_u64().context("a step without elements")?,
+                cost,
+            });
+        }
+    }
+    Ok(worst)
+}
+
+/// A run's steps, one JSON value per line.
+fn steps_of(jsonl: &Path) -> Result<Vec<serde_json::Value>> {
     let text =
         std::fs::read_to_string(jsonl).with_context(|| format!("reading {}", jsonl.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{}: not JSON: {line}", jsonl.display()))
+        })
+        .collect()
+}
+
+/// Per-step sums from a run's steps.
+fn split_of(steps: &[serde_json::Value]) -> Result<[f64; 4]> {
     let mut s = [0.0; 4];
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line)
-            .with_context(|| format!("{}: not JSON: {line}", jsonl.display()))?;
+    for v in steps {
         let wall = v["wall_s"].as_f64().context("no wall_s")?;
         let ranks = v["ranks"].as_array().context("no ranks")?;
         let busy: Vec<f64> = ranks
@@ -169,17 +222,20 @@ fn run_case(bin: &Path, dir: &Path, case: &Case, rep: usize, extra: &[String]) -
             process,
             rc_ideal: None,
             split: [0.0; 4],
+            worst: None,
         });
     }
     let v: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(&summary)
             .with_context(|| format!("reading {}", summary.display()))?,
     )?;
+    let steps = steps_of(&jsonl)?;
     Ok(Run {
         wall: v["wall_s"].as_f64().context("summary without wall_s")?,
         process,
         rc_ideal: v["rc_ideal"].as_f64(),
-        split: split_of(&jsonl)?,
+        split: split_of(&steps)?,
+        worst: worst_of(&steps)?,
     })
 }
 
@@ -303,6 +359,108 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
         "ideal monitored time (t_uniform x (1 - RC_ideal)) = {ideal:.3} s; the monitored run is {:.3} s above it",
         med[1] - ideal
     );
+    worst_steps(&dir, &runs)?;
     println!("(data in {})", dir.display());
     Ok(())
+}
+
+/// Per balanced case, the worst rebalance point of its median run against a flat HSFC of as
+/// many points as that step has elements (timed here, medians of 5 calls).
+fn worst_steps(dir: &Path, runs: &[Vec<Run>]) -> Result<()> {
+    let release = crate::release(&["-p", "hsfc-cli", "--bin", "hsfc"])?;
+    let hsfc = release.join("hsfc");
+    let mut flat: std::collections::BTreeMap<u64, f64> = Default::default();
+    println!(
+        "\nthe worst rebalance point of each case's median run (rank 0; ms) against a flat HSFC of as many \
+         corner-graded 2-D points (hsfc partition --parts 2, 1 thread, median of 5):"
+    );
+    println!(
+        "{:<20} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "case",
+        "step",
+        "elements",
+        "window",
+        "exchange",
+        "decision",
+        "partit.",
+        "total",
+        "flat",
+        "ratio"
+    );
+    let mut worst_ratio = 0.0f64;
+    for (k, case) in CASES.iter().enumerate().take(6) {
+        let mut sorted = runs[k].clone();
+        sorted.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+        let Some(w) = sorted[sorted.len() / 2].worst else {
+            continue;
+        };
+        let f = match flat.get(&w.elements) {
+            Some(&f) => f,
+            None => {
+                let f = flat_hsfc(&hsfc, dir, w.elements)?;
+                flat.insert(w.elements, f);
+                f
+            }
+        };
+        let ratio = w.cost[4] / f;
+        worst_ratio = worst_ratio.max(ratio);
+        let ms = w.cost.map(|c| c * 1e3);
+        println!(
+            "{:<20} {:>5} {:>9} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7.2}",
+            case.name,
+            w.step,
+            w.elements,
+            ms[0],
+            ms[1],
+            ms[2],
+            ms[3],
+            ms[4],
+            f * 1e3,
+            ratio
+        );
+    }
+    println!(
+        "worst rebalance point / flat HSFC of its elements: {worst_ratio:.2}   target <= 3: {}",
+        if worst_ratio <= 3.0 { "met" } else { "MISSED" }
+    );
+    Ok(())
+}
+
+/// Median seconds of `hsfc partition --parts 2` on `n` corner-graded 2-D points, unit weights.
+fn flat_hsfc(hsfc: &Path, dir: &Path, n: u64) -> Result<f64> {
+    let file = dir.join(format!("flat-{n}.zpt"));
+    if !file.exists() {
+        let mut g = Command::new(hsfc);
+        g.args([
+            "gen",
+            "--n",
+            &n.to_string(),
+            "--dim",
+            "2",
+            "--dist",
+            "graded",
+        ])
+        .args(["--weights", "unit", "--seed", "12345", "-o"])
+        .arg(&file);
+        crate::run(g)?;
+    }
+    let mut cmd = Command::new(hsfc);
+    cmd.arg("partition").arg(&file).args([
+        "--parts",
+        "2",
+        "--threads",
+        "1",
+        "--repeat",
+        "5",
+        "--json",
+    ]);
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).with_context(|| format!("{cmd:?}: not JSON"))?;
+    v["time_s"].as_f64().context("hsfc --json lacks time_s")
 }

@@ -1,77 +1,29 @@
-//! The multi-rank MPI part of `cargo xtask ci`: builds the `comm` MPI backend and its
-//! conformance driver (`comm-mpi-suite`), lints it, and runs it under `mpirun` with 2 and 4
-//! ranks; then checks that a rank that panics or fails a check ends the job with an error
-//! instead of hanging it. Last, the `hsfc` CLI built with `--features mpi` partitions a point
-//! file under `mpirun` with 2 and 4 ranks, and its parts file must be byte-identical to the
-//! serial command's; so must `hier-part partition --backend mpi` with one process per rank of
-//! a machine file.
+//! The multi-rank MPI part of `cargo xtask ci`: the `comm` MPI backend's conformance driver
+//! (`comm-mpi-suite`) under `mpirun` with 2 and 4 ranks, and a rank that panics or fails a
+//! check ends the job with an error instead of hanging it; then the commands built with
+//! `--features mpi` against their serial builds: `hsfc partition` and `hier-part partition`
+//! write the serial parts file byte for byte, `fem-laplace` and `samr` give the serial run's
+//! hashes, and the Zoltan-compatible library against the real Zoltan.
 
-use crate::{cargo, is_root, project_root, run, target_dir};
+use crate::launch::{CheckBins, FEM_VERTICES, Launcher, RunOutput};
+use crate::{project_root, run, target_dir};
 use anyhow::{Context, Result, bail};
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
-const INSTALL_HINT: &str = "apt-get install libopenmpi-dev openmpi-bin libclang-dev pkg-config";
 /// Rank counts the suite runs with.
 const RANKS: [usize; 2] = [2, 4];
-/// A run that takes longer than this is treated as hung.
-const TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Runs the MPI tests when `mpicc` (or `$MPICC`) and `mpirun` exist; otherwise prints why they
-/// are skipped, and fails if `CI=true` (CI must run them).
-pub fn ci_mpi() -> Result<()> {
-    let mpicc = std::env::var_os("MPICC")
-        .map(PathBuf::from)
-        .or_else(|| find_on_path("mpicc"));
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let mpirun = match availability(mpicc, find_on_path("mpirun"), ci)? {
-        Available::Yes(mpirun) => mpirun,
-        Available::Skip(why) => {
-            println!("{why}");
-            return Ok(());
-        }
-    };
+/// The MPI tests, with `mpirun` (found by [`crate::launch::mpirun`]); the serial binaries
+/// are those the workspace's test step kept ([`CheckBins::keep_serial`]), the MPI ones are built
+/// here in one go.
+pub fn ci_mpi(mpirun: &Path) -> Result<()> {
+    CheckBins::build_mpi()?;
+    let suite = CheckBins::mpi("comm-mpi-suite");
 
-    let mut clippy = cargo();
-    clippy.args([
-        "clippy",
-        "-p",
-        "zoltan-drum",
-        "-p",
-        "comm",
-        "-p",
-        "hsfc-cli",
-        "-p",
-        "hier-part-cli",
-        "-p",
-        "cli-support",
-        "-p",
-        "samr-cli",
-        "--all-targets",
-        "--features",
-        "comm/mpi,hsfc-cli/mpi,hier-part-cli/mpi,cli-support/mpi,samr-cli/mpi",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    run(clippy)?;
-    let mut build = cargo();
-    build.args([
-        "build",
-        "-p",
-        "comm",
-        "--features",
-        "mpi",
-        "--bin",
-        "comm-mpi-suite",
-    ]);
-    run(build)?;
-    let suite = target_dir().join("debug").join("comm-mpi-suite");
-
-    let launcher = Launcher::detect(&mpirun)?;
+    let launcher = Launcher::detect(mpirun)?;
     for np in RANKS {
         let out = launcher.run(&suite, np, &[] as &[&str])?;
         if !out.success {
@@ -107,6 +59,7 @@ pub fn ci_mpi() -> Result<()> {
     let points = cli_checks(&launcher)?;
     hier_checks(&launcher, &points)?;
     fem_checks(&launcher)?;
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     crate::zoltan::ci_zoltan(&launcher, ci)?;
     samr_checks(&launcher)?;
     println!(
@@ -139,13 +92,7 @@ fn samr_hashes(stdout: &str, what: &str) -> Result<Vec<String>> {
 fn samr_checks(launcher: &Launcher) -> Result<()> {
     let dir = target_dir().join("mpi-cli");
     std::fs::create_dir_all(&dir)?;
-    let serial_bin = build_copy("samr-cli", "samr", &[], &dir.join("samr-serial"))?;
-    let mpi_bin = build_copy(
-        "samr-cli",
-        "samr",
-        &["--features", "mpi"],
-        &dir.join("samr-mpi"),
-    )?;
+    let (serial_bin, mpi_bin) = (CheckBins::serial("samr"), CheckBins::mpi("samr"));
     let base = [
         "--n0",
         "32",
@@ -201,9 +148,6 @@ fn samr_checks(launcher: &Launcher) -> Result<()> {
     Ok(())
 }
 
-/// Vertices of the shortened adaptive run of the fem-laplace check.
-pub(crate) const FEM_VERTICES: &str = "60000";
-
 /// Per step of a `fem-laplace --json` run: (mesh hash, bits of the energy error, CG
 /// iterations).
 fn fem_trace(stdout: &str, what: &str) -> Result<Vec<(String, u64, u64)>> {
@@ -230,7 +174,10 @@ fn fem_trace(stdout: &str, what: &str) -> Result<Vec<(String, u64, u64)>> {
 /// energy error of every step equal the serial and the thread runs' bit for bit; a rank that
 /// fails ends the job with its name.
 fn fem_checks(launcher: &Launcher) -> Result<()> {
-    let (serial_bin, mpi_bin) = fem_builds()?;
+    let (serial_bin, mpi_bin) = (
+        CheckBins::serial("fem-laplace"),
+        CheckBins::mpi("fem-laplace"),
+    );
     let base = ["--target-vertices", FEM_VERTICES, "--json"];
     let capture = |mut cmd: Command, what: &str| -> Result<String> {
         let out = cmd.output().with_context(|| format!("starting {what}"))?;
@@ -288,30 +235,10 @@ fn fem_checks(launcher: &Launcher) -> Result<()> {
         "fem-laplace --backend mpi --fail-at 2:3 (mpirun -np 4)",
         &["rank 2 fails at step 3"],
     )?;
-    let drum = build_copy("drum-cli", "drum", &[], &target_dir().join("mpi-cli/drum"))?;
+    let drum = CheckBins::serial("drum");
     crate::run_laplace::ci_check(&mpi_bin, &serial_bin, &drum, FEM_VERTICES)?;
     crate::vcluster::ci::check(&mpi_bin, &serial_bin, &drum, FEM_VERTICES)?;
     Ok(())
-}
-
-/// The debug builds of `fem-laplace` without and with MPI, copied aside in
-/// `target/mpi-cli/`.
-pub(crate) fn fem_builds() -> Result<(PathBuf, PathBuf)> {
-    let dir = target_dir().join("mpi-cli");
-    std::fs::create_dir_all(&dir)?;
-    let serial = build_copy(
-        "fem-laplace-cli",
-        "fem-laplace",
-        &[],
-        &dir.join("fem-laplace-serial"),
-    )?;
-    let mpi = build_copy(
-        "fem-laplace-cli",
-        "fem-laplace",
-        &["--features", "mpi"],
-        &dir.join("fem-laplace-mpi"),
-    )?;
-    Ok((serial, mpi))
 }
 
 /// Points per file in the CLI check.
@@ -349,8 +276,7 @@ fn cli_checks(launcher: &Launcher) -> Result<PathBuf> {
     let started = Instant::now();
     let dir = target_dir().join("mpi-cli");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let serial_bin = build_hsfc(&[], &dir.join("hsfc-serial"))?;
-    let mpi_bin = build_hsfc(&["--features", "mpi"], &dir.join("hsfc-mpi"))?;
+    let (serial_bin, mpi_bin) = (CheckBins::serial("hsfc"), CheckBins::mpi("hsfc"));
     let mut first_points = None;
     for case in &CLI_CASES {
         let points = dir.join(format!("{}.zpt", case.name));
@@ -501,18 +427,7 @@ const HIER_MACHINES: [(&str, usize); 2] = [
 fn hier_checks(launcher: &Launcher, points: &Path) -> Result<()> {
     let started = Instant::now();
     let dir = target_dir().join("mpi-cli");
-    let serial_bin = build_copy(
-        "hier-part-cli",
-        "hier-part",
-        &[],
-        &dir.join("hier-part-serial"),
-    )?;
-    let mpi_bin = build_copy(
-        "hier-part-cli",
-        "hier-part",
-        &["--features", "mpi"],
-        &dir.join("hier-part-mpi"),
-    )?;
+    let (serial_bin, mpi_bin) = (CheckBins::serial("hier-part"), CheckBins::mpi("hier-part"));
     for (machine, np) in HIER_MACHINES {
         let machine_path = path_arg(&project_root().join(machine))?;
         let name = Path::new(machine)
@@ -603,30 +518,6 @@ fn hier_checks(launcher: &Launcher, points: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Builds the `hsfc` binary with `features` (debug) and copies it to `to`.
-fn build_hsfc(features: &[&str], to: &Path) -> Result<PathBuf> {
-    build_copy("hsfc-cli", "hsfc", features, to)
-}
-
-/// Builds binary `bin` of `package` with `features` (debug) and copies it to `to` (cargo puts
-/// every feature set's binary at the same `target/debug/<bin>`).
-pub(crate) fn build_copy(
-    package: &str,
-    bin: &str,
-    features: &[&str],
-    to: &Path,
-) -> Result<PathBuf> {
-    let mut build = cargo();
-    build
-        .args(["build", "-p", package, "--bin", bin])
-        .args(features);
-    run(build)?;
-    let built = target_dir().join("debug").join(bin);
-    std::fs::copy(&built, to)
-        .with_context(|| format!("copying {} to {}", built.display(), to.display()))?;
-    Ok(to.to_path_buf())
-}
-
 fn path_arg(p: &Path) -> Result<String> {
     p.to_str()
         .map(str::to_string)
@@ -695,26 +586,6 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-enum Available {
-    /// Run the tests with this `mpirun`.
-    Yes(PathBuf),
-    /// Skip them, saying why.
-    Skip(String),
-}
-
-/// Whether the MPI tests can run; without MPI they are skipped, or fail under `CI=true`.
-fn availability(mpicc: Option<PathBuf>, mpirun: Option<PathBuf>, ci: bool) -> Result<Available> {
-    match (mpicc, mpirun) {
-        (Some(_), Some(mpirun)) => Ok(Available::Yes(mpirun)),
-        _ if ci => bail!(
-            "MPI tests are required with CI=true, but Open MPI is not installed ({INSTALL_HINT})"
-        ),
-        _ => Ok(Available::Skip(format!(
-            "skipping MPI tests: Open MPI not installed ({INSTALL_HINT})"
-        ))),
-    }
-}
-
 /// The run must have failed, saying each of `needles` on stderr.
 fn expect_failure(out: &RunOutput, what: &str, needles: &[&str]) -> Result<()> {
     if out.success {
@@ -725,106 +596,6 @@ fn expect_failure(out: &RunOutput, what: &str, needles: &[&str]) -> Result<()> {
     }
     println!("xtask: {what} ended the job as it should ({})", out.status);
     Ok(())
-}
-
-/// `mpirun` and the flags it needs here.
-pub(crate) struct Launcher {
-    mpirun: PathBuf,
-    flags: Vec<&'static str>,
-}
-
-impl Launcher {
-    pub(crate) fn detect(mpirun: &Path) -> Result<Launcher> {
-        let version = Command::new(mpirun)
-            .arg("--version")
-            .output()
-            .with_context(|| format!("could not run {}", mpirun.display()))?;
-        let text = String::from_utf8_lossy(&version.stdout).into_owned()
-            + &String::from_utf8_lossy(&version.stderr);
-        let mut flags = Vec::new();
-        if text.contains("Open MPI") || text.contains("OpenRTE") {
-            // More ranks than cores is fine for tests; Open MPI refuses root without the flag.
-            flags.push("--oversubscribe");
-            if is_root() {
-                flags.push("--allow-run-as-root");
-            }
-        }
-        Ok(Launcher {
-            mpirun: mpirun.to_path_buf(),
-            flags,
-        })
-    }
-
-    /// Runs `mpirun <flags> -np N program args`, echoing its output, killing it after
-    /// [`TIMEOUT`].
-    pub(crate) fn run<S: AsRef<OsStr>>(
-        &self,
-        program: &Path,
-        np: usize,
-        args: &[S],
-    ) -> Result<RunOutput> {
-        let mut cmd = Command::new(&self.mpirun);
-        cmd.args(&self.flags)
-            .arg("-np")
-            .arg(np.to_string())
-            .arg(program)
-            .args(args);
-        cmd.current_dir(project_root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        eprintln!("xtask: [{:7.1} s] running {cmd:?}", crate::elapsed_s());
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("could not start {cmd:?}"))?;
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let out_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stdout.read_to_string(&mut s);
-            s
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = stderr.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        });
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            if started.elapsed() > TIMEOUT {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("{cmd:?} hung: killed after {} s", TIMEOUT.as_secs());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        print!("{stdout}");
-        eprint!("{stderr}");
-        Ok(RunOutput {
-            success: status.success(),
-            status: status.to_string(),
-            stdout,
-            stderr,
-        })
-    }
-}
-
-pub(crate) struct RunOutput {
-    pub(crate) success: bool,
-    pub(crate) status: String,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-}
-
-pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 #[cfg(test)]
@@ -871,30 +642,5 @@ mod tests {
         assert_eq!(got[..24 + 32], file[..24 + 32]);
         assert!(f64::from_le_bytes(got[56..64].try_into().unwrap()).is_nan());
         assert_eq!(got[64..], file[64..]);
-    }
-
-    #[test]
-    fn missing_mpi_skips_locally_and_fails_in_ci() {
-        let some = || Some(PathBuf::from("/usr/bin/x"));
-        assert!(matches!(
-            availability(some(), some(), true),
-            Ok(Available::Yes(_))
-        ));
-        match availability(None, some(), false) {
-            Ok(Available::Skip(why)) => assert_eq!(
-                why,
-                "skipping MPI tests: Open MPI not installed (apt-get install libopenmpi-dev \
-                 openmpi-bin libclang-dev pkg-config)"
-            ),
-            _ => panic!("expected a skip"),
-        }
-        let e = availability(some(), None, true)
-            .err()
-            .expect("CI=true must fail");
-        assert!(
-            e.to_string()
-                .starts_with("MPI tests are required with CI=true"),
-            "{e}"
-        );
     }
 }

@@ -4,7 +4,7 @@
 //! `/usr/include/trilinos`, `-ltrilinos_zoltan`) and against ours, and run under `mpirun`.
 
 use crate::bench::median;
-use crate::mpi::{Launcher, find_on_path};
+use crate::launch::{Launcher, find_on_path};
 use crate::target_dir;
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};

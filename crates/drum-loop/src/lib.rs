@@ -63,6 +63,7 @@
 
 mod balancing;
 mod capacity;
+mod cost;
 mod error;
 pub mod rebalance;
 mod run;
@@ -70,6 +71,7 @@ mod window;
 
 pub use balancing::{Balancer, Balancing};
 pub use capacity::LoadMeasure;
+pub use cost::RebalanceCost;
 pub use error::Error;
 pub use run::{
     DEFAULT_BYTES_PER_WEIGHT, DecisionReport, DrumLoop, LoopConfig, LoopReport, LoopSummary,

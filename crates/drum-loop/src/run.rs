@@ -4,6 +4,7 @@ use crate::Error;
 use crate::capacity::{
     LoadMeasure, WorkLedger, held_work, node_memory, seconds_per_work, time_loads, time_weights,
 };
+use crate::cost::{Lap, RebalanceCost};
 use crate::rebalance::{Decision, Migration, Observation, Policy, measure_group_link};
 use crate::window::RankWindow;
 use comm::wire::{Reader, Writer};
@@ -324,6 +325,9 @@ pub struct LoopReport {
     pub partition_s: f64,
     /// Weight that changed rank.
     pub moved_weight: f64,
+    /// Where this rank's seconds of the rebalance point went (window, exchange, decision,
+    /// partitioner).
+    pub cost: RebalanceCost,
     /// What went wrong and was worked around (each names the rank or node and the cause).
     pub warnings: Vec<String>,
 }
@@ -367,6 +371,8 @@ struct Gathered {
     loads: Vec<f64>,
     /// Each rank's pending window.
     windows: Vec<RankWindow>,
+    /// Seconds this rank took to cut its own window.
+    cut_s: f64,
 }
 
 /// One rank's side of DRUM in the loop (see the module documentation).
@@ -549,9 +555,12 @@ impl DrumLoop {
         points: Points<'_>,
         parts: &mut [u32],
     ) -> Result<LoopReport, Error> {
+        let mut lap = Lap::start();
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
         let point = self.gather(comm, points, parts.len())?;
+        let gather_s = lap.lap();
         let measured_s = self.sense(&point, &mut warnings)?;
+        let sense_s = lap.lap();
         let measured = measures(&point);
         let total: f64 = point.loads.iter().sum();
         let per_work = (self.cfg.load == LoadMeasure::Time)
@@ -563,6 +572,7 @@ impl DrumLoop {
         let targets = self.powers.parts.clone();
         let decision = self.decide(&fractions, &targets, total, point.window_s, &point.loads)?;
         self.last_total = Some(total);
+        let decision_s = lap.lap();
         let (achieved, partition_s, moved_weight) = if decision.rebalance && total > 0.0 {
             let scaled = per_work.map(|f| time_weights(points, parts.len(), f[self.rank]));
             let timed = Points {
@@ -579,6 +589,13 @@ impl DrumLoop {
             self.ledger.hold(point.loads.clone());
             (fractions.clone(), 0.0, 0.0)
         };
+        let cost = RebalanceCost {
+            window_s: point.cut_s + sense_s,
+            exchange_s: gather_s - point.cut_s,
+            decision_s,
+            partition_s,
+            total_s: gather_s + sense_s + decision_s + lap.lap(),
+        };
         Ok(LoopReport {
             sizing: self.cfg.sizing.name(),
             window_s: point.window_s,
@@ -591,6 +608,7 @@ impl DrumLoop {
             decision,
             partition_s,
             moved_weight,
+            cost,
             warnings,
         })
     }
@@ -609,6 +627,7 @@ impl DrumLoop {
         let since = now.duration_since(self.last_point).as_secs_f64();
         self.last_point = now;
         self.cut_window();
+        let cut_s = now.elapsed().as_secs_f64();
         let (_, _, weights) = points.into_parts();
         let load = weights.map_or(n as f64, |w| w.iter().sum());
         let mut w = Writer::default();
@@ -633,6 +652,7 @@ impl DrumLoop {
             window_s,
             loads,
             windows,
+            cut_s,
         })
     }
 

@@ -344,8 +344,23 @@ impl Mesh {
         let is_owned = |t: usize| owned.is_none_or(|o| o[t]);
         assert_eq!(marks.bits.len(), ne, "marks belong to another mesh");
         let bits = &marks.bits;
+        let (first, total) = self.first_children(bits, is_owned)?;
+        let new = self.new_vertices(marks, creators.is_some());
+        let nv0 = self.coords.len();
+        let perm = self.place_new_vertices(new, creators);
+        self.write_children(bits, &first, total as usize + spare, &perm, is_owned);
+        debug_assert_eq!(self.tri.len(), total as usize);
+        Ok(nv0..nv0 + perm.order.len())
+    }
 
-        // 1. First child of each element in the new order.
+    /// Step 1 of [`Mesh::refine_part`]: the first child of each element in the new order (and
+    /// the total after the last), with the number of children.
+    fn first_children(
+        &self,
+        bits: &[u8],
+        is_owned: impl Fn(usize) -> bool,
+    ) -> Result<(Vec<u32>, u32), FemError> {
+        let ne = self.tri.len();
         let mut first = Vec::with_capacity(ne + 1);
         let mut total = 0u32;
         for (t, &b) in bits.iter().enumerate() {
@@ -361,14 +376,21 @@ impl Mesh {
             total += c;
         }
         first.push(total);
+        Ok((first, total))
+    }
 
-        // 2. One new vertex per marked edge, created by the element that comes first along
-        //    the curve and written into both elements' slots. Provisional ids in curve order.
-        let mut mid = vec![[NONE; 3]; ne];
-        let mut new_parents: Vec<[u32; 2]> = Vec::with_capacity(marks.new_vertices);
-        let mut new_gen: Vec<u8> = Vec::with_capacity(marks.new_vertices);
-        let mut new_boundary: Vec<bool> = Vec::with_capacity(marks.new_vertices);
-        let mut new_creator: Vec<(u32, u8)> = Vec::new();
+    /// Step 2 of [`Mesh::refine_part`]: one new vertex per marked edge, created by the
+    /// element that comes first along the curve and written into both elements' slots.
+    /// Provisional ids in curve order.
+    fn new_vertices(&self, marks: &Marks, with_creators: bool) -> NewVertices {
+        let (ne, bits) = (self.tri.len(), &marks.bits);
+        let mut new = NewVertices {
+            mid: vec![[NONE; 3]; ne],
+            parents: Vec::with_capacity(marks.new_vertices),
+            generation: Vec::with_capacity(marks.new_vertices),
+            boundary: Vec::with_capacity(marks.new_vertices),
+            creator: Vec::new(),
+        };
         for t in 0..ne {
             let b = bits[t];
             if b == 0 {
@@ -377,52 +399,59 @@ impl Mesh {
             let tri = self.tri[t];
             // Refinement edge first, then the others (only the order of ids depends on it).
             for k in [1usize, 0, 2] {
-                if b & (1 << k) == 0 || mid[t][k] != NONE {
+                if b & (1 << k) == 0 || new.mid[t][k] != NONE {
                     continue;
                 }
                 let n = self.nbr[t][k];
-                let id = new_parents.len() as u32;
-                mid[t][k] = id;
+                let id = new.parents.len() as u32;
+                new.mid[t][k] = id;
                 if n != NONE {
                     let j = self.local_index(n, t as u32);
                     debug_assert!(bits[n as usize] & (1 << j) != 0, "marks are not closed");
-                    mid[n as usize][j] = id;
+                    new.mid[n as usize][j] = id;
                 }
-                new_parents.push([tri[(k + 1) % 3], tri[(k + 2) % 3]]);
-                new_gen.push(self.level[t] + u8::from(k != 1));
-                new_boundary.push(n == NONE);
-                if creators.is_some() {
-                    new_creator.push((t as u32, k as u8));
+                new.parents.push([tri[(k + 1) % 3], tri[(k + 2) % 3]]);
+                new.generation.push(self.level[t] + u8::from(k != 1));
+                new.boundary.push(n == NONE);
+                if with_creators {
+                    new.creator.push((t as u32, k as u8));
                 }
             }
         }
-        let n_new = new_parents.len();
+        new
+    }
 
-        // 3. Final ids: stable counting sort of the new vertices by bisection level, so that
-        //    the vertex order is a sequence of compatible bisections (coarser ones first).
+    /// Step 3 of [`Mesh::refine_part`]: final ids by a stable counting sort of the new
+    /// vertices by bisection level, so that the vertex order is a sequence of compatible
+    /// bisections (coarser ones first); their coordinates, parents and boundary flags; each
+    /// one's creator into `creators` (in the order of the final ids).
+    fn place_new_vertices(
+        &mut self,
+        new: NewVertices,
+        creators: Option<&mut Vec<(u32, u8)>>,
+    ) -> Placed {
+        let n_new = new.parents.len();
         let nv0 = self.coords.len();
-        let max_gen = new_gen.iter().copied().max().unwrap_or(0) as usize;
+        let max_gen = new.generation.iter().copied().max().unwrap_or(0) as usize;
         let mut start = vec![0u32; max_gen + 2];
-        for &g in &new_gen {
+        for &g in &new.generation {
             start[g as usize + 1] += 1;
         }
         for g in 0..=max_gen {
             start[g + 1] += start[g];
         }
-        let mut perm = vec![0u32; n_new];
-        for (p, &g) in new_gen.iter().enumerate() {
-            perm[p] = nv0 as u32 + start[g as usize];
+        let mut order = vec![0u32; n_new];
+        for (p, &g) in new.generation.iter().enumerate() {
+            order[p] = nv0 as u32 + start[g as usize];
             start[g as usize] += 1;
         }
-        drop(new_gen);
         if let Some(out) = creators {
             out.clear();
             out.resize(n_new, (0, 0));
-            for (p, &c) in new_creator.iter().enumerate() {
-                out[perm[p] as usize - nv0] = c;
+            for (p, &c) in new.creator.iter().enumerate() {
+                out[order[p] as usize - nv0] = c;
             }
         }
-        drop(new_creator);
         let nv = nv0 + n_new;
         self.coords.reserve_exact(n_new);
         self.parents.reserve_exact(n_new);
@@ -430,26 +459,38 @@ impl Mesh {
         self.coords.resize(nv, [0.0; 2]);
         self.parents.resize(nv, [NONE; 2]);
         self.boundary.resize(nv, false);
-        for p in 0..n_new {
-            let v = perm[p] as usize;
-            let [a, b] = new_parents[p];
+        for (p, &v) in order.iter().enumerate() {
+            let v = v as usize;
+            let [a, b] = new.parents[p];
             let (pa, pb) = (self.coords[a as usize], self.coords[b as usize]);
             self.coords[v] = [0.5 * (pa[0] + pb[0]), 0.5 * (pa[1] + pb[1])];
             self.parents[v] = [a, b];
-            self.boundary[v] = new_boundary[p];
+            self.boundary[v] = new.boundary[p];
         }
-        drop(new_parents);
-        drop(new_boundary);
+        Placed {
+            mid: new.mid,
+            order,
+        }
+    }
 
-        // 4. Children, in curve order, with their neighbours.
-        let total = total as usize;
-        let mut tri_new: Vec<[u32; 3]> = Vec::with_capacity(total + spare);
-        let mut nbr_new: Vec<[u32; 3]> = Vec::with_capacity(total + spare);
-        let mut lev_new: Vec<u8> = Vec::with_capacity(total + spare);
+    /// Step 4 of [`Mesh::refine_part`]: the children, in curve order, with their neighbours,
+    /// replacing the element arrays (with room for `room` elements).
+    fn write_children(
+        &mut self,
+        bits: &[u8],
+        first: &[u32],
+        room: usize,
+        placed: &Placed,
+        is_owned: impl Fn(usize) -> bool,
+    ) {
+        let ne = self.tri.len();
+        let mut tri_new: Vec<[u32; 3]> = Vec::with_capacity(room);
+        let mut nbr_new: Vec<[u32; 3]> = Vec::with_capacity(room);
+        let mut lev_new: Vec<u8> = Vec::with_capacity(room);
         let ctx = Ctx {
             mesh: self,
             bits,
-            first: &first,
+            first,
         };
         for t in 0..ne {
             if !is_owned(t) {
@@ -478,7 +519,7 @@ impl Mesh {
                 continue;
             }
             let f = first[t];
-            let pm = |k: usize| perm[mid[t][k] as usize];
+            let pm = |k: usize| placed.order[placed.mid[t][k] as usize];
             let m = pm(1);
             let b0 = b & 1 != 0;
             let b2 = b & 4 != 0;
@@ -508,12 +549,28 @@ impl Mesh {
                 lev_new.push(lev + 1);
             }
         }
-        debug_assert_eq!(tri_new.len(), total);
         self.tri = tri_new;
         self.nbr = nbr_new;
         self.level = lev_new;
-        Ok(nv0..nv)
     }
+}
+
+/// The new vertices of a refinement before their final ids ([`Mesh::refine_part`] step 2):
+/// each element's provisional id per edge (`NONE` where the edge is not bisected), and per
+/// new vertex its parents, bisection level, boundary flag and (if asked) creator.
+struct NewVertices {
+    mid: Vec<[u32; 3]>,
+    parents: Vec<[u32; 2]>,
+    generation: Vec<u8>,
+    boundary: Vec<bool>,
+    creator: Vec<(u32, u8)>,
+}
+
+/// The new vertices placed ([`Mesh::refine_part`] step 3): each element's provisional id per
+/// edge, and each provisional id's final vertex id.
+struct Placed {
+    mid: Vec<[u32; 3]>,
+    order: Vec<u32>,
 }
 
 /// Read-only view used while writing the children.

@@ -8,6 +8,7 @@
 
 use super::job::Cluster;
 use super::{State, system};
+use crate::launch::CheckBins;
 use crate::run_laplace::{Bins, OnVcluster, Options, mesh_hashes, parse, run_once, steps_of};
 use anyhow::{Context, Result, bail};
 use std::path::Path;
@@ -106,11 +107,15 @@ pub(crate) fn check(fem_mpi: &Path, fem_threads: &Path, drum: &Path, vertices: &
 
 /// `cargo xtask vcluster check`: the checks alone, with the debug builds `xtask ci` makes.
 pub(crate) fn check_alone() -> Result<()> {
-    let (serial, mpi) = crate::mpi::fem_builds()?;
-    let dir = crate::target_dir().join("mpi-cli");
-    let drum = crate::mpi::build_copy("drum-cli", "drum", &[], &dir.join("drum"))?;
+    CheckBins::build_serial()?;
+    CheckBins::build_mpi()?;
+    let (serial, mpi) = (
+        CheckBins::serial("fem-laplace"),
+        CheckBins::mpi("fem-laplace"),
+    );
+    let drum = CheckBins::serial("drum");
     system::catch_signals();
-    check(&mpi, &serial, &drum, crate::mpi::FEM_VERTICES)
+    check(&mpi, &serial, &drum, crate::launch::FEM_VERTICES)
 }
 
 /// The run's steps against the thread run's hashes, its hosts and its traffic.

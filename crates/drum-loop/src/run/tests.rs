@@ -183,11 +183,12 @@ fn monitored_sizes_follow_the_cpu_share_each_rank_gets() {
         close(r.decision.eff, 0.75);
         close(r.loads[0], 0.5);
     }
-    // Every rank reports the same (but its own partitioner time).
+    // Every rank reports the same (but its own times).
     let same = |r: &Vec<LoopReport>| {
         r.iter()
             .map(|x| LoopReport {
                 partition_s: 0.0,
+                cost: crate::RebalanceCost::default(),
                 ..x.clone()
             })
             .collect::<Vec<_>>()
@@ -397,6 +398,14 @@ fn always_and_never_override_the_policy_and_keep_its_figures() {
     }
     assert!(never[0][1..].iter().all(|r| r.partition_s == 0.0));
     assert!(always[0][1..].iter().all(|r| r.partition_s > 0.0));
+    // The cost's phases follow each other inside the rebalance point.
+    for r in always[0].iter().chain(&never[0]) {
+        let c = r.cost;
+        assert_eq!(c.partition_s, r.partition_s);
+        assert!(c.window_s >= 0.0 && c.exchange_s >= 0.0 && c.decision_s >= 0.0);
+        let sum = c.window_s + c.exchange_s + c.decision_s + c.partition_s;
+        assert!(sum <= c.total_s + 1e-9, "{c:?}");
+    }
 }
 
 #[test]

@@ -541,37 +541,29 @@ impl Local {
         remote: &mut Vec<(u32, u8)>,
         runs: &mut Vec<usize>,
     ) -> Result<(), WireError> {
-        let mut tt = std::time::Instant::now();
         // Vertex records of every batch, then elements (kept encoded).
         let mut recs: Vec<Vec<VertexRecord>> = Vec::with_capacity(pieces.len());
         let mut readers: Vec<Reader<'_>> = Vec::with_capacity(pieces.len());
         for &(piece, _) in pieces {
             let mut r = Reader::new(piece, "a migrated batch of elements");
-            let n = r.u32()? as usize;
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
-                let birth = Birth {
-                    sg: r.u16()?,
-                    key: r.u128()?,
-                };
-                let key = r.u128()?;
-                let parents = [r.u32()?, r.u32()?];
-                let flags = r.u8()?;
-                let u = r.f64()?;
-                let owner = r.u32()?;
-                v.push(VertexRecord {
-                    birth,
-                    key,
-                    parents,
-                    boundary: flags & 1 != 0,
-                    current: flags & 2 != 0,
-                    u,
-                    owner,
-                });
-            }
-            recs.push(v);
+            recs.push(read_vertex_records(&mut r)?);
             readers.push(r);
         }
+        let local = self.merge_vertices(&recs, ghost);
+        for (b, mut r) in readers.into_iter().enumerate() {
+            let owner = if ghost { pieces[b].1 } else { self.rank };
+            self.append_elements(&mut r, &local[b], owner, remote, runs)?;
+            assert!(r.done(), "a batch has trailing bytes");
+        }
+        Ok(())
+    }
+
+    /// Merges the vertex records of every batch with the table by birth: a vertex already
+    /// here keeps its index (its value updated when the record's is current), a new one is
+    /// added (new vertices in birth order: one more sorted run). Returns each batch's local
+    /// index of each of its records.
+    fn merge_vertices(&mut self, recs: &[Vec<VertexRecord>], ghost: bool) -> Vec<Vec<u32>> {
+        let mut tt = std::time::Instant::now();
         // All births, sorted and distinct, matched against the table.
         let mut all: Vec<(Birth, u32, u32)> = Vec::new();
         for (b, v) in recs.iter().enumerate() {
@@ -635,33 +627,42 @@ impl Local {
             }
         }
         lap(&mut tt, "    absorb: vertices");
-        let added = self.mesh.coords.len() - nv0;
-        if added > 0 {
+        if self.mesh.coords.len() > nv0 {
             // Created in birth order: one more sorted run.
             self.runs.push(nv0 as u32..self.mesh.coords.len() as u32);
         }
-        for (b, mut r) in readers.into_iter().enumerate() {
-            let ne = r.u32()? as usize;
-            let base = self.ekey.len() as u32;
-            runs.push(base as usize);
-            for i in 0..ne {
-                self.ekey.push(r.u128()?);
-                self.mesh.level.push(r.u8()?);
-                self.eowner
-                    .push(if ghost { pieces[b].1 } else { self.rank });
-                let tri = [r.u32()?, r.u32()?, r.u32()?].map(|v| local[b][v as usize]);
-                self.mesh.tri.push(tri);
-                let mut nb = [r.u32()?, r.u32()?, r.u32()?];
-                for (k, n) in nb.iter_mut().enumerate() {
-                    match *n {
-                        NONE => {}
-                        REMOTE => remote.push((base + i as u32, k as u8)),
-                        m => *n = base + m,
-                    }
+        local
+    }
+
+    /// Appends one batch's elements (after its vertex records in `r`; `local`: the batch's
+    /// vertex indices here) owned by `owner`, as one sorted run starting at the offset pushed
+    /// on `runs`; their edges to other ranks go on `remote`.
+    fn append_elements(
+        &mut self,
+        r: &mut Reader<'_>,
+        local: &[u32],
+        owner: u32,
+        remote: &mut Vec<(u32, u8)>,
+        runs: &mut Vec<usize>,
+    ) -> Result<(), WireError> {
+        let ne = r.u32()? as usize;
+        let base = self.ekey.len() as u32;
+        runs.push(base as usize);
+        for i in 0..ne {
+            self.ekey.push(r.u128()?);
+            self.mesh.level.push(r.u8()?);
+            self.eowner.push(owner);
+            let tri = [r.u32()?, r.u32()?, r.u32()?].map(|v| local[v as usize]);
+            self.mesh.tri.push(tri);
+            let mut nb = [r.u32()?, r.u32()?, r.u32()?];
+            for (k, n) in nb.iter_mut().enumerate() {
+                match *n {
+                    NONE => {}
+                    REMOTE => remote.push((base + i as u32, k as u8)),
+                    m => *n = base + m,
                 }
-                self.mesh.nbr.push(nb);
             }
-            assert!(r.done(), "a batch has trailing bytes");
+            self.mesh.nbr.push(nb);
         }
         Ok(())
     }
@@ -1063,4 +1064,31 @@ impl Local {
         }
         lap(&mut tt, "    renumber: permute");
     }
+}
+
+/// One batch's vertex records (their count first), as [`Local::write_elements`] wrote them.
+fn read_vertex_records(r: &mut Reader<'_>) -> Result<Vec<VertexRecord>, WireError> {
+    let n = r.u32()? as usize;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let birth = Birth {
+            sg: r.u16()?,
+            key: r.u128()?,
+        };
+        let key = r.u128()?;
+        let parents = [r.u32()?, r.u32()?];
+        let flags = r.u8()?;
+        let u = r.f64()?;
+        let owner = r.u32()?;
+        v.push(VertexRecord {
+            birth,
+            key,
+            parents,
+            boundary: flags & 1 != 0,
+            current: flags & 2 != 0,
+            u,
+            owner,
+        });
+    }
+    Ok(v)
 }

@@ -719,9 +719,9 @@ impl<'a, C: Comm> RankRun<'a, C> {
             let tp = Instant::now();
             let mut xy = vec![0.0; 2 * ne];
             self.l.mesh.centroids_into(&mut xy);
-            let weights = vec![1.0; ne];
             let tc = tp.elapsed().as_secs_f64();
-            let points = part_api::Points::new(&xy, 2, Some(&weights));
+            // Unit weights (one per element): `None` says so without an array of ones.
+            let points = part_api::Points::new(&xy, 2, None);
             fig.balance = self.balancing.rebalance(&self.comm, points, &mut parts)?;
             if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
                 eprintln!(

@@ -137,22 +137,7 @@ impl Skeleton {
         inv: &[f64],
     ) -> Result<Skeleton, CommError> {
         let nv = l.mesh.coords.len();
-        let par = &l.mesh.parents;
-        let mut recs: Vec<(Birth, VKey, [VKey; 2])> = Vec::new();
-        for piece in candidates {
-            let mut rd = Reader::new(piece, "a skeleton vertex list");
-            while !rd.done() {
-                let b = Birth {
-                    sg: rd.u16()?,
-                    key: rd.u128()?,
-                };
-                let k = rd.u128()?;
-                let p = [rd.u128()?, rd.u128()?];
-                recs.push((b, k, p));
-            }
-        }
-        recs.sort_unstable_by_key(|r| r.0);
-        recs.dedup_by_key(|r| r.0);
+        let recs = read_candidates(candidates)?;
         let n = recs.len();
         let mut sk = Skeleton {
             n,
@@ -188,16 +173,38 @@ impl Skeleton {
             })
             .collect();
         sk.bulk = (0..nv).map(|v| l.owns_vertex(v) && of[v] == NONE).collect();
-        // 3. External children: bulk vertices with a skeleton parent.
+        let ext = sk.external_children(comm, l, &of, inv)?;
+        sk.children(&recs, &ext);
+        sk.n_initial = l.mesh.num_initial_vertices();
+        sk.z = vec![0.0; n];
+        sk.lr = vec![0.0; sk.child.len()];
+        sk.pv = vec![[0.0; 2]; n];
+        sk.z_ext = vec![0.0; sk.n_ext];
+        sk.pv_ext = vec![[0.0; 2]; sk.n_ext];
+        Ok(sk)
+    }
+
+    /// Step 3 of [`Skeleton::build`]: the external children (bulk vertices with a skeleton
+    /// parent; `of`: each local vertex's skeleton index) of every rank, with the skeleton
+    /// vertices each rank owns and their 1/D from `inv`: one `allgatherv`. Returns the
+    /// external children (birth, parents, rank, index on that rank) in birth order.
+    fn external_children<C: Comm>(
+        &mut self,
+        comm: &C,
+        l: &Local,
+        of: &[u32],
+        inv: &[f64],
+    ) -> Result<Vec<External>, CommError> {
+        let (n, nv) = (self.n, l.mesh.coords.len());
         let mut w = Writer::default();
         let mut mine: Vec<u32> = Vec::new();
         // The owned vertices come first, in birth order.
         for v in 0..l.n_owned as u32 {
             let vu = v as usize;
-            if !sk.bulk[vu] {
+            if !self.bulk[vu] {
                 continue;
             }
-            let p = par[vu].map(|a| if a == NONE { NONE } else { of[a as usize] });
+            let p = l.mesh.parents[vu].map(|a| if a == NONE { NONE } else { of[a as usize] });
             if p[0] == NONE && p[1] == NONE {
                 continue;
             }
@@ -213,9 +220,9 @@ impl Skeleton {
         let mut msg = Writer::default();
         msg.usize(w.len());
         msg.bytes(w.as_bytes());
-        for &o in &sk.own_o {
+        for &o in &self.own_o {
             msg.u32(o);
-            msg.f64(inv[sk.local[o as usize] as usize]);
+            msg.f64(inv[self.local[o as usize] as usize]);
         }
         let size = comm.size();
         let all = comm.allgatherv_bytes(msg.as_bytes())?;
@@ -238,39 +245,46 @@ impl Skeleton {
             }
         }
         ext.sort_unstable_by_key(|e| e.0);
-        sk.n_ext = ext.len();
-        sk.piece_ext = vec![Vec::new(); size];
+        self.n_ext = ext.len();
+        self.piece_ext = vec![Vec::new(); size];
         let me = comm.rank() as u32;
         let mut ext_index_of_mine = vec![NONE; mine.len()];
         for (e, rec) in ext.iter().enumerate() {
-            sk.piece_ext[rec.2 as usize].push(e as u32);
+            self.piece_ext[rec.2 as usize].push(e as u32);
             if rec.2 == me {
                 ext_index_of_mine[rec.3 as usize] = e as u32;
             }
         }
         // Each rank's external pieces are in its order = birth order = global order.
-        sk.own_ext = mine.clone();
-        sk.ext_of = vec![NONE; nv];
+        self.own_ext = mine.clone();
+        self.ext_of = vec![NONE; nv];
         for (i, &v) in mine.iter().enumerate() {
-            sk.ext_of[v as usize] = ext_index_of_mine[i];
+            self.ext_of[v as usize] = ext_index_of_mine[i];
         }
-        sk.inv = vec![0.0; n];
-        sk.piece_o = own_pieces
+        self.inv = vec![0.0; n];
+        self.piece_o = own_pieces
             .into_iter()
             .map(|mut rd| {
                 let mut v = Vec::new();
                 while !rd.done() {
                     let o = rd.u32()?;
                     // (An index from the skeleton every rank built alike.)
-                    sk.inv[o as usize] = rd.f64()?;
+                    self.inv[o as usize] = rd.f64()?;
                     v.push(o);
                 }
                 Ok(v)
             })
             .collect::<Result<_, WireError>>()?;
-        // 4. Children lists in birth order: (parent, child birth, child ref, slot).
+        Ok(ext)
+    }
+
+    /// Step 4 of [`Skeleton::build`]: the children lists in birth order (parent, child birth,
+    /// child ref, slot) over the skeleton `recs` and the external children `ext`, and the
+    /// work vectors.
+    fn children(&mut self, recs: &[Candidate], ext: &[External]) {
+        let n = self.n;
         let mut edges: Vec<(u32, Birth, u32, u8)> = Vec::new();
-        for (o, p) in sk.parents.iter().enumerate() {
+        for (o, p) in self.parents.iter().enumerate() {
             for (s, &a) in p.iter().enumerate() {
                 if a != NONE {
                     edges.push((a, recs[o].0, o as u32, s as u8));
@@ -285,22 +299,15 @@ impl Skeleton {
             }
         }
         edges.sort_unstable_by_key(|e| (e.0, e.1));
-        sk.child_ptr = vec![0; n + 1];
+        self.child_ptr = vec![0; n + 1];
         for e in &edges {
-            sk.child_ptr[e.0 as usize + 1] += 1;
+            self.child_ptr[e.0 as usize + 1] += 1;
         }
         for o in 0..n {
-            sk.child_ptr[o + 1] += sk.child_ptr[o];
+            self.child_ptr[o + 1] += self.child_ptr[o];
         }
-        sk.child = edges.iter().map(|e| e.2).collect();
-        sk.slot = edges.iter().map(|e| e.3).collect();
-        sk.n_initial = l.mesh.num_initial_vertices();
-        sk.z = vec![0.0; n];
-        sk.lr = vec![0.0; edges.len()];
-        sk.pv = vec![[0.0; 2]; n];
-        sk.z_ext = vec![0.0; sk.n_ext];
-        sk.pv_ext = vec![[0.0; 2]; sk.n_ext];
-        Ok(sk)
+        self.child = edges.iter().map(|e| e.2).collect();
+        self.slot = edges.iter().map(|e| e.3).collect();
     }
 
     /// Number of skeleton vertices and of external children.
@@ -434,4 +441,30 @@ impl Sweep for Bulk<'_> {
         let n0 = self.sk.n_initial;
         (0..n0, n0..self.n_owned)
     }
+}
+
+/// A skeleton candidate as a rank wrote it: birth, vertex key, parents' keys.
+type Candidate = (Birth, VKey, [VKey; 2]);
+
+/// An external child: birth, skeleton parents, rank, index in that rank's list.
+type External = (Birth, [u32; 2], u32, u32);
+
+/// Step 1 of [`Skeleton::build`]: every rank's candidates, sorted by birth and distinct.
+fn read_candidates(candidates: &[&[u8]]) -> Result<Vec<Candidate>, WireError> {
+    let mut recs: Vec<Candidate> = Vec::new();
+    for piece in candidates {
+        let mut rd = Reader::new(piece, "a skeleton vertex list");
+        while !rd.done() {
+            let b = Birth {
+                sg: rd.u16()?,
+                key: rd.u128()?,
+            };
+            let k = rd.u128()?;
+            let p = [rd.u128()?, rd.u128()?];
+            recs.push((b, k, p));
+        }
+    }
+    recs.sort_unstable_by_key(|r| r.0);
+    recs.dedup_by_key(|r| r.0);
+    Ok(recs)
 }
