@@ -50,7 +50,8 @@ commands:
           GrACE's default (SFC, equal parts) first, and the ratio of times
   reproduce [--quick] [--out DIR] [--repeats R]
           the DRUM 2005 experiments 1-4, Sinha-Parashar's sensing period and Lan et al.'s
-          gain/cost decision, and both SAMR papers on samr-kernel (studies sinha, lan): measured on this host (thread ranks pinned to cores, real
+          gain/cost decision, both SAMR papers on samr-kernel (studies sinha, lan), and Watts et al.'s
+          four cases and incremental transfer (studies watts, transfer): measured on this host (thread ranks pinned to cores, real
           competing processes, real monitors) and simulated on Bullpen's nodes by a model
           calibrated on the measured runs; report.md, SVG plots and results.json in DIR
           (default report/). --quick: one repeat per measured run (default 3). As root with

@@ -351,8 +351,9 @@ fn transfer_repartitions_incrementally_and_keeps_the_serial_mesh() {
     }
 }
 
-#[test]
-fn measured_capacities_come_from_work_and_cpu_seconds() {
+/// The steps of a run with `--capacity capacity --rebalance always`, checked to keep the
+/// serial run's mesh.
+fn capacity_run(capacity: &str) -> Vec<serde_json::Value> {
     let m = machine("local-2core-hetero.xml");
     let serial = json_lines(&["--target-vertices", "20000", "--json"]);
     let dist = json_lines(&[
@@ -362,14 +363,22 @@ fn measured_capacities_come_from_work_and_cpu_seconds() {
         "--machine",
         &m,
         "--capacity",
-        "measured",
+        capacity,
         "--rebalance",
         "always",
     ]);
     assert_eq!(dist.len(), serial.len());
-    let mut renewed = 0;
     for (k, (d, s)) in dist.iter().zip(&serial).enumerate() {
-        assert_eq!(d["mesh_hash"], s["mesh_hash"], "step {k}");
+        assert_eq!(d["mesh_hash"], s["mesh_hash"], "{capacity}, step {k}");
+    }
+    dist
+}
+
+#[test]
+fn measured_capacities_come_from_work_and_the_seconds_it_took() {
+    let dist = capacity_run("measured");
+    let mut renewed = 0;
+    for d in &dist {
         let b = &d["balance"];
         assert_eq!(b["sizing"], "monitored");
         // Until every rank has had a window with work in it, the sizes stay (and say why).
@@ -380,16 +389,82 @@ fn measured_capacities_come_from_work_and_cpu_seconds() {
             .collect();
         assert!((sizes.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{sizes:?}");
         if b["measured_s"].as_f64().unwrap() > 0.0 && !kept {
-            // Work ÷ CPU seconds: two equal cores give about equal capacities, but never the
-            // ratings' exact halves.
+            // Work ÷ runnable seconds: measured, never the ratings' exact halves, and every
+            // rank keeps a part. (How far from halves depends on what else shares the cores:
+            // on a busy host much; the arithmetic is checked exactly in drum-loop's tests.)
             renewed += 1;
             assert!(
-                sizes[0] != 0.5 && sizes.iter().all(|&x| x > 0.2),
+                sizes[0] != 0.5 && sizes.iter().all(|&x| x > 0.0),
                 "{sizes:?}"
             );
         }
     }
     assert!(renewed > 0, "no window was measured");
+}
+
+#[test]
+fn loadavg_capacities_divide_the_ratings_by_the_competition() {
+    // Two competing processes pinned to core 1. Each node's load average over a window is
+    // its rank's runnable time over its CPU time (the tasks competing for the core while the
+    // rank wanted it); equal ratings divided by it give the sizes. How far they lean depends
+    // on what else runs on the host, so the sizes are checked against the windows' own
+    // figures, as the report gives them.
+    let m = machine("local-2core-hetero.xml");
+    let dist = json_lines(&[
+        "--target-vertices",
+        "20000",
+        "--json",
+        "--machine",
+        &m,
+        "--capacity",
+        "loadavg",
+        "--load",
+        "1:2",
+    ]);
+    let mut checked = 0;
+    for b in dist.iter().map(|d| &d["balance"]) {
+        assert_eq!(b["sizing"], "monitored");
+        let measured = b["measured"].as_array().unwrap();
+        let evidence = measured.iter().all(|r| r["evidence"] == true);
+        if b["measured_s"].as_f64().unwrap() == 0.0 || !evidence {
+            continue;
+        }
+        let load = |r: &serde_json::Value| {
+            let (u, run) = (r["util"].as_f64().unwrap(), r["runnable"].as_f64());
+            run.filter(|&x| x >= 0.01 && u > 0.0)
+                .map_or(1.0, |x| (x / u).max(1.0))
+        };
+        let inv: Vec<f64> = measured.iter().map(|r| 1.0 / load(r)).collect();
+        let sizes = b["monitored_sizes"].as_array().unwrap();
+        for (s, i) in sizes.iter().zip(&inv) {
+            let want = i / inv.iter().sum::<f64>();
+            assert!((s.as_f64().unwrap() - want).abs() < 1e-6, "{b}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no window was measured");
+}
+
+#[test]
+fn homogeneous_balancing_takes_the_ranks_time_as_the_load() {
+    let dist = capacity_run("homogeneous");
+    for (k, d) in dist.iter().enumerate() {
+        let b = &d["balance"];
+        assert_eq!(b["sizing"], "uniform");
+        assert_eq!(b["targets"], serde_json::json!([0.5, 0.5]), "step {k}");
+    }
+    // Once both ranks were measured, the objects weigh their rank's seconds, no longer their
+    // work: the fractions the partition achieved differ from the work the ranks then hold
+    // (which they equal when the work is the load).
+    let timed = dist.iter().skip(1).any(|d| {
+        let loads = d["balance"]["achieved"].as_array().unwrap();
+        let owned: Vec<f64> = (d["ranks"].as_array().unwrap().iter())
+            .map(|r| r["work"].as_f64().unwrap())
+            .collect();
+        let w0 = owned[0] / owned.iter().sum::<f64>();
+        (loads[0].as_f64().unwrap() - w0).abs() > 1e-6
+    });
+    assert!(timed, "the loads stayed the work");
 }
 
 #[test]
@@ -442,8 +517,32 @@ fn bad_drum_flags_are_named() {
         e.contains("--capacity measured and --balance uniform disagree"),
         "{e}"
     );
-    let e = run(&["--machine", &m, "--capacity", "loadavg"]);
-    assert!(e.contains("possible values: static, measured"), "{e}");
+    let e = run(&[
+        "--machine",
+        &m,
+        "--capacity",
+        "loadavg",
+        "--balance",
+        "static",
+    ]);
+    assert!(
+        e.contains("--capacity loadavg and --balance static disagree"),
+        "{e}"
+    );
+    let e = run(&[
+        "--machine",
+        &m,
+        "--capacity",
+        "homogeneous",
+        "--balance",
+        "monitored",
+    ]);
+    assert!(e.contains("homogeneous is uniform"), "{e}");
+    let e = run(&["--machine", &m, "--capacity", "cpu"]);
+    assert!(
+        e.contains("possible values: static, measured, loadavg, homogeneous"),
+        "{e}"
+    );
     let e = run(&["--transfer", "hbm", "--target-vertices", "100"]);
     assert!(e.contains("need --machine"), "{e}");
 }

@@ -84,6 +84,31 @@ fn the_tiny_reproduction_writes_every_study_measured_and_simulated() {
         lan.iter()
             .all(|r| r["link_bytes"].as_u64().is_some_and(|b| b > 0))
     );
+    // Watts et al.: the four cases measured with one competitor; the recut and HBM.
+    let watts = v["studies"]["watts"].as_array().unwrap();
+    let cases: Vec<&str> = watts.iter().map(|r| r["case"].as_str().unwrap()).collect();
+    assert_eq!(cases, ["none", "homogeneous", "static", "measured"]);
+    for r in watts {
+        assert_eq!(r["mode"], "measured");
+        assert_eq!(r["competitors"], 1);
+        let t = r["step_time_s"].as_f64().unwrap();
+        assert!(t.is_finite() && t > 0.0, "{r}");
+        let moved = r["moved_per_round"].as_array().unwrap();
+        assert!(!moved.is_empty(), "{r}");
+        if r["case"] == "none" {
+            assert!(moved.iter().all(|m| m == 0), "{r}");
+        }
+    }
+    let transfer = v["studies"]["transfer"].as_array().unwrap();
+    let methods: Vec<&str> = transfer
+        .iter()
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, ["recut", "hbm"]);
+    for r in transfer {
+        assert!(r["time_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["migrated_elements"].as_u64().is_some(), "{r}");
+    }
     let val = v["validation"].as_array().unwrap();
     assert!(val.len() >= 6);
     assert_eq!(val.iter().filter(|x| x["calibration"] == true).count(), 1);
@@ -106,6 +131,8 @@ fn the_tiny_reproduction_writes_every_study_measured_and_simulated() {
         "## Lan, Taylor & Bryan",
         "## Sinha & Parashar on the SAMR kernel",
         "## Lan, Taylor & Bryan on the SAMR kernel",
+        "## Watts, Rieffel & Taylor 1998: four ways",
+        "## Watts, Rieffel & Taylor 1998: incremental transfer",
     ] {
         assert!(md.contains(section), "report.md lacks {section}");
     }

@@ -167,6 +167,7 @@ pub fn describe_model(p: &Powers) -> String {
             format!("sinha (Sinha–Parashar), w_p = {w_p:.3}, w_m = {w_m:.3}, w_b = {w_b:.3}")
         }
         PowerModel::Measured => "measured (Watts et al.)".into(),
+        PowerModel::LoadAverage => "loadavg (Watts et al.: ratings over load average)".into(),
         _ => p.model.name().into(),
     }
 }

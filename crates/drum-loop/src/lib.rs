@@ -62,6 +62,7 @@
 #![deny(missing_docs)]
 
 mod balancing;
+mod capacity;
 mod cost;
 mod error;
 pub mod rebalance;
@@ -69,6 +70,7 @@ mod run;
 mod window;
 
 pub use balancing::{Balancer, Balancing};
+pub use capacity::LoadMeasure;
 pub use cost::RebalanceCost;
 pub use error::Error;
 pub use run::{

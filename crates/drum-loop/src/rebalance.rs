@@ -8,6 +8,11 @@
 //! - **Profitability** (Lan, Taylor & Bryan 2001, §4.2–4.4): redistribute only when
 //!   `Gain > γ · Cost`, with `Cost = (α + β·W) + δ` (eq. 1) and
 //!   `Gain = T(t) · (max W_group − min W_group) / (Number_Groups · max W_group)` (eq. 4).
+//! - **Memory** (Watts et al. 1998, "Profitability determination": "load balance whenever the
+//!   physical memory capacity of any machine is exceeded, since the resulting page swapping
+//!   will probably severely degrade the application's performance"): a node whose resident
+//!   memory would exceed its physical memory at the next step rebalances whatever the other
+//!   tests say (Lan's gain does not see paging).
 //! - **Power drift** (DRUM 2005 §5: let the monitors trigger balancing "even in cases where the
 //!   application has not encountered an adaptive step"): the powers measured now against the
 //!   powers the current partition was made for.
@@ -243,6 +248,26 @@ pub struct Observation<'a> {
     pub step_time: Option<f64>,
     /// Migration cost figures.
     pub migration: Option<Migration>,
+    /// Each node's memory at the next step, if measured (enables the memory rule).
+    pub memory: Option<&'a [NodeMemory]>,
+}
+
+/// One node's memory for the memory rule, bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeMemory {
+    /// The node (its `nodenum`), for the report.
+    pub node: u32,
+    /// Resident memory the node would hold at the next step.
+    pub resident: f64,
+    /// Its physical memory.
+    pub physical: f64,
+}
+
+impl NodeMemory {
+    /// `resident > physical`: the node would page.
+    pub fn exceeded(&self) -> bool {
+        self.resident > self.physical
+    }
 }
 
 /// Lan et al.'s figures for one decision.
@@ -282,6 +307,24 @@ pub enum Reason {
     ImbalanceAndDrift,
     /// A trigger fired, but `Gain ≤ γ·Cost`.
     NotProfitable,
+    /// A node's resident memory would exceed its physical memory (whatever the other tests
+    /// say).
+    Memory,
+}
+
+impl Reason {
+    /// The reason as reports write it (`balanced`, `imbalance`, `power drift`, `imbalance
+    /// and power drift`, `not profitable`, `memory`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Balanced => "balanced",
+            Reason::Imbalance => "imbalance",
+            Reason::PowerDrift => "power drift",
+            Reason::ImbalanceAndDrift => "imbalance and power drift",
+            Reason::NotProfitable => "not profitable",
+            Reason::Memory => "memory",
+        }
+    }
 }
 
 /// A rebalance decision with its reason and figures.
@@ -301,6 +344,8 @@ pub struct Decision {
     pub drift_threshold: f64,
     /// Lan et al.'s figures, when step time and migration figures were given.
     pub profit: Option<Profit>,
+    /// The first node whose resident memory would exceed its physical memory, if any.
+    pub memory: Option<NodeMemory>,
 }
 
 impl Policy {
@@ -362,7 +407,11 @@ impl Policy {
         };
         let imbalanced = eff < self.eff_min;
         let drifted = drift.is_some_and(|d| d.max_rel_change > self.drift_threshold);
+        let memory = obs
+            .memory
+            .and_then(|m| m.iter().copied().find(NodeMemory::exceeded));
         let reason = match (imbalanced, drifted) {
+            _ if memory.is_some() => Reason::Memory,
             (false, false) => Reason::Balanced,
             _ if profit.is_some_and(|p| !p.profitable()) => Reason::NotProfitable,
             (true, false) => Reason::Imbalance,
@@ -377,6 +426,7 @@ impl Policy {
             drift,
             drift_threshold: self.drift_threshold,
             profit,
+            memory,
         })
     }
 }
@@ -385,13 +435,22 @@ impl Policy {
 impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verdict = if self.rebalance { "rebalance" } else { "keep" };
-        let why = match self.reason {
-            Reason::Balanced => "balanced",
-            Reason::Imbalance => "imbalance",
-            Reason::PowerDrift => "power drift",
-            Reason::ImbalanceAndDrift => "imbalance and power drift",
-            Reason::NotProfitable => "not profitable",
-        };
+        let why = self.reason.name();
+        if let Some(m) = self.memory {
+            write!(
+                f,
+                "{verdict} ({why}): node {} would hold {:.1} MB resident > {:.1} MB physical; ",
+                m.node,
+                m.resident / 1e6,
+                m.physical / 1e6
+            )?;
+            let cmp = if self.eff < self.eff_min { "<" } else { ">=" };
+            return write!(
+                f,
+                "eff = {:.4} {cmp} eff_min = {:.4}",
+                self.eff, self.eff_min
+            );
+        }
         let cmp = if self.eff < self.eff_min { "<" } else { ">=" };
         write!(
             f,
@@ -504,7 +563,48 @@ mod tests {
             partition_powers: None,
             step_time: None,
             migration: None,
+            memory: None,
         }
+    }
+
+    #[test]
+    fn memory_rule() {
+        let p = Policy::default();
+        let node = |resident| NodeMemory {
+            node: 2,
+            resident,
+            physical: 8e9,
+        };
+        // Balanced loads, every node within its memory: keep.
+        let fits = [node(1e9), node(7.9e9)];
+        let mut o = obs(&[10.0, 10.0], &[1.0, 1.0]);
+        o.memory = Some(&fits);
+        assert_eq!(p.decide(&o).unwrap().reason, Reason::Balanced);
+        // A node that would page: rebalance for memory, even when Lan's test says the move
+        // does not pay (the gain does not see paging).
+        let pages = [node(1e9), node(9e9)];
+        o.memory = Some(&pages);
+        o.step_time = Some(1e-6);
+        o.migration = Some(Migration {
+            link: LinkModel {
+                alpha: 1.0,
+                beta: 1e-3,
+            },
+            bytes_per_load: 1e9,
+            delta: 10.0,
+        });
+        let d = p.decide(&o).unwrap();
+        assert_eq!((d.rebalance, d.reason), (true, Reason::Memory));
+        assert_eq!(d.memory, Some(node(9e9)));
+        assert_eq!(
+            d.to_string(),
+            "rebalance (memory): node 2 would hold 9000.0 MB resident > 8000.0 MB physical; \
+             eff = 1.0000 >= eff_min = 0.9000"
+        );
+        // The same imbalance without the memory figures is not profitable.
+        o.loads = &[10.0, 5.0];
+        o.memory = None;
+        assert_eq!(p.decide(&o).unwrap().reason, Reason::NotProfitable);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! [`DrumLoop`]: one rank's side of DRUM in the loop (see the crate documentation).
 
 use crate::Error;
+use crate::capacity::{
+    LoadMeasure, WorkLedger, held_work, node_memory, seconds_per_work, time_loads, time_weights,
+};
 use crate::cost::{Lap, RebalanceCost};
-use crate::rebalance::{Decision, Migration, Observation, Policy, Reason, measure_group_link};
+use crate::rebalance::{Decision, Migration, Observation, Policy, measure_group_link};
 use crate::window::RankWindow;
 use comm::wire::{Reader, Writer};
 use comm::{Comm, CommError, LinkModel, LinkProbe};
@@ -176,6 +179,9 @@ pub struct LoopConfig {
     pub probe: Option<LinkProbe>,
     /// The partitioner (its parallelism).
     pub hier: Hier,
+    /// What each rank's load is: its objects' work, or its measured time (Watts et al.'s
+    /// homogeneous balancing with [`Sizing::Uniform`]).
+    pub load: LoadMeasure,
 }
 
 impl LoopConfig {
@@ -205,6 +211,7 @@ impl Default for LoopConfig {
             procfs: ProcFs::default(),
             probe: Some(LinkProbe::default()),
             hier: Hier::default(),
+            load: LoadMeasure::default(),
         }
     }
 }
@@ -276,16 +283,9 @@ impl DecisionReport {
     }
 
     fn of(d: &Decision) -> DecisionReport {
-        let reason = match d.reason {
-            Reason::Balanced => "balanced",
-            Reason::Imbalance => "imbalance",
-            Reason::PowerDrift => "power drift",
-            Reason::ImbalanceAndDrift => "imbalance and power drift",
-            Reason::NotProfitable => "not profitable",
-        };
         DecisionReport {
             rebalance: d.rebalance,
-            reason: reason.into(),
+            reason: d.reason.name().into(),
             eff: d.eff,
             eff_min: d.eff_min,
             drift: d.drift.map(|x| x.max_rel_change),
@@ -404,6 +404,8 @@ pub struct DrumLoop {
     /// Each rank's latest work and CPU seconds (Watts' measured capacity), kept while a
     /// window says nothing of it.
     work: BTreeMap<usize, RankWork>,
+    /// The work each rank did over the pending window.
+    ledger: WorkLedger,
     bytes_per_weight: f64,
     delta: f64,
 }
@@ -499,6 +501,7 @@ impl DrumLoop {
             nodes,
             last_total: None,
             work: BTreeMap::new(),
+            ledger: WorkLedger::default(),
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
             delta: 0.0,
             machine,
@@ -560,14 +563,30 @@ impl DrumLoop {
         let sense_s = lap.lap();
         let measured = measures(&point);
         let total: f64 = point.loads.iter().sum();
-        let fractions: Vec<f64> = point.loads.iter().map(|l| l / total.max(1e-300)).collect();
+        let per_work = (self.cfg.load == LoadMeasure::Time)
+            .then(|| seconds_per_work(&self.work, point.loads.len()))
+            .flatten();
+        let loads = time_loads(&point.loads, per_work.as_deref());
+        let sum: f64 = loads.iter().sum();
+        let fractions: Vec<f64> = loads.iter().map(|l| l / sum.max(1e-300)).collect();
         let targets = self.powers.parts.clone();
-        let decision = self.decide(&fractions, &targets, total, point.window_s)?;
+        let decision = self.decide(&fractions, &targets, total, point.window_s, &point.loads)?;
         self.last_total = Some(total);
         let decision_s = lap.lap();
         let (achieved, partition_s, moved_weight) = if decision.rebalance && total > 0.0 {
-            self.repartition(comm, points, parts, &targets)?
+            let scaled = per_work.map(|f| time_weights(points, parts.len(), f[self.rank]));
+            let timed = Points {
+                weights: scaled.as_deref().or(points.weights),
+                ..points
+            };
+            let r = self.repartition(comm, timed, parts, &targets)?;
+            self.ledger.hold(match scaled {
+                None => r.0.iter().map(|a| a * total).collect(),
+                Some(_) => held_work(comm, points, parts)?,
+            });
+            r
         } else {
+            self.ledger.hold(point.loads.clone());
             (fractions.clone(), 0.0, 0.0)
         };
         let cost = RebalanceCost {
@@ -628,6 +647,7 @@ impl DrumLoop {
                 rd.bytes(rd.remaining()).map_err(CommError::from)?,
             ));
         }
+        self.ledger.close_interval(ranks);
         Ok(Gathered {
             window_s,
             loads,
@@ -647,7 +667,8 @@ impl DrumLoop {
         self.since_sensed += 1;
         let due = self.cfg.sensing.due(self.sensed, self.since_sensed);
         if longest >= self.cfg.min_window.as_secs_f64() && due {
-            self.observe(&point.windows, &point.loads, warnings);
+            let work = self.ledger.take();
+            self.observe(&point.windows, &work, warnings);
             self.pending = RankWindow::default();
             self.since_sensed = 0;
             self.sensed = true;
@@ -659,6 +680,7 @@ impl DrumLoop {
         }
         if self.cfg.sensing == Sensing::Once && self.sensed {
             self.pending = RankWindow::default(); // measured once: windows are not kept
+            self.ledger.take();
         }
         Ok(0.0)
     }
@@ -671,12 +693,20 @@ impl DrumLoop {
         targets: &[f64],
         total: f64,
         window_s: f64,
+        work: &[f64],
     ) -> Result<DecisionReport, Error> {
         if self.previous.is_none() {
             return Ok(DecisionReport::initial());
         }
         let growth = self.last_total.map_or(1.0, |t| total / t.max(1e-300));
         let capacities: Vec<f64> = targets.iter().map(|&t| t.max(1e-12)).collect();
+        let memory = node_memory(
+            &self.machine,
+            &self.nodes,
+            work,
+            self.bytes_per_weight,
+            growth,
+        );
         let obs = Observation {
             loads: fractions,
             capacities: &capacities,
@@ -687,6 +717,7 @@ impl DrumLoop {
                 bytes_per_load: self.bytes_per_weight * total,
                 delta: self.delta,
             }),
+            memory: Some(&memory),
         };
         let mut d = DecisionReport::of(&self.cfg.policy.decide(&obs)?);
         if let Some(forced) = self.cfg.rebalance.forced() {
@@ -770,8 +801,8 @@ impl DrumLoop {
     }
 
     /// New node observations from the ranks' windows, then the monitored powers. `loads`:
-    /// the weight each rank holds, its work for [`drum_model::PowerModel::Measured`] (Watts
-    /// et al. 1998: capacity = work ÷ the CPU seconds of the window).
+    /// the work each rank did over the window, for [`drum_model::PowerModel::Measured`]
+    /// (Watts et al. 1998: capacity = work ÷ the seconds of the window it took).
     fn observe(&mut self, accs: &[RankWindow], loads: &[f64], warnings: &mut Vec<String>) {
         for node in self.machine.computing_nodes() {
             let range = node.rank_range();
@@ -840,12 +871,17 @@ fn measure_link<C: Comm + Reduce>(
     unreachable!("the second attempt returns")
 }
 
-/// Each rank's work (the weight it holds) and the CPU seconds of its window, for the ranks
-/// whose window has both and enough evidence.
+/// Each rank's work over its window and the seconds it took, for the ranks whose window has
+/// both and enough evidence. The seconds are those the rank was runnable (on its CPU or
+/// waiting for it; its CPU seconds where the kernel does not say): on a CPU shared with
+/// competing programs, work ÷ CPU seconds measures the core and not the share the rank gets,
+/// which Watts et al. adjust for by the load average (work ÷ CPU seconds ÷ (runnable ÷ CPU
+/// seconds), see `drum_model::power::load_average`).
 fn rank_work(accs: &[RankWindow], loads: &[f64]) -> BTreeMap<usize, RankWork> {
     (accs.iter().zip(loads).enumerate())
         .filter_map(|(r, (a, &work))| {
-            let cpu_seconds = a.usage.procs.first()?.cpu_s;
+            let p = a.usage.procs.first()?;
+            let cpu_seconds = p.runnable_s.filter(|&s| s >= p.cpu_s).unwrap_or(p.cpu_s);
             (a.error.is_none() && a.evidence() && work > 0.0 && cpu_seconds > 0.0)
                 .then_some((r, RankWork { work, cpu_seconds }))
         })

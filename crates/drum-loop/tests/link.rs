@@ -46,6 +46,7 @@ fn link_between_groups_is_measured_and_feeds_a_decision() {
                 bytes_per_load: 1e3,
                 delta: 1e-3,
             }),
+            memory: None,
         })
         .unwrap();
     assert!(d.rebalance, "{d}");

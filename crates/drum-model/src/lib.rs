@@ -40,6 +40,6 @@ pub use error::{Error, Location, Problem, Result};
 pub use machine::{CpuList, LbMethod, Machine, Node, NodeId, NodeKind, PartitionMethod};
 pub use power::{
     DEFAULT_POWER_FLOOR, NodeObservation, Observations, PowerConfig, PowerModel, PowerWarning,
-    Powers, RankWork, UtilBasis, compute_powers, static_powers, uniform_powers,
+    Powers, RankWork, UtilBasis, compute_powers, load_average, static_powers, uniform_powers,
 };
 pub use xml::Attribute;

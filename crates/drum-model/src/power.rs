@@ -37,6 +37,10 @@ pub enum PowerModel {
     /// Watts, Rieffel & Taylor 1998: capacity = work done / CPU time, as reported by the
     /// application per rank ([`Observations::rank_work`]).
     Measured,
+    /// Watts, Rieffel & Taylor 1998, "Load measurement": the static ratings divided by each
+    /// node's load average over the window ([`load_average`]), "a measure of the average
+    /// number of processes competing for CPU time".
+    LoadAverage,
 }
 
 impl PowerModel {
@@ -55,6 +59,7 @@ impl PowerModel {
             PowerModel::Drum2004 { .. } => "drum2004",
             PowerModel::SinhaParashar { .. } => "sinha",
             PowerModel::Measured => "measured",
+            PowerModel::LoadAverage => "loadavg",
         }
     }
 }
@@ -576,6 +581,32 @@ pub fn measured_capacity(work: f64, cpu_seconds: f64) -> f64 {
     work / cpu_seconds
 }
 
+/// A node's load average over a window (Watts, Rieffel & Taylor 1998, "Load measurement":
+/// "divide the processing capacity for a given machine by its 'load average', which is a
+/// measure of the average number of processes competing for CPU time"), as its application
+/// processes saw it: `L_n = Σ_j r_j / Σ_j u_j`, with r_j the fraction of the window process j
+/// was runnable and u_j the fraction it ran. On a fairly shared CPU a process that wants it
+/// gets 1/L of it when L tasks (itself included) compete, so L_n is the mean number of tasks
+/// competing for the node's CPUs while its processes wanted one; 1 on a dedicated node.
+/// The kernel's `/proc/loadavg` is not used: it is one figure per host (the same for the
+/// emulated nodes of one host) and a one-minute average, slower than a step.
+///
+/// 1 when the observation has no runnable times (no process measured, a static observation,
+/// a kernel without schedstat) or its processes barely ran (Σ r_j below [`MIN_RUNNABLE`]
+/// per process); never below 1.
+pub fn load_average(o: &NodeObservation) -> f64 {
+    if o.proc_runnable.len() != o.proc_util.len() || o.proc_util.is_empty() {
+        return 1.0;
+    }
+    let r: f64 = o.proc_runnable.iter().sum();
+    let u: f64 = o.proc_util.iter().sum();
+    if !(r.is_finite() && u.is_finite()) || r < MIN_RUNNABLE * o.proc_util.len() as f64 || u <= 0.0
+    {
+        return 1.0;
+    }
+    (r / u).max(1.0)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tree computation.
 
@@ -749,6 +780,7 @@ pub fn compute_powers(
             sinha_parashar_powers(machine, config, obs, (w_p, w_m, w_b))?
         }
         PowerModel::Measured => measured_powers(machine, obs)?,
+        PowerModel::LoadAverage => load_average_powers(machine, obs)?,
     };
     assemble(machine, &config.model, model)
 }
@@ -770,7 +802,7 @@ fn check_config(config: &PowerConfig) -> Result<()> {
                 )));
             }
         }
-        PowerModel::Measured => {}
+        PowerModel::Measured | PowerModel::LoadAverage => {}
     }
     if !(0.0..=1.0).contains(&config.floor) {
         return Err(Error::Parameter(format!(
@@ -970,6 +1002,44 @@ fn sinha_parashar_powers(
     })
 }
 
+/// Watts et al. with competing programs: C_n = P_n / L_n, the node's static power divided by
+/// its [`load_average`] (P_n: what its k_n processes get on idle CPUs rated b_n = `mflops`
+/// each, 1 when the machine rates no node: DESIGN.md §2's static power); ranks share their
+/// node equally.
+fn load_average_powers(machine: &Machine, obs: &Observations) -> Result<ModelPowers> {
+    check_ratings(machine)?;
+    let (raw, rank_share) = observed_leaves(machine, obs, |node, k, o| {
+        let idle = vec![1.0; o.cpu_idle.len()];
+        Ok(Raw {
+            p: processing_power(node.mflops.unwrap_or(1.0), k, &[], &idle) / load_average(o),
+            ..Raw::default()
+        })
+    })?;
+    processing_only(machine, obs, raw, rank_share, "rating over load average")
+}
+
+/// The common end of the models with processing power alone: internal nodes sum their
+/// children's, siblings share by it (`what` names it when siblings have none).
+fn processing_only(
+    machine: &Machine,
+    obs: &Observations,
+    mut raw: Vec<Raw>,
+    rank_share: Vec<f64>,
+    what: &str,
+) -> Result<ModelPowers> {
+    aggregate(machine, obs, &mut raw, None, false)?;
+    let share = sibling_shares_by(machine, &raw, |zero, kids| {
+        let ps: Vec<f64> = kids.iter().map(|r| r.p).collect();
+        sibling_shares(&ps).ok_or_else(|| zero(what))
+    })?;
+    Ok(ModelPowers {
+        raw,
+        rank_share,
+        share,
+        warnings: Vec::new(),
+    })
+}
+
 /// Watts et al.: each rank's capacity is its work per CPU second; a node's is the sum over
 /// its ranks, and ranks share their node in proportion to their capacities.
 fn measured_powers(machine: &Machine, obs: &Observations) -> Result<ModelPowers> {
@@ -1003,17 +1073,7 @@ fn measured_powers(machine: &Machine, obs: &Observations) -> Result<ModelPowers>
         }
         raw[id.0].p = total;
     }
-    aggregate(machine, obs, &mut raw, None, false)?;
-    let share = sibling_shares_by(machine, &raw, |zero, kids| {
-        let ps: Vec<f64> = kids.iter().map(|r| r.p).collect();
-        sibling_shares(&ps).ok_or_else(|| zero("measured capacity"))
-    })?;
-    Ok(ModelPowers {
-        raw,
-        rank_share,
-        share,
-        warnings: Vec::new(),
-    })
+    processing_only(machine, obs, raw, rank_share, "measured capacity")
 }
 
 /// b_n: all computing nodes rated (`mflops`), or none (then all equal).
@@ -1638,6 +1698,39 @@ mod tests {
         o.rank_work.remove(&2);
         let e = compute_powers(&m, &cfg, &o).unwrap_err().to_string();
         assert_eq!(e, "node 2 (\"b\"): no measured work for rank 2");
+    }
+
+    #[test]
+    fn load_average_divides_the_ratings() {
+        let m = machine(TWO);
+        let cfg = PowerConfig {
+            model: PowerModel::LoadAverage,
+            ..Default::default()
+        };
+        // Static observations: no process measured, L = 1: the ratings (120 and 40).
+        let p = static_powers(&m, &cfg).unwrap();
+        close(p.share(NodeId(1)), 0.75);
+        // Node a's two processes runnable all the window but running a third of it: two
+        // competitors beside each (L = 3); b's process ran whenever it wanted (L = 1).
+        let mut o = Observations::default();
+        let mut a = obs(vec![0.0, 0.0], vec![1.0 / 3.0, 1.0 / 3.0], None);
+        a.proc_runnable = vec![1.0, 1.0];
+        let mut b = obs(vec![0.5], vec![0.5], None);
+        b.proc_runnable = vec![0.5];
+        assert_eq!(load_average(&a), 3.0);
+        assert_eq!(load_average(&b), 1.0);
+        o.nodes.insert(1, a.clone());
+        o.nodes.insert(2, b);
+        let p = compute_powers(&m, &cfg, &o).unwrap();
+        // 120 / 3 = 40 against 40: equal shares, the ranks of a a quarter each.
+        close(p.share(NodeId(1)), 0.5);
+        close(p.parts[0], 0.25);
+        close(p.parts[2], 0.5);
+        // Without runnable times (or a process that barely ran) the node counts as unloaded.
+        a.proc_runnable.clear();
+        assert_eq!(load_average(&a), 1.0);
+        a.proc_runnable = vec![0.001, 0.001];
+        assert_eq!(load_average(&a), 1.0);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The reproduction of the papers' experiments: the DRUM 2005 experiments (§4, Figs. 8–12),
-//! Sinha & Parashar's sensing period and Lan, Taylor & Bryan's gain/cost decision, measured on
+//! Sinha & Parashar's sensing period, Lan, Taylor & Bryan's gain/cost decision and Watts,
+//! Rieffel & Taylor's four ways to balance (`watts`: measured only), measured on
 //! this host where they fit and simulated at cluster size (`machines/bullpen.xml`'s nodes) by
 //! a model calibrated on the measured runs, written as `report.md`, SVG plots and
 //! `results.json`. The binary `drum-repro` is a thin front (its flags become [`Options`]);
@@ -37,6 +38,7 @@ mod sim;
 mod studies;
 mod svg;
 mod vcluster;
+mod watts;
 
 pub use error::{Error, Result};
 pub use studies::Scale;
@@ -211,6 +213,21 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         .progress
         .message("drum-repro: the SAMR studies (Sinha & Parashar, Lan et al.)");
     let samr_records = samr::run_all(scale, |what| items.progress.message(&format!("  {what}")))?;
+    items.progress.message(
+        "drum-repro: Watts, Rieffel & Taylor's four cases and incremental transfer (measured)",
+    );
+    let watts_runs = watts::run_all(
+        &watts::Setup {
+            fem: &host.fem,
+            dir: &host.runs_dir,
+            mflops: host_mflops,
+            scale,
+            target: watts::target(scale, target),
+            repeats,
+            steps,
+        },
+        |what| items.progress.message(&format!("  {what}")),
+    )?;
     let setup = report::Setup {
         scale: format!("{scale:?}").to_lowercase(),
         target_vertices: target,
@@ -222,7 +239,15 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         calibration: cal.calib.clone(),
         seconds: t0.elapsed().as_secs_f64(),
     };
-    report::write(out, &setup, &records, &validation, &net, &samr_records)?;
+    report::write(
+        out,
+        &setup,
+        &records,
+        &validation,
+        &net,
+        &samr_records,
+        &watts_runs,
+    )?;
     items.progress.message(&format!(
         "drum-repro: {} runs in {:.0} s; report in {}",
         records.len(),

@@ -21,10 +21,15 @@ pub fn host_mflops() -> Result<f64> {
 /// A machine file of `ranks` single-core nodes (cores 0, 1, …) rated `mflops` each: the
 /// host's machine without its `load` attribute (the runs start their loads themselves).
 pub fn host_xml(ranks: usize, mflops: f64) -> String {
+    host_xml_rated(&vec![mflops; ranks])
+}
+
+/// A machine file of single-core nodes (cores 0, 1, …), node `r` rated `mflops[r]`.
+pub fn host_xml_rated(mflops: &[f64]) -> String {
     let mut s = String::from(
         "<machinemodel>\n  <node type=\"NETWORK\" nodenum=\"0\" name=\"localhost\" parent=\"-1\" bandwidth=\"48000\">\n    <lbmethod lbm=\"HSFC\" KEEP_CUTS=\"1\" IMBALANCE_TOL=\"1.02\"/>\n  </node>\n",
     );
-    for r in 0..ranks {
+    for (r, mflops) in mflops.iter().enumerate() {
         s += &format!(
             "  <node type=\"SINGLE_COMPUTING\" nodenum=\"{}\" name=\"core{r}\" parent=\"0\" cpus=\"{r}\" mflops=\"{mflops}\"/>\n",
             r + 1
@@ -51,6 +56,8 @@ pub struct HostRun {
     pub loads: Vec<SimLoad>,
     pub rebalance: &'static str,
     pub sensing: String,
+    /// More flags (`--capacity`, `--transfer`).
+    pub extra: Vec<String>,
 }
 
 /// What the repeats of a measured configuration gave.
@@ -121,6 +128,7 @@ pub fn run(
         for l in &cfg.loads {
             cmd.args(["--load", &load_arg(l)]);
         }
+        cmd.args(&cfg.extra);
         let out = cmd
             .output()
             .with_context(|| format!("could not start {}", fem.display()))?;

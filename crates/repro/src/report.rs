@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 mod samr;
+mod watts;
 
 /// How the reproduction ran.
 #[derive(Debug, Clone, Serialize)]
@@ -214,6 +215,7 @@ pub fn write(
     validation: &[Validation],
     net: &Net,
     samr_records: &[crate::samr::SamrRecord],
+    watts_runs: &crate::watts::Runs,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut doc = Doc {
@@ -223,9 +225,10 @@ pub fn write(
     introduction(&mut doc, setup);
     validation_section(&mut doc, validation)?;
     sections(&mut doc, records, net, samr_records)?;
+    watts::sections(&mut doc, watts_runs);
     let md = dir.join("report.md");
     crate::write_whole(&md, &doc.md)?;
-    results_json(dir, setup, records, validation, samr_records)
+    results_json(dir, setup, records, validation, samr_records, watts_runs)
 }
 
 /// The report's opening: how it was made, the labels, the simulator and its calibration.
@@ -350,6 +353,7 @@ fn results_json(
     records: &[Record],
     validation: &[Validation],
     samr_records: &[crate::samr::SamrRecord],
+    watts_runs: &crate::watts::Runs,
 ) -> Result<()> {
     let mut studies = serde_json::Map::new();
     for key in STUDIES.iter().chain([&vcluster::STUDY]) {
@@ -361,6 +365,11 @@ fn results_json(
             samr_records.iter().filter(|r| r.study == key).collect();
         studies.insert(key.into(), serde_json::to_value(v)?);
     }
+    studies.insert("watts".into(), serde_json::to_value(&watts_runs.watts)?);
+    studies.insert(
+        "transfer".into(),
+        serde_json::to_value(&watts_runs.transfer)?,
+    );
     let json = serde_json::json!({
         "setup": setup,
         "studies": studies,

@@ -332,6 +332,7 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
                         bytes_per_load: calib.bytes_per_element * n as f64,
                         delta,
                     }),
+                    memory: None,
                 };
                 cfg.policy.decide(&obs)?.rebalance
             }

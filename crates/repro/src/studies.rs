@@ -127,6 +127,7 @@ impl Case {
             loads: self.loads.clone(),
             rebalance: self.rebalance_name(),
             sensing: self.sensing_name(),
+            extra: Vec::new(),
         })
     }
 }
@@ -230,7 +231,8 @@ fn with_loads(mut c: Case, loads: &[SimLoad]) -> Case {
     c
 }
 
-fn load(rank: usize, procs: usize, from: usize, until: Option<usize>) -> SimLoad {
+/// `procs` competing processes on `rank`'s core from step `from` to `until`.
+pub(crate) fn load(rank: usize, procs: usize, from: usize, until: Option<usize>) -> SimLoad {
     SimLoad {
         rank,
         procs,

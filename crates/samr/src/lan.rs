@@ -424,6 +424,7 @@ impl TwoPhase {
                 bytes_per_load: BYTES_PER_CELL,
                 delta,
             }),
+            memory: None,
         })?;
         let mut report = phase_report(groups, &d, step_time, delta);
         report.link_note = link_note;

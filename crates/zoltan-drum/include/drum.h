@@ -52,6 +52,7 @@ extern "C" {
 #define DRUM_REASON_NOT_PROFITABLE 5
 #define DRUM_REASON_ALWAYS 6
 #define DRUM_REASON_NEVER 7
+#define DRUM_REASON_MEMORY 8
 
 typedef struct DrumMachine drum_machine_t;
 typedef struct DrumLoopHandle drum_loop_t;

@@ -72,6 +72,8 @@ pub const DRUM_REASON_NOT_PROFITABLE: c_int = 5;
 pub const DRUM_REASON_ALWAYS: c_int = 6;
 /// Forced by `DRUM_REBALANCE_NEVER`.
 pub const DRUM_REASON_NEVER: c_int = 7;
+/// A node's resident memory would exceed its physical memory (Watts et al. 1998).
+pub const DRUM_REASON_MEMORY: c_int = 8;
 
 /// A validated machine (`drum_machine_t`).
 #[derive(Debug)]
@@ -507,6 +509,7 @@ fn reason_code(reason: &str) -> c_int {
         "imbalance and power drift" => DRUM_REASON_IMBALANCE_AND_DRIFT,
         "not profitable" => DRUM_REASON_NOT_PROFITABLE,
         "always" => DRUM_REASON_ALWAYS,
+        "memory" => DRUM_REASON_MEMORY,
         _ => DRUM_REASON_NEVER,
     }
 }
@@ -650,6 +653,7 @@ pub unsafe extern "C" fn drum_decide(
             partition_powers: None,
             step_time: None,
             migration: None,
+            memory: None,
         })?;
         let code = match d.reason {
             Reason::Balanced => DRUM_REASON_BALANCED,
@@ -657,6 +661,7 @@ pub unsafe extern "C" fn drum_decide(
             Reason::PowerDrift => DRUM_REASON_POWER_DRIFT,
             Reason::ImbalanceAndDrift => DRUM_REASON_IMBALANCE_AND_DRIFT,
             Reason::NotProfitable => DRUM_REASON_NOT_PROFITABLE,
+            Reason::Memory => DRUM_REASON_MEMORY,
         };
         // SAFETY: each output is NULL (skipped) or writable (the caller's contract).
         unsafe {
@@ -686,6 +691,7 @@ pub extern "C" fn drum_reason_name(reason: c_int) -> *const c_char {
         DRUM_REASON_NOT_PROFITABLE => b"not profitable\0",
         DRUM_REASON_ALWAYS => b"always\0",
         DRUM_REASON_NEVER => b"never\0",
+        DRUM_REASON_MEMORY => b"memory\0",
         _ => b"unknown\0",
     };
     s.as_ptr().cast()

@@ -430,3 +430,63 @@ fn rebalance_modes_and_sensing_periods_parse_and_name_bad_values() {
     assert!(every3.due(false, 1) && !every3.due(true, 2) && every3.due(true, 3));
     assert!(Sensing::Once.due(false, 5) && !Sensing::Once.due(true, 100));
 }
+
+/// Both ranks run 10 ms per window; rank 1 also waits 10 ms for its CPU (a competing
+/// process): the same CPU time, half the speed.
+fn half_speed(fake: &Fake, me: usize, step: usize, _: &Path) {
+    let k = step as u64 + 1;
+    match me {
+        0 => fake.thread(1 + 10_000_000 * k, 1),
+        _ => fake.thread(1 + 10_000_000 * k, 1 + 10_000_000 * k),
+    };
+}
+
+#[test]
+fn measured_capacity_charges_the_time_a_rank_waited_for_its_cpu() {
+    let reports = run_with(
+        "measured",
+        Sizing::Monitored,
+        |c| c.power.model = PowerModel::Measured,
+        3,
+        half_speed,
+    );
+    for per_rank in &reports {
+        // Point 0: nothing was computed before it, so no rank has measured work yet.
+        let r = &per_rank[0];
+        assert!(
+            r.warnings.iter().any(|w| w.contains("no measured work")),
+            "{:?}",
+            r.warnings
+        );
+        // Point 1: 500 elements each (what each held after point 0) in 10 and 20 ms: work ÷
+        // CPU seconds would say equal; work ÷ runnable seconds says 2:1. (Later points count
+        // the work of the partition made here, which this test's ranks do not migrate to.)
+        let r = &per_rank[1];
+        close(r.monitored_sizes[0], 2.0 / 3.0);
+        close(r.monitored_sizes[1], 1.0 / 3.0);
+    }
+}
+
+#[test]
+fn homogeneous_balancing_weighs_the_objects_by_their_ranks_time() {
+    let reports = run_with(
+        "homogeneous",
+        Sizing::Uniform,
+        |c| c.load = LoadMeasure::Time,
+        3,
+        half_speed,
+    );
+    for per_rank in &reports {
+        // Point 0: no time measured yet, the work is the load.
+        close(per_rank[0].loads[0], 1.0);
+        // Point 1: 500 elements each, in 10 and 20 ms: loads 1/3 and 2/3 in seconds
+        // against equal parts; eff = 0.5 / (2/3), a rebalance into equal times.
+        let r = &per_rank[1];
+        close(r.targets[0], 0.5);
+        close(r.loads[0], 1.0 / 3.0);
+        close(r.decision.eff, 0.75);
+        assert!(r.decision.rebalance);
+        // Equal times within the level's tolerance (the default 10 %).
+        assert!((r.achieved[0] - 0.5).abs() < 0.05, "{:?}", r.achieved);
+    }
+}

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use drum_loop::rebalance::Policy;
-use drum_loop::{LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
+use drum_loop::{LoadMeasure, LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
 use drum_model::load::{Load, LoadReport, LoadSpec, NetLoadSpec};
 use drum_model::{Machine, PartitionMethod, PowerConfig, PowerModel, UtilBasis};
 use fem_laplace::dist::{Balancer, DistStepReport};
@@ -32,6 +32,14 @@ pub enum CapacityArg {
     /// the rebalance points (the paper's dynamic capacities); the static ratings until the
     /// first window.
     Measured,
+    /// The ratings divided by each node's load average over the window (the mean number of
+    /// tasks competing for its CPUs while its ranks wanted one), renewed at the rebalance
+    /// points.
+    Loadavg,
+    /// No capacities (equal parts), each rank's measured seconds per unit of work taken as
+    /// its objects' load: the paper's homogeneous balancing "with CPU time as the task
+    /// loads" (`--balance uniform`).
+    Homogeneous,
 }
 
 /// The flags of DRUM in the loop (with `--machine`).
@@ -111,8 +119,9 @@ pub struct DrumArgs {
     #[arg(long, value_parser = str::parse::<diffusion::Method>)]
     pub transfer: Option<diffusion::Method>,
     /// Capacities as Watts et al. measure them: `static` (the ratings, as `--balance
-    /// static`) or `measured` (work ÷ CPU seconds of each rank's window). Default: DRUM's
-    /// powers as `--balance` says.
+    /// static`), `measured` (work ÷ the seconds of each rank's window it took), `loadavg`
+    /// (ratings ÷ the node's load average) or `homogeneous` (equal parts of the ranks'
+    /// measured time). Default: DRUM's powers as `--balance` says.
     #[arg(long, value_enum)]
     pub capacity: Option<CapacityArg>,
 }
@@ -132,25 +141,28 @@ impl DrumArgs {
             drift_threshold: self.drift,
         };
         policy.validate().context("--eff-min, --gamma or --drift")?;
-        let (sizing, model) = match (self.capacity, self.balance) {
-            (None, b) => (
-                b.unwrap_or_default(),
-                PowerModel::Drum {
-                    w_comm: self.w_comm,
-                },
-            ),
-            (Some(CapacityArg::Static), None | Some(Sizing::Static)) => (
-                Sizing::Static,
-                PowerModel::Drum {
-                    w_comm: self.w_comm,
-                },
-            ),
+        let drum = PowerModel::Drum {
+            w_comm: self.w_comm,
+        };
+        let (sizing, model, load) = match (self.capacity, self.balance) {
+            (None, b) => (b.unwrap_or_default(), drum, LoadMeasure::Work),
+            (Some(CapacityArg::Static), None | Some(Sizing::Static)) => {
+                (Sizing::Static, drum, LoadMeasure::Work)
+            }
             (Some(CapacityArg::Measured), None | Some(Sizing::Monitored)) => {
-                (Sizing::Monitored, PowerModel::Measured)
+                (Sizing::Monitored, PowerModel::Measured, LoadMeasure::Work)
+            }
+            (Some(CapacityArg::Loadavg), None | Some(Sizing::Monitored)) => (
+                Sizing::Monitored,
+                PowerModel::LoadAverage,
+                LoadMeasure::Work,
+            ),
+            (Some(CapacityArg::Homogeneous), None | Some(Sizing::Uniform)) => {
+                (Sizing::Uniform, drum, LoadMeasure::Time)
             }
             (Some(c), Some(b)) => bail!(
                 "--capacity {} and --balance {b} disagree: --capacity static is --balance \
-                 static, measured is monitored",
+                 static, measured and loadavg are monitored, homogeneous is uniform",
                 c.to_possible_value()
                     .map_or("?".into(), |v| v.get_name().to_string())
             ),
@@ -170,6 +182,7 @@ impl DrumArgs {
             rebalance: self.rebalance,
             sensing: self.sensing,
             period: Duration::from_millis(self.monitor_period_ms),
+            load,
             ..LoopConfig::default()
         })
     }
