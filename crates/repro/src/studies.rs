@@ -265,13 +265,27 @@ fn sweep(study: &'static str, config: &str, how: &How, loads: &[SimLoad], ws: &[
 
 /// Every case of a reproduction at `scale` on a host of `cores` cores, study by study.
 pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
+    let mut v = exp1_cases(scale, cores);
+    v.extend(exp2_cases(scale));
+    v.extend(exp3_cases(scale));
+    v.extend(exp4_cases(scale));
+    v.extend(sensing_cases(scale, steps));
+    v.extend(gain_cost_cases(steps));
+    v
+}
+
+/// A simulated cluster of Bullpen nodes: `fast` processes on each fast node, `slow` slow nodes.
+fn sim(fast: &[usize], slow: usize) -> How {
+    How::Simulated {
+        nodes: bullpen(fast, slow),
+    }
+}
+
+/// The cases of experiment 1 ([`cases`]).
+fn exp1_cases(scale: Scale, cores: usize) -> Vec<Case> {
     let tiny = scale == Scale::Tiny;
     let host2 = How::Measured { ranks: 2 };
     let mut v = Vec::new();
-    let sim = |fast: &[usize], slow| How::Simulated {
-        nodes: bullpen(fast, slow),
-    };
-
     // Exp. 1: one process per node, fast and slow; here a core shared with a competing
     // process is the slow node.
     let ws1: &[f64] = if tiny { &[0.0] } else { &[0.0, 0.1, 0.25] };
@@ -304,7 +318,14 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
         let name = format!("{f}F+{s}S");
         v.extend(sweep("exp1", &name, &sim(&vec![1; f], s), &[], ws1));
     }
+    v
+}
 
+/// The cases of experiment 2 ([`cases`]).
+fn exp2_cases(scale: Scale) -> Vec<Case> {
+    let tiny = scale == Scale::Tiny;
+    let host2 = How::Measured { ranks: 2 };
+    let mut v = Vec::new();
     // Exp. 2: w_comm from 0 to 1, SMP nodes running several processes.
     let ws2: &[f64] = if tiny {
         &[0.0, 1.0]
@@ -336,7 +357,14 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
             ws2,
         ));
     }
+    v
+}
 
+/// The cases of experiment 3 ([`cases`]).
+fn exp3_cases(scale: Scale) -> Vec<Case> {
+    let tiny = scale == Scale::Tiny;
+    let host2 = How::Measured { ranks: 2 };
+    let mut v = Vec::new();
     // Exp. 3: RC against H_cpu: four fast Bullpen nodes and four nodes h times slower (Bullpen's
     // own slow nodes are h = 1.35 and 1.5; the others are larger spreads of the same tree);
     // here 0 to 3 competing processes on core 1.
@@ -367,7 +395,14 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
             &[0.0],
         ));
     }
+    v
+}
 
+/// The cases of experiment 4 ([`cases`]).
+fn exp4_cases(scale: Scale) -> Vec<Case> {
+    let tiny = scale == Scale::Tiny;
+    let host2 = How::Measured { ranks: 2 };
+    let mut v = Vec::new();
     // Exp. 4: two compute-bound processes on the highest-rank node.
     let variants = |study, config: &str, how: &How, loads: &[SimLoad]| {
         vec![
@@ -411,7 +446,14 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
             &[load(last, 2, 0, None)],
         ));
     }
+    v
+}
 
+/// The cases of the sensing-period study ([`cases`]).
+fn sensing_cases(scale: Scale, steps: usize) -> Vec<Case> {
+    let tiny = scale == Scale::Tiny;
+    let host2 = How::Measured { ranks: 2 };
+    let mut v = Vec::new();
     // Sinha–Parashar: the sensing period under a load that comes and goes.
     // The last steps take most of the time: the load comes five steps before the end on one
     // node and moves to another for the last three.
@@ -465,7 +507,15 @@ pub fn cases(scale: Scale, cores: usize, steps: usize) -> Vec<Case> {
         &How::Simulated { nodes },
         &[load(last, 2, on, Some(switch)), load(0, 2, switch, None)],
     ));
+    v
+}
 
+/// The cases of the gain/cost study ([`cases`]).
+fn gain_cost_cases(steps: usize) -> Vec<Case> {
+    let host2 = How::Measured { ranks: 2 };
+    let mut v = Vec::new();
+    // The load comes five steps before the end, as in the sensing study.
+    let on = steps.saturating_sub(5).max(1);
     // Lan–Taylor–Bryan: the gain > γ·cost decision against always and never.
     let modes = [
         ("policy (gain > 2 cost)", RebalanceMode::Policy),
