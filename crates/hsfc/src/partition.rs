@@ -72,8 +72,8 @@ impl Partition {
         b
     }
     /// Whether the points' bounding box could not separate them, so that the curve was laid
-    /// over their ordered coordinates instead (see [`ordered_coord`] and `hsfc/README.md`,
-    /// "When the box cannot separate the points"): a huge outlier (one point at 1e308 among
+    /// over their ordered coordinates instead (each coordinate mapped to its place in the
+    /// order of all doubles; see `hsfc/README.md`, "When the box cannot separate the points"): a huge outlier (one point at 1e308 among
     /// points in [0, 1]) or a box of subnormal width. The caller should warn: the keys are
     /// then not proportional to distances.
     pub fn ordered_fallback(&self) -> bool {
