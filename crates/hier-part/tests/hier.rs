@@ -223,48 +223,6 @@ fn every_machine_file_partitions_correctly() {
     }
 }
 
-/// Levels large enough for the walk's parallel passes (the grouping of a level's objects by
-/// child over chunks side by side, RCB/RIB's parallel partition pass) give the same parts and
-/// per-rank weights to the bit as one thread: the Fig. 3 machine (its root has node children
-/// only; router-c's RIB splits more than half the objects) and a root with a rank child and
-/// a node child (weights of rank children summed in index order).
-#[test]
-fn large_levels_are_the_same_for_every_thread_count() {
-    let small = r#"<machinemodel>
-      <node type="NETWORK" nodenum="0" name="sw" parent="-1"><lbmethod lbm="RCB"/></node>
-      <node type="SINGLE_COMPUTING" nodenum="1" name="one" parent="0" mflops="300"/>
-      <node type="MULTIPLE_COMPUTING" nodenum="2" name="smp" parent="0" numprocs="2" mflops="900">
-        <lbmethod lbm="RIB"/>
-      </node>
-    </machinemodel>"#;
-    let machines = [
-        Machine::from_file(machines_dir().join("fig3-cluster-of-clusters.xml")).unwrap(),
-        Machine::parse_str(small, "small.xml").unwrap(),
-    ];
-    let dist = Distribution::Corner { rmin: 1e-6 };
-    let (x, w) = points_with(
-        &mut Xoshiro256::new(7),
-        140_000,
-        2,
-        dist,
-        WeightKind::Random,
-    );
-    for m in &machines {
-        let plan = plan_of(m);
-        let (parts, r) = run_serial(&plan, &x, 2, w.as_deref(), Par::Seq);
-        check_partition(&plan, &x, 2, w.as_deref(), &parts, &r);
-        let (p2, r2) = run_serial(&plan, &x, 2, w.as_deref(), Par::threads(2));
-        assert!(p2 == parts, "{}: 2 threads", m.node(m.root()).label());
-        let bits = |r: &HierPartition| {
-            r.rank_weights
-                .iter()
-                .map(|w| w.to_bits())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(bits(&r2), bits(&r));
-    }
-}
-
 /// Slice boundaries of `n` points over `ranks`, uneven, some ranks empty.
 fn spread(n: usize, ranks: usize, seed: u64) -> Vec<usize> {
     let mut rng = Xoshiro256::new(seed);

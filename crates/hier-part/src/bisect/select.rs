@@ -5,16 +5,11 @@
 //! the target's weighted quantile with high probability; one partition pass (two Hoare sweeps)
 //! leaves a small middle in which the search continues. Ranges of at most [`SMALL`] objects are
 //! sorted. The sweeps also gather the bounding box and key range of each final side, so a
-//! split costs about one pass over its objects. The result (`m`, `P(m)`, the two sides as
-//! sets and their statistics) depends only on the slice's contents: the order objects are
-//! left in within a side does not matter to any caller. With threads, the partition pass of
-//! a long range runs over chunks side by side ([`split3_par`]): the same three sets, their
-//! weights as exact integer sums and their statistics as minima and maxima, so the result is
-//! the same for every thread count.
+//! split costs about one pass over its objects. Everything is sequential and depends only on
+//! the slice's contents and order, so the result (and the order objects are left in) is
+//! deterministic.
 
 use super::{Dot, Key, Stats};
-use crate::Par;
-use rayon::prelude::*;
 
 /// Ranges this short are sorted.
 pub(crate) const SMALL: usize = 48;
@@ -84,7 +79,6 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
     key: &K,
     tau: u64,
     total: u64,
-    par: Par,
 ) -> Selected<D> {
     assert!(
         tau > 0 && tau <= total,
@@ -97,7 +91,6 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
     let (mut acc, mut rw) = (0u64, total);
     let (mut low, mut high) = (Stats::EMPTY, Stats::EMPTY);
     let mut sample = Vec::new();
-    let mut scratch = Vec::new();
     loop {
         let len = hi - lo;
         if len <= SMALL {
@@ -105,15 +98,26 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
         }
         let (a, b) = pivots::<D, UNIT, K>(&v[lo..hi], key, tau - acc, rw, &mut sample);
         let r = &mut v[lo..hi];
-        let Split3 {
-            n: [nl, nm, _],
-            w: [wl, wm],
-            st: [sl, sm, sh],
-        } = if par.is_parallel() && len >= PAR_MIN {
-            split3_par::<D, UNIT, K>(r, key, (&a, &b), &mut scratch)
-        } else {
-            split3::<D, UNIT, K>(r, key, (&a, &b))
-        };
+        let mut sl = Stats::EMPTY;
+        let (nl, wl) = partition::<D, UNIT>(
+            r,
+            |d| {
+                let k = key.key(&d.x);
+                (before(k, d, a.k, &a.d), k)
+            },
+            |d, k| sl.add(d, k),
+            |_, _| {},
+        );
+        let (mut sm, mut sh) = (Stats::EMPTY, Stats::EMPTY);
+        let (nm, wm) = partition::<D, UNIT>(
+            &mut r[nl..],
+            |d| {
+                let k = key.key(&d.x);
+                (!before(b.k, &b.d, k, d), k)
+            },
+            |d, k| sm.add(d, k),
+            |d, k| sh.add(d, k),
+        );
         if nm == len {
             return finish::<D, UNIT, K>(&mut v[lo..hi], key, lo, acc, tau, low, high);
         }
@@ -135,124 +139,6 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
             low = low.merge(sl).merge(sm);
         }
     }
-}
-
-/// Ranges at least this long are split by [`split3_par`] when there are threads.
-const PAR_MIN: usize = 1 << 16;
-
-/// Chunks of [`split3_par`].
-const PAR_CHUNK: usize = 1 << 13;
-
-/// A range split in three around two pivots: the objects before `a`, those from `a` to `b`,
-/// those after `b` (in this order in the range): their numbers, the weights of the first two
-/// (as the selection counts them) and the statistics of all three.
-#[derive(Clone, Copy)]
-struct Split3<const D: usize> {
-    n: [usize; 3],
-    w: [u64; 2],
-    st: [Stats<D>; 3],
-}
-
-impl<const D: usize> Split3<D> {
-    fn merge(mut self, o: Split3<D>) -> Split3<D> {
-        for c in 0..3 {
-            self.n[c] += o.n[c];
-            self.st[c] = self.st[c].merge(o.st[c]);
-        }
-        self.w[0] += o.w[0];
-        self.w[1] += o.w[1];
-        self
-    }
-}
-
-/// Splits `r` in three around the pivots `a ≤ b` ([`Split3`]): two partition passes.
-fn split3<const D: usize, const UNIT: bool, K: Key<D>>(
-    r: &mut [Dot<D>],
-    key: &K,
-    (a, b): (&Keyed<D>, &Keyed<D>),
-) -> Split3<D> {
-    let mut sl = Stats::EMPTY;
-    let (nl, wl) = partition::<D, UNIT>(
-        r,
-        |d| {
-            let k = key.key(&d.x);
-            (before(k, d, a.k, &a.d), k)
-        },
-        |d, k| sl.add(d, k),
-        |_, _| {},
-    );
-    let (mut sm, mut sh) = (Stats::EMPTY, Stats::EMPTY);
-    let (nm, wm) = partition::<D, UNIT>(
-        &mut r[nl..],
-        |d| {
-            let k = key.key(&d.x);
-            (!before(b.k, &b.d, k, d), k)
-        },
-        |d, k| sm.add(d, k),
-        |d, k| sh.add(d, k),
-    );
-    Split3 {
-        n: [nl, nm, r.len() - nl - nm],
-        w: [wl, wm],
-        st: [sl, sm, sh],
-    }
-}
-
-/// [`split3`] over chunks of [`PAR_CHUNK`] side by side: each chunk is split in place, then
-/// the chunks' thirds are gathered into `scratch` (the first thirds in chunk order, then the
-/// second, then the last) and copied back. The same three sets as [`split3`] (in another
-/// order within each), the same counts, weights (exact integer sums) and statistics (minima
-/// and maxima), whatever the thread count.
-fn split3_par<const D: usize, const UNIT: bool, K: Key<D>>(
-    r: &mut [Dot<D>],
-    key: &K,
-    (a, b): (&Keyed<D>, &Keyed<D>),
-    scratch: &mut Vec<Dot<D>>,
-) -> Split3<D> {
-    let per: Vec<Split3<D>> = r
-        .par_chunks_mut(PAR_CHUNK)
-        .map(|c| split3::<D, UNIT, K>(c, key, (a, b)))
-        .collect();
-    let all = per.iter().copied().fold(
-        Split3 {
-            n: [0; 3],
-            w: [0; 2],
-            st: [Stats::EMPTY; 3],
-        },
-        Split3::merge,
-    );
-    // Sized once for the longest range (the first); its contents are overwritten.
-    scratch.resize(r.len(), r[0]);
-    // Each chunk's three destinations, cut from the three regions in chunk order.
-    let (low, rest) = scratch.split_at_mut(all.n[0]);
-    let (mid, high) = rest.split_at_mut(all.n[1]);
-    let mut regions = [low, mid, high];
-    let mut dests: Vec<[&mut [Dot<D>]; 3]> = Vec::with_capacity(per.len());
-    for s in &per {
-        let [l, m, h] = &mut regions;
-        dests.push([front(l, s.n[0]), front(m, s.n[1]), front(h, s.n[2])]);
-    }
-    r.par_chunks(PAR_CHUNK)
-        .zip(dests)
-        .zip(&per)
-        .for_each(|((c, [l, m, h]), s)| {
-            let (cl, rest) = c.split_at(s.n[0]);
-            let (cm, ch) = rest.split_at(s.n[1]);
-            l.copy_from_slice(cl);
-            m.copy_from_slice(cm);
-            h.copy_from_slice(ch);
-        });
-    r.par_chunks_mut(PAR_CHUNK)
-        .zip(scratch.par_chunks(PAR_CHUNK))
-        .for_each(|(d, s)| d.copy_from_slice(s));
-    all
-}
-
-/// The first `n` elements of `region`, which keeps the rest.
-fn front<'a, T>(region: &mut &'a mut [T], n: usize) -> &'a mut [T] {
-    let (d, rest) = std::mem::take(region).split_at_mut(n);
-    *region = rest;
-    d
 }
 
 /// Sorts a short range and picks the boundary. `acc = P(offset) < tau <= P(offset + r.len())`.
@@ -460,7 +346,7 @@ mod tests {
             }
             let tau = 1 + (next() % total);
             let mut v = dots(&keys, &w);
-            let s = select::<1, false, _>(&mut v, &AxisKey(0), tau, total, Par::Seq);
+            let s = select::<1, false, _>(&mut v, &AxisKey(0), tau, total);
             assert_eq!((s.m, s.p), reference(&v, tau), "case {case}");
             let key = |d: &Dot<1>| d.x[0];
             let max_low = v[..s.m]
@@ -481,51 +367,6 @@ mod tests {
             let mut ids: Vec<u32> = v.iter().map(|d| d.id).collect();
             ids.sort();
             assert!(ids.iter().enumerate().all(|(i, &id)| id == i as u32));
-        }
-    }
-
-    /// Long ranges take the parallel partition pass: the same boundary, weight and
-    /// statistics as the sequential selection and as sorting, with duplicate keys and zero
-    /// weights, for unit and integer weights.
-    #[test]
-    fn the_parallel_pass_selects_the_same() {
-        let mut state = 0x2545f4914f6cdd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let pool = Par::threads(3);
-        for case in 0..4 {
-            let n = PAR_MIN * 2 + 1234 * case;
-            let distinct = [7u64, 1000, 1 << 40, 3][case];
-            let keys: Vec<f64> = (0..n).map(|_| (next() % distinct) as f64).collect();
-            let w: Vec<u32> = (0..n)
-                .map(|_| match case % 2 {
-                    0 => 1,
-                    _ => (next() % 3 == 0) as u32 * (next() % 1000) as u32,
-                })
-                .collect();
-            let total: u64 = w.iter().map(|&x| x as u64).sum();
-            let tau = 1 + next() % total;
-            let run = |par: Par| {
-                let mut v = dots(&keys, &w);
-                let s = pool
-                    .install(|| select::<1, false, _>(&mut v, &AxisKey(0), tau, total, par))
-                    .unwrap();
-                let mut low: Vec<u32> = v[..s.m].iter().map(|d| d.id).collect();
-                low.sort_unstable();
-                (s, low, v)
-            };
-            let (a, low_a, v) = run(Par::Seq);
-            let (b, low_b, _) = run(pool);
-            assert_eq!((a.m, a.p), reference(&v, tau), "case {case}");
-            assert_eq!((a.m, a.p), (b.m, b.p), "case {case}");
-            assert_eq!(low_a, low_b, "case {case}: the low sides differ");
-            for (x, y) in [(a.low, b.low), (a.high, b.high)] {
-                assert_eq!((x.lo, x.hi, x.kmin, x.kmax), (y.lo, y.hi, y.kmin, y.kmax));
-            }
         }
     }
 }

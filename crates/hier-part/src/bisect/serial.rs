@@ -270,8 +270,8 @@ impl Job<'_> {
                 low: st,
                 high: Stats::EMPTY,
             },
-            (Goal::Tau(tau), true) => select::<D, true, K>(v, key, tau, sel_total, par),
-            (Goal::Tau(tau), false) => select::<D, false, K>(v, key, tau, sel_total, par),
+            (Goal::Tau(tau), true) => select::<D, true, K>(v, key, tau, sel_total),
+            (Goal::Tau(tau), false) => select::<D, false, K>(v, key, tau, sel_total),
         };
         if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
             let (m, p) = if unit {

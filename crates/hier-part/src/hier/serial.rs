@@ -9,7 +9,6 @@ use crate::{Error, Par};
 use drum_model::{NodeId, PartitionMethod};
 use part_api::Points;
 use part_api::Serial;
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -310,14 +309,7 @@ impl Ctx<'_> {
             Src::Buf(b) => 1 - b,
             Src::Caller => 0,
         };
-        self.distribute(
-            acc,
-            (src, dst),
-            node.children.as_slice(),
-            &mut next,
-            &mut r,
-            par,
-        );
+        self.distribute(acc, (src, dst), node.children.as_slice(), &mut next, &mut r);
         if keep.is_some() {
             acc.cuts.insert(id, cuts);
         }
@@ -337,7 +329,7 @@ impl Ctx<'_> {
 
     /// One pass over the level's objects: those of a rank child get their part (their weight
     /// summed in index order), those of a node child are copied to `next[child]++` of the
-    /// other copy. With threads, over chunks side by side ([`Ctx::distribute_par`]).
+    /// other copy.
     fn distribute(
         &self,
         acc: &mut Acc,
@@ -345,7 +337,6 @@ impl Ctx<'_> {
         children: &[Child],
         next: &mut [usize],
         r: &mut Range<'_>,
-        par: Par,
     ) {
         let n = r.child.len();
         let dim = self.dim;
@@ -375,78 +366,10 @@ impl Ctx<'_> {
             next,
             to,
         };
-        let together = par.is_parallel() && n >= 2 * DIST_CHUNK;
-        match (dim, together) {
-            (1, false) => self.distribute_d::<1>(acc, &objs, r.child, out),
-            (2, false) => self.distribute_d::<2>(acc, &objs, r.child, out),
-            (_, false) => self.distribute_d::<3>(acc, &objs, r.child, out),
-            (1, true) => self.distribute_par::<1>(acc, &objs, r.child, out),
-            (2, true) => self.distribute_par::<2>(acc, &objs, r.child, out),
-            (_, true) => self.distribute_par::<3>(acc, &objs, r.child, out),
-        }
-    }
-
-    /// [`Ctx::distribute_d`] over chunks of [`DIST_CHUNK`] objects side by side: each chunk's
-    /// objects of each node child go to the slots after those of the chunks before it (the
-    /// counts first, in one parallel pass over the children), so the other copy is the same
-    /// stable counting sort as the sequential pass makes; the weights of the objects of rank
-    /// children are then summed in index order, as there.
-    fn distribute_par<const D: usize>(
-        &self,
-        acc: &mut Acc,
-        objs: &Objects<'_>,
-        child: &[u32],
-        out: Out<'_, '_>,
-    ) {
-        let Out { rank_of, next, to } = out;
-        let k = rank_of.len();
-        let counts: Vec<Vec<usize>> = child
-            .par_chunks(DIST_CHUNK)
-            .map(|c| {
-                let mut n = vec![0usize; k];
-                for &x in c {
-                    n[x as usize] += 1;
-                }
-                n
-            })
-            .collect();
-        let mut starts = Vec::with_capacity(counts.len());
-        for cnt in &counts {
-            starts.push(next.to_vec());
-            for c in (0..k).filter(|&c| rank_of[c] == u32::MAX) {
-                next[c] += cnt[c];
-            }
-        }
-        let dst = Scatter::new(to);
-        child
-            .par_chunks(DIST_CHUNK)
-            .zip(starts)
-            .enumerate()
-            .for_each(|(ci, (c, mut at))| {
-                let base = ci * DIST_CHUNK;
-                for (jj, &cc) in c.iter().enumerate() {
-                    let (j, cc) = (base + jj, cc as usize);
-                    let i = objs.index(j);
-                    match rank_of[cc] {
-                        u32::MAX => {
-                            let x: &[f64; D] =
-                                objs.xs[j * D..j * D + D].try_into().expect("D coordinates");
-                            dst.put(at[cc], x, objs.ws.map(|w| w[j]), i as u32);
-                            at[cc] += 1;
-                        }
-                        rank => self.parts.set(i, rank),
-                    }
-                }
-            });
-        // Summed in index order; unit weights are counted by the caller.
-        if let Some(ws) = objs.ws
-            && rank_of.iter().any(|&r| r != u32::MAX)
-        {
-            for (&c, &w) in child.iter().zip(ws) {
-                if let Some(sum) = acc.rank_w.get_mut(rank_of[c as usize] as usize) {
-                    *sum += w;
-                }
-            }
+        match dim {
+            1 => self.distribute_d::<1>(acc, &objs, r.child, out),
+            2 => self.distribute_d::<2>(acc, &objs, r.child, out),
+            _ => self.distribute_d::<3>(acc, &objs, r.child, out),
         }
     }
 
@@ -562,57 +485,6 @@ impl Ctx<'_> {
 /// Sibling subtrees with at least this many objects in all run side by side when the thread
 /// budget allows.
 const FORK_MIN: usize = 1 << 14;
-
-/// Objects per chunk of [`Ctx::distribute_par`] (a level with fewer than twice as many is
-/// distributed in one pass).
-const DIST_CHUNK: usize = 1 << 15;
-
-/// The other copy as [`Ctx::distribute_par`]'s chunks write it: each slot by exactly one chunk.
-struct Scatter<'c> {
-    x: *mut f64,
-    w: Option<*mut f64>,
-    i: *mut u32,
-    len: usize,
-    _copy: std::marker::PhantomData<&'c mut Copy<'c>>,
-}
-
-// SAFETY: the chunks write disjoint slots (`Scatter::put`'s contract) of a copy borrowed
-// exclusively for the scatter's lifetime; nothing reads it meanwhile.
-unsafe impl Sync for Scatter<'_> {}
-
-impl<'c> Scatter<'c> {
-    fn new(to: &'c mut Copy<'_>) -> Scatter<'c> {
-        let len = to.i.len();
-        Scatter {
-            x: to.x.as_mut_ptr(),
-            w: (!to.w.is_empty()).then_some(to.w.as_mut_ptr()),
-            i: to.i.as_mut_ptr(),
-            len,
-            _copy: std::marker::PhantomData,
-        }
-    }
-
-    /// Writes object slot `t`: coordinates, weight (if the copy has weights), original index.
-    /// Every slot is written by one chunk only (the counting sort's offsets are disjoint).
-    #[inline(always)]
-    fn put<const D: usize>(&self, t: usize, x: &[f64; D], w: Option<f64>, i: u32) {
-        assert!(
-            t < self.len,
-            "distribute: slot {t} past the copy's {}",
-            self.len
-        );
-        // SAFETY: `t < len`, and the copy holds `len` indices, `len·D` coordinates and (when
-        // `w` is set) `len` weights; slot `t` is written by this chunk only (see above), so
-        // no other thread touches these elements while the scatter lives.
-        unsafe {
-            std::ptr::copy_nonoverlapping(x.as_ptr(), self.x.add(t * D), D);
-            if let (Some(pw), Some(w)) = (self.w, w) {
-                *pw.add(t) = w;
-            }
-            *self.i.add(t) = i;
-        }
-    }
-}
 
 /// Gives `v` length `len`, reusing its memory (the contents are overwritten before use).
 fn fit<T: Clone + Default>(v: &mut Vec<T>, len: usize) {
