@@ -20,6 +20,27 @@ pub(crate) const FEM_VERTICES: &str = "60000";
 pub(crate) const MPI_FEATURES: &str =
     "comm/mpi,cli-support/mpi,hsfc-cli/mpi,hier-part-cli/mpi,fem-laplace-cli/mpi,samr-cli/mpi";
 
+/// The packages of the MPI part: the ones with MPI binaries and zoltan-drum.
+const MPI_PACKAGES: [&str; 6] = [
+    "comm",
+    "hsfc-cli",
+    "hier-part-cli",
+    "fem-laplace-cli",
+    "samr-cli",
+    "zoltan-drum",
+];
+
+/// Selects [`MPI_PACKAGES`] with [`MPI_FEATURES`]. Every cargo command of the MPI part (build,
+/// zoltan-drum's tests and docs) selects the same packages, so cargo resolves the same
+/// features each time and the crates below compile once: `-p zoltan-drum` alone resolves
+/// `syn`'s features differently and recompiled the whole stack (96 s).
+pub(crate) fn mpi_selection(cmd: &mut Command) {
+    for package in MPI_PACKAGES {
+        cmd.args(["-p", package]);
+    }
+    cmd.args(["--features", MPI_FEATURES]);
+}
+
 /// The commands the checks run without MPI: (package, binary).
 const SERIAL: [(&str, &str); 5] = [
     ("hsfc-cli", "hsfc"),
@@ -90,17 +111,18 @@ impl CheckBins {
         Self::keep_serial()
     }
 
-    /// Builds every MPI binary in one `cargo build` with [`MPI_FEATURES`] (one feature
-    /// resolution: the crates they share compile once) and copies them aside.
+    /// Builds every MPI binary and libzoltan_drum in one `cargo build` of [`mpi_selection`]
+    /// and copies the binaries aside.
     pub(crate) fn build_mpi() -> Result<()> {
         std::fs::create_dir_all(Self::dir())
             .with_context(|| format!("creating {}", Self::dir().display()))?;
         let mut build = cargo();
         build.arg("build");
-        for (package, bin) in WITH_MPI {
-            build.args(["-p", package, "--bin", bin]);
+        mpi_selection(&mut build);
+        for (_, bin) in WITH_MPI {
+            build.args(["--bin", bin]);
         }
-        build.args(["--features", MPI_FEATURES]);
+        build.arg("--lib");
         run(build)?;
         for (_, bin) in WITH_MPI {
             copy(&target_dir().join("debug").join(bin), &Self::mpi(bin))?;

@@ -4,7 +4,7 @@
 //! `/usr/include/trilinos`, `-ltrilinos_zoltan`) and against ours, and run under `mpirun`.
 
 use crate::bench::median;
-use crate::launch::{Launcher, find_on_path};
+use crate::launch::{self, Launcher, find_on_path};
 use crate::target_dir;
 use crate::{cargo, project_root, run};
 use anyhow::{Context, Result, bail};
@@ -39,10 +39,13 @@ fn real_zoltan() -> bool {
     Path::new(ZOLTAN_INCLUDE).join("zoltan.h").is_file()
 }
 
-/// Builds `libzoltan_drum` (debug); returns the folder it is in.
+/// Builds `libzoltan_drum` (debug; already built by `CheckBins::build_mpi`); returns the
+/// folder it is in.
 fn build_lib() -> Result<PathBuf> {
     let mut build = cargo();
-    build.args(["build", "-p", "zoltan-drum"]);
+    build.arg("build");
+    launch::mpi_selection(&mut build);
+    build.arg("--lib");
     run(build)?;
     Ok(target_dir().join("debug"))
 }
@@ -91,13 +94,18 @@ const BOTH: [(&str, &str, &str); 3] = [
 /// `zoltan.h`, `zoltan_check` against both libraries under `mpirun -np 2` and `-np 4` (the
 /// `same:` lines equal), with DRUM's sizes and HIER (ours), and the `drum.h` loop program.
 pub(crate) fn ci_zoltan(launcher: &Launcher, ci: bool) -> Result<()> {
+    // The MPI part's selection (nothing below recompiles): zoltan-drum's tests, and comm's
+    // unit tests with its MPI backend.
     let mut test = cargo();
-    test.args(["test", "-p", "zoltan-drum"])
+    test.arg("test");
+    launch::mpi_selection(&mut test);
+    test.args(["--lib", "--test", "header", "--test", "zoltan_api"])
         .env("INSTA_UPDATE", "no");
     run(test)?;
     let mut doc = cargo();
-    doc.args(["doc", "--no-deps", "-p", "zoltan-drum"])
-        .env("RUSTDOCFLAGS", "-D warnings");
+    doc.args(["doc", "--no-deps"]);
+    launch::mpi_selection(&mut doc);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
     run(doc)?;
     let have_zoltan = real_zoltan();
     if !have_zoltan {
