@@ -193,7 +193,7 @@ fn cargo() -> Command {
 
 /// `cargo build --release` with `args` (packages, features, binaries); returns the
 /// directory the release binaries are in.
-fn release(args: &[&str]) -> Result<PathBuf> {
+pub(crate) fn release(args: &[&str]) -> Result<PathBuf> {
     let mut build = cargo();
     build.args(["build", "--release"]).args(args);
     run(build)?;
@@ -250,29 +250,45 @@ fn reproduce(args: &[String]) -> Result<()> {
     run(cmd)
 }
 
-/// Experiment 2 on the namespace cluster when namespaces can be made here (the runs go to
-/// `OUT/vcluster/`), else why not: `drum-repro`'s `--vcluster-runs DIR` or
-/// `--vcluster-skipped WHY`.
-fn reproduce_on_vcluster(args: &[String]) -> Result<[String; 2]> {
+/// The namespace-cluster runs when namespaces can be made here, else why not: experiment 2
+/// on `vcluster-2.xml` (runs in `OUT/vcluster/`; `drum-repro --vcluster-runs DIR` or
+/// `--vcluster-skipped WHY`) and Lan et al.'s study on `vcluster-sites.xml` (runs in
+/// `OUT/vcluster-lan/`; `--lan-vcluster-runs DIR` or `--lan-vcluster-skipped WHY`).
+fn reproduce_on_vcluster(args: &[String]) -> Result<Vec<String>> {
     let after = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1))
             .map(String::as_str)
     };
-    let target = match args.iter().any(|a| a == "--tiny") {
+    let tiny = args.iter().any(|a| a == "--tiny");
+    let target = match tiny {
         true => Some("4000"),
         false => after("--target-vertices"),
     };
-    if let Some(why) = vcluster::exp2::skip_reason()? {
-        println!("xtask: reproduce: experiment 2 on the vcluster skipped: {why}");
-        return Ok(["--vcluster-skipped".into(), why]);
+    let out = project_root().join(after("--out").unwrap_or("report"));
+    let mut flags = Vec::new();
+    match vcluster::exp2::skip_reason()? {
+        Some(why) => {
+            println!("xtask: reproduce: experiment 2 on the vcluster skipped: {why}");
+            flags.extend(["--vcluster-skipped".into(), why]);
+        }
+        None => {
+            let dir = vcluster::exp2::run(&out.join("vcluster"), target)?;
+            flags.extend(["--vcluster-runs".into(), dir.display().to_string()]);
+        }
     }
-    let out = project_root()
-        .join(after("--out").unwrap_or("report"))
-        .join("vcluster");
-    let dir = vcluster::exp2::run(&out, target)?;
-    Ok(["--vcluster-runs".into(), dir.display().to_string()])
+    match vcluster::lan::skip_reason()? {
+        Some(why) => {
+            println!("xtask: reproduce: Lan et al. on the vcluster skipped: {why}");
+            flags.extend(["--lan-vcluster-skipped".into(), why]);
+        }
+        None => {
+            let dir = vcluster::lan::run(&out.join("vcluster-lan"), tiny)?;
+            flags.extend(["--lan-vcluster-runs".into(), dir.display().to_string()]);
+        }
+    }
+    Ok(flags)
 }
 
 fn ci() -> Result<()> {

@@ -63,6 +63,9 @@ pub struct Options {
     /// Experiment 2 measured on the namespace cluster: runs made by `cargo xtask reproduce`,
     /// or why it could not make them.
     pub net: NetStudy,
+    /// Lan et al.'s study measured on the namespace cluster of `machines/vcluster-sites.xml`
+    /// (`parallel/` and `distributed/`, each with `run.json` and `steps.jsonl`), or why not.
+    pub lan_net: NetStudy,
 }
 
 /// The runs of experiment 2 on a network (`cargo xtask vcluster`), which this library does
@@ -89,6 +92,7 @@ impl Options {
             repeats: None,
             target_vertices: None,
             net: NetStudy::NotAsked,
+            lan_net: NetStudy::NotAsked,
         }
     }
 }
@@ -212,7 +216,13 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
     items
         .progress
         .message("drum-repro: the SAMR studies (Sinha & Parashar, Lan et al.)");
-    let samr_records = samr::run_all(scale, |what| items.progress.message(&format!("  {what}")))?;
+    let mut samr_records =
+        samr::run_all(scale, |what| items.progress.message(&format!("  {what}")))?;
+    if let NetStudy::Runs(dir) = &opts.lan_net {
+        samr_records.extend(
+            samr::read_vcluster_lan(dir).context("the vcluster runs of Lan et al.'s study")?,
+        );
+    }
     items.progress.message(
         "drum-repro: Watts, Rieffel & Taylor's four cases and incremental transfer (measured)",
     );
@@ -244,7 +254,10 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         &setup,
         &records,
         &validation,
-        &net,
+        &report::Nets {
+            exp2: &net,
+            lan: &opts.lan_net,
+        },
         &samr_records,
         &watts_runs,
     )?;

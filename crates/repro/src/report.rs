@@ -39,6 +39,14 @@ pub enum Net {
     Runs(Vec<NetRun>),
 }
 
+/// What ran on the namespace cluster: experiment 2's runs and Lan et al.'s.
+pub struct Nets<'a> {
+    /// Experiment 2 (`vcluster-2.xml`).
+    pub exp2: &'a Net,
+    /// Lan et al. (`vcluster-sites.xml`): the runs are among the SAMR records.
+    pub lan: &'a crate::NetStudy,
+}
+
 /// Sets each record's RC against the uniform run of its configuration and mode.
 pub fn relative_changes(records: &mut [Record]) {
     let uniform: BTreeMap<(&str, String, &str), f64> = records
@@ -213,7 +221,7 @@ pub fn write(
     setup: &Setup,
     records: &[Record],
     validation: &[Validation],
-    net: &Net,
+    net: &Nets<'_>,
     samr_records: &[crate::samr::SamrRecord],
     watts_runs: &crate::watts::Runs,
 ) -> Result<()> {
@@ -310,7 +318,7 @@ fn introduction(doc: &mut Doc, setup: &Setup) {
 fn sections(
     doc: &mut Doc,
     records: &[Record],
-    net: &Net,
+    net: &Nets<'_>,
     samr_records: &[crate::samr::SamrRecord],
 ) -> Result<()> {
     for key in STUDIES {
@@ -322,7 +330,7 @@ fn sections(
             "exp1" => exp1(doc, &recs)?,
             "exp2" => {
                 exp2(doc, &recs)?;
-                exp2_net(doc, records, net);
+                exp2_net(doc, records, net.exp2);
             }
             "exp3" => exp3(doc, &recs)?,
             "exp4" => exp4(doc, &recs)?,
@@ -330,18 +338,16 @@ fn sections(
             _ => gain_cost(doc, &recs)?,
         }
     }
-    for (key, section) in [
-        (
-            "sinha",
-            samr::sinha as fn(&mut Doc, &[&crate::samr::SamrRecord]) -> Result<()>,
-        ),
-        ("lan", samr::lan),
-    ] {
-        let recs: Vec<&crate::samr::SamrRecord> =
-            samr_records.iter().filter(|r| r.study == key).collect();
-        if !recs.is_empty() {
-            section(doc, &recs)?;
-        }
+    let of = |key: &str| -> Vec<&crate::samr::SamrRecord> {
+        samr_records.iter().filter(|r| r.study == key).collect()
+    };
+    let sinha = of("sinha");
+    if !sinha.is_empty() {
+        samr::sinha(doc, &sinha)?;
+    }
+    let lan = of("lan");
+    if !lan.is_empty() {
+        samr::lan(doc, &lan, net.lan)?;
     }
     Ok(())
 }

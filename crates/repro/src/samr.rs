@@ -168,10 +168,92 @@ fn execute(spec: &Spec, cfg: SamrConfig, steps: usize) -> Result<Vec<(StepReport
     first.context("a run without ranks")
 }
 
+/// What a record takes from one level-0 step: a thread run's report, or a line of
+/// `samr --json` (the namespace-cluster runs).
+#[derive(Debug, Clone, PartialEq)]
+struct StepFigures {
+    /// Each rank's work.
+    work: Vec<u64>,
+    /// The capacities in force.
+    capacities: Vec<f64>,
+    /// The level-0 step and its regrid and balancing (the slowest rank's), seconds.
+    seconds: f64,
+    /// The global phase redistributed (two-phase), or the step regridded (flat).
+    redistributed: bool,
+    link_bytes: Option<u64>,
+    bytes: u64,
+}
+
+impl StepFigures {
+    fn of(s: &StepReport, capacities: &[f64]) -> StepFigures {
+        StepFigures {
+            work: s.ranks.iter().map(|k| k.work).collect(),
+            capacities: capacities.to_vec(),
+            seconds: s.step_seconds + s.balance_seconds,
+            redistributed: match &s.global {
+                Some(_) => s.rebalanced.is_some(),
+                None => s.regrid.is_some(),
+            },
+            link_bytes: s.link_bytes,
+            bytes: s.bytes,
+        }
+    }
+
+    /// From a line of `samr --json` (`what` names it in errors).
+    fn from_json(line: &str, what: &str) -> Result<StepFigures> {
+        let v: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("{what}: not JSON"))?;
+        let num = |key: &str| {
+            v[key]
+                .as_f64()
+                .with_context(|| format!("{what}: no number `{key}`"))
+        };
+        let u64s = |x: &serde_json::Value, key: &str| -> Result<u64> {
+            x.as_u64()
+                .with_context(|| format!("{what}: `{key}` is not a count"))
+        };
+        let ranks = v["ranks"]
+            .as_array()
+            .with_context(|| format!("{what}: no `ranks` list"))?;
+        let work = ranks
+            .iter()
+            .map(|r| u64s(&r["work"], "ranks[].work"))
+            .collect::<Result<Vec<_>>>()?;
+        let capacities = v["capacities"]
+            .as_array()
+            .with_context(|| format!("{what}: no `capacities` list"))?
+            .iter()
+            .map(|c| {
+                c.as_f64()
+                    .with_context(|| format!("{what}: a capacity is not a number"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if capacities.len() != work.len() {
+            crate::error::bail!(
+                "{what}: {} capacities for {} ranks",
+                capacities.len(),
+                work.len()
+            );
+        }
+        Ok(StepFigures {
+            work,
+            capacities,
+            seconds: num("step_seconds")? + num("balance_seconds")?,
+            redistributed: match v["global"].is_null() {
+                false => !v["rebalanced"].is_null(),
+                true => !v["regrid"].is_null(),
+            },
+            link_bytes: match &v["link_bytes"] {
+                serde_json::Value::Null => None,
+                b => Some(u64s(b, "link_bytes")?),
+            },
+            bytes: u64s(&v["bytes"], "bytes")?,
+        })
+    }
+}
+
 /// The record of a run from its steps.
 fn record(spec: &Spec, steps: &[(StepReport, Vec<f64>)]) -> SamrRecord {
-    let r = spec.ranks;
-    let n = steps.len().max(1) as f64;
     let mut rec = SamrRecord {
         study: spec.study,
         config: spec.config.clone(),
@@ -181,48 +263,115 @@ fn record(spec: &Spec, steps: &[(StepReport, Vec<f64>)]) -> SamrRecord {
         } else {
             "simulated"
         },
-        ranks: r,
+        ranks: spec.ranks,
         partitioner: spec.partitioner,
         capacities_from: spec.capacities_from,
         sensing: spec.sensing.clone(),
         loads: spec.drum.loads.iter().map(ToString::to_string).collect(),
         reference: spec.reference.clone(),
-        capacities: vec![0.0; r],
-        work_share: vec![0.0; r],
-        imbalance_percent: vec![0.0; r],
+        capacities: Vec::new(),
+        work_share: Vec::new(),
+        imbalance_percent: Vec::new(),
         time_s: spec.measured.then_some(0.0),
         model_time: 0.0,
         global_redistributions: 0,
         link_bytes: None,
         bytes: 0,
-        steps: steps.len(),
+        steps: 0,
     };
-    for (s, caps) in steps {
-        let total: f64 = s.ranks.iter().map(|k| k.work as f64).sum::<f64>().max(1.0);
+    let figures: Vec<StepFigures> = steps.iter().map(|(s, c)| StepFigures::of(s, c)).collect();
+    add_steps(&mut rec, &figures);
+    rec
+}
+
+/// Adds the figures of `steps` to `rec` (whose `ranks` and `reference` are set).
+fn add_steps(rec: &mut SamrRecord, steps: &[StepFigures]) {
+    let r = rec.ranks;
+    let n = steps.len().max(1) as f64;
+    rec.steps = steps.len();
+    rec.capacities = vec![0.0; r];
+    rec.work_share = vec![0.0; r];
+    rec.imbalance_percent = vec![0.0; r];
+    for s in steps {
+        let total: f64 = s.work.iter().map(|&w| w as f64).sum::<f64>().max(1.0);
         let mut worst = 0.0f64;
-        for (k, f) in s.ranks.iter().enumerate() {
-            let share = f.work as f64 / total;
+        for (k, &w) in s.work.iter().enumerate().take(r) {
+            let share = w as f64 / total;
             rec.work_share[k] += share / n;
-            rec.capacities[k] += caps[k] / n;
-            let c = spec.reference[k];
+            rec.capacities[k] += s.capacities[k] / n;
+            let c = rec.reference[k];
             rec.imbalance_percent[k] += 100.0 * (share - c).abs() / c / n;
             worst = worst.max(share / c);
         }
         rec.model_time += worst;
         if let Some(t) = &mut rec.time_s {
-            *t += s.step_seconds + s.balance_seconds;
+            *t += s.seconds;
         }
-        let redistributed = match &s.global {
-            Some(_) => s.rebalanced.is_some(),
-            None => s.regrid.is_some(),
-        };
-        rec.global_redistributions += usize::from(redistributed);
+        rec.global_redistributions += usize::from(s.redistributed);
         if let Some(b) = s.link_bytes {
             *rec.link_bytes.get_or_insert(0) += b;
         }
         rec.bytes += s.bytes;
     }
-    rec
+}
+
+/// The configuration of Lan et al.'s runs on the namespace cluster.
+pub(crate) const VCLUSTER_LAN_CONFIG: &str =
+    "vcluster-sites: 2 sites x 2 MPI ranks, real 10 Mbit/s link (4 ranks on 2 cores)";
+
+/// Lan et al.'s runs on the namespace cluster that `cargo xtask reproduce` made (its
+/// `vcluster::lan`): under `dir`, `parallel/` and `distributed/`, each with `run.json` and
+/// the run's `samr --json` lines in `steps.jsonl`. Read into records of mode `measured`.
+pub(crate) fn read_vcluster_lan(dir: &std::path::Path) -> Result<Vec<SamrRecord>> {
+    let mut out = Vec::new();
+    for (name, partitioner, variant) in [
+        ("parallel", "ace", "parallel DLB (flat ACE over all ranks)"),
+        (
+            "distributed",
+            "two-phase",
+            "distributed DLB (global + local phases)",
+        ),
+    ] {
+        let path = dir.join(name).join("steps.jsonl");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let steps = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| StepFigures::from_json(l, &format!("{}:{}", path.display(), i + 1)))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(first) = steps.first() else {
+            crate::error::bail!("{}: no steps", path.display());
+        };
+        let ranks = first.work.len();
+        if steps.iter().any(|s| s.work.len() != ranks) {
+            crate::error::bail!("{}: the steps have different rank counts", path.display());
+        }
+        let mut rec = SamrRecord {
+            study: "lan",
+            config: VCLUSTER_LAN_CONFIG.into(),
+            variant: variant.into(),
+            mode: "measured",
+            ranks,
+            partitioner,
+            capacities_from: "equal",
+            sensing: "-".into(),
+            loads: Vec::new(),
+            reference: vec![1.0 / ranks as f64; ranks],
+            capacities: Vec::new(),
+            work_share: Vec::new(),
+            imbalance_percent: Vec::new(),
+            time_s: Some(0.0),
+            model_time: 0.0,
+            global_redistributions: 0,
+            link_bytes: None,
+            bytes: 0,
+            steps: 0,
+        };
+        add_steps(&mut rec, &steps);
+        out.push(rec);
+    }
+    Ok(out)
 }
 
 /// A host machine of `cores` single-core nodes (cores 0, 1, …), equally rated.
@@ -558,5 +707,58 @@ mod tests {
         assert!(worst(ace) < worst(sfc), "{ace:?} {sfc:?}");
         assert!(ace.model_time < sfc.model_time);
         assert!(ace.model_time >= size.steps as f64 * 0.999);
+    }
+
+    /// The namespace runs are read from `samr --json` lines: the same figures as the
+    /// in-process record of the same steps (lines as the `samr` command writes them: the
+    /// report with the capacities in force), and a broken line names its file and line.
+    #[test]
+    fn samr_json_lines_give_the_in_process_record() {
+        let size = Size {
+            n0: 32,
+            steps: 4,
+            sweeps: 1,
+            simulated_ranks: &[],
+            periods: &[],
+        };
+        let specs = lan_specs(&size).unwrap();
+        let dir = std::env::temp_dir().join(format!("repro-lan-json-{}", std::process::id()));
+        let mut want = Vec::new();
+        for (spec, name) in specs.iter().zip(["parallel", "distributed"]) {
+            let steps = execute(
+                spec,
+                SamrConfig {
+                    sweeps: 1,
+                    ..size.config()
+                },
+                size.steps,
+            )
+            .unwrap();
+            let mut text = String::new();
+            for (r, caps) in &steps {
+                let mut v = serde_json::to_value(r).unwrap();
+                v["capacities"] = serde_json::json!(caps);
+                text += &format!("{v}\n");
+            }
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+            std::fs::write(dir.join(name).join("steps.jsonl"), text).unwrap();
+            want.push(record(spec, &steps));
+        }
+        let got = read_vcluster_lan(&dir).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.partitioner, w.partitioner);
+            assert_eq!(g.work_share, w.work_share);
+            assert_eq!(g.time_s, w.time_s);
+            assert_eq!(
+                (g.global_redistributions, g.link_bytes, g.bytes, g.steps),
+                (w.global_redistributions, w.link_bytes, w.bytes, w.steps)
+            );
+        }
+        assert!(got[0].link_bytes.is_some_and(|b| b > 0), "{:?}", got[0]);
+        let p = dir.join("parallel").join("steps.jsonl");
+        std::fs::write(&p, "{\"step\": 1}\n").unwrap();
+        let e = format!("{:#}", read_vcluster_lan(&dir).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.contains("steps.jsonl:1: no `ranks` list"), "{e}");
     }
 }

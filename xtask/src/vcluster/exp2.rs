@@ -32,11 +32,17 @@ pub(crate) fn sweep() -> Vec<(String, &'static str, f64, bool)> {
 /// Why the runs cannot be made here, if they cannot (not root, no iproute2, another
 /// cluster up).
 pub(crate) fn skip_reason() -> Result<Option<String>> {
+    skip_reason_for(MACHINE)
+}
+
+/// Why runs on the cluster of `machine` cannot be made here (not root, no iproute2, a
+/// cluster of another machine up).
+pub(crate) fn skip_reason_for(machine: &str) -> Result<Option<String>> {
     if let Some(why) = super::system::cannot_make_namespaces() {
         return Ok(Some(why));
     }
     Ok(super::State::load()?
-        .filter(|s| s.machine != MACHINE)
+        .filter(|s| s.machine != machine)
         .map(|s| {
             format!(
                 "a vcluster of {} is up (`cargo xtask vcluster down` lets reproduce make its own)",

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -47,8 +47,15 @@ impl Cluster {
 
     /// Runs `mpirun ARGS` on the cluster (see the module documentation).
     pub(crate) fn mpirun(&self, args: &[String]) -> Result<()> {
+        self.mpirun_to(args, Stdio::inherit())
+    }
+
+    /// [`Cluster::mpirun`] with the job's standard output (rank 0's) sent to `stdout`.
+    pub(crate) fn mpirun_to(&self, args: &[String], stdout: Stdio) -> Result<()> {
         let mut cmd = Command::new(super::mpirun_path());
-        cmd.args(args).current_dir(crate::project_root());
+        cmd.args(args)
+            .stdout(stdout)
+            .current_dir(crate::project_root());
         eprintln!("xtask: [{:7.1} s] running {cmd:?}", crate::elapsed_s());
         let mut child = cmd
             .spawn()

@@ -19,6 +19,7 @@
 pub(crate) mod ci;
 pub(crate) mod exp2;
 pub(crate) mod job;
+pub(crate) mod lan;
 pub(crate) mod plan;
 pub(crate) mod system;
 

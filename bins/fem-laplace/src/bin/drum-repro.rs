@@ -38,6 +38,22 @@ struct Args {
     /// Why the namespace runs could not be made here (the report says so).
     #[arg(long, value_name = "WHY", conflicts_with = "vcluster_runs")]
     vcluster_skipped: Option<String>,
+    /// Lan et al.'s study measured on the namespace cluster of vcluster-sites.xml: the runs
+    /// `cargo xtask reproduce` made (`parallel/` and `distributed/`, each with steps.jsonl).
+    #[arg(long, value_name = "DIR")]
+    lan_vcluster_runs: Option<PathBuf>,
+    /// Why Lan et al.'s namespace runs could not be made here (the report says so).
+    #[arg(long, value_name = "WHY", conflicts_with = "lan_vcluster_runs")]
+    lan_vcluster_skipped: Option<String>,
+}
+
+/// The runs given, or why there are none.
+fn net_study(runs: Option<PathBuf>, skipped: Option<String>) -> NetStudy {
+    match (runs, skipped) {
+        (Some(dir), _) => NetStudy::Runs(dir),
+        (None, Some(why)) => NetStudy::Skipped(why),
+        (None, None) => NetStudy::NotAsked,
+    }
 }
 
 /// Progress on stderr: a bar redrawn in place on a terminal, else a line per item.
@@ -88,11 +104,8 @@ fn run() -> anyhow::Result<()> {
     let opts = Options {
         repeats: args.repeats,
         target_vertices: args.target_vertices,
-        net: match (args.vcluster_runs, args.vcluster_skipped) {
-            (Some(dir), _) => NetStudy::Runs(dir),
-            (None, Some(why)) => NetStudy::Skipped(why),
-            (None, None) => NetStudy::NotAsked,
-        },
+        net: net_study(args.vcluster_runs, args.vcluster_skipped),
+        lan_net: net_study(args.lan_vcluster_runs, args.lan_vcluster_skipped),
         ..Options::new(scale, args.out)
     };
     let mut bar = Bar {
