@@ -640,6 +640,7 @@ pub fn link_model<C: Comm>(c: &C) -> Result<(), CheckFailure> {
         small: 8,
         large: 1 << 16,
         repeats: 3,
+        target_s: 0.05,
     };
     let m = measure_link(c, 0, c.size() - 1, &probe)?;
     ensure!(

@@ -10,14 +10,21 @@
 use crate::{Comm, CommError, ReduceOp};
 
 /// The two message sizes and the number of timed repeats of [`measure_link`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LinkProbe {
     /// Size of the small message in bytes (dominated by latency). Default 8.
     pub small: usize,
-    /// Size of the large message in bytes (dominated by bandwidth). Default 1 MiB.
+    /// Size of the large message in bytes (dominated by bandwidth): the most a probe sends.
+    /// Default 1 MiB.
     pub large: usize,
     /// Timed repeats of each size; the median is used. Default 7.
     pub repeats: usize,
+    /// How long one exchange of the large message should take, seconds (default 0.05): the
+    /// large size is the first of 4 KiB, 8 KiB, … (doubling, at most `large`) whose exchange
+    /// takes this long, so a slow link is probed in a fraction of a second rather than
+    /// 2·(repeats + 1) MiB (12 s over 10 Mbit/s) while a fast one still gets `large`.
+    /// 0 or less: always `large`.
+    pub target_s: f64,
 }
 
 impl Default for LinkProbe {
@@ -26,7 +33,28 @@ impl Default for LinkProbe {
             small: 8,
             large: 1 << 20,
             repeats: 7,
+            target_s: 0.05,
         }
+    }
+}
+
+/// The first size of the ladder `from`, `2·from`, … whose exchange (`time`, agreed by every
+/// rank) takes `target_s`, at most `large`.
+fn ladder(
+    from: usize,
+    large: usize,
+    target_s: f64,
+    mut time: impl FnMut(usize) -> Result<f64, CommError>,
+) -> Result<usize, CommError> {
+    if target_s <= 0.0 || from >= large {
+        return Ok(large);
+    }
+    let mut size = from;
+    loop {
+        if time(size)? >= target_s || size >= large {
+            return Ok(size);
+        }
+        size = (2 * size).min(large);
     }
 }
 
@@ -143,8 +171,11 @@ impl std::fmt::Display for LinkModel {
 /// Each timed step is one [`Comm::alltoallv_bytes`] in which `a` and `b` send each other `L`
 /// bytes at once and the other ranks send nothing; its time is the slower of `a`'s and `b`'s
 /// (a max-reduction), so it includes the collective's own synchronisation, as a migration
-/// through `alltoallv` would. Sizes alternate (small, large, small, …) after one untimed warm-up
-/// of each, and the medians of `probe.repeats` steps give `T₁`, `T₂`.
+/// through `alltoallv` would. The large size is chosen first (`probe.target_s`: doubling from
+/// 4 KiB until one exchange takes that long, at most `probe.large`; the times are agreed, so
+/// every rank chooses the same); then sizes alternate (small, large, small, …) after one
+/// untimed warm-up of each, and the medians of `probe.repeats` steps give `T₁`, `T₂`. The
+/// returned timings carry the probe with the large size used.
 /// `a == b` measures a rank's copy to itself.
 ///
 /// # Panics
@@ -184,23 +215,54 @@ pub fn measure_link<C: Comm>(
         Ok(t[0])
     };
     step(probe.small)?;
-    step(probe.large)?;
+    let size = ladder(
+        (2 * probe.small).max(4096),
+        probe.large,
+        probe.target_s,
+        &step,
+    )?;
+    step(size)?;
     let mut small = Vec::with_capacity(probe.repeats);
     let mut large = Vec::with_capacity(probe.repeats);
     for _ in 0..probe.repeats {
         small.push(step(probe.small)?);
-        large.push(step(probe.large)?);
+        large.push(step(size)?);
     }
     Ok(LinkTimings {
         t_small: part_api::median(&mut small),
         t_large: part_api::median(&mut large),
-        probe: probe.clone(),
+        probe: LinkProbe {
+            large: size,
+            ..probe.clone()
+        },
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ladder_stops_where_an_exchange_takes_the_target() {
+        // A 1.25 MB/s link with 3.6 ms latency: 64 KiB is the first to take 50 ms.
+        let slow = |n: usize| Ok(3.6e-3 + n as f64 / 1.25e6);
+        let mut asked = Vec::new();
+        let got = ladder(4096, 1 << 20, 0.05, |n| {
+            asked.push(n);
+            slow(n)
+        })
+        .unwrap();
+        assert_eq!(got, 1 << 16);
+        assert_eq!(asked, [4096, 8192, 16384, 32768, 65536]);
+        // A fast link reaches the cap; no target means the cap at once.
+        let fast = ladder(4096, 1 << 20, 0.05, |n| Ok(n as f64 * 1e-10)).unwrap();
+        assert_eq!(fast, 1 << 20);
+        assert_eq!(
+            ladder(4096, 1 << 20, 0.0, |_| unreachable!()).unwrap(),
+            1 << 20
+        );
+        assert_eq!(ladder(4096, 3000, 0.05, |_| unreachable!()).unwrap(), 3000);
+    }
 
     #[test]
     fn fit_recovers_a_line() {
@@ -212,6 +274,7 @@ mod tests {
                 small: 100,
                 large: 1100,
                 repeats: 1,
+                target_s: 0.0,
             },
         };
         let m = t.fit().unwrap();
@@ -229,6 +292,7 @@ mod tests {
                 small: 8,
                 large: 16,
                 repeats: 1,
+                target_s: 0.0,
             },
         };
         assert!(t.fit().unwrap_err().reason.contains("beta <= 0"));

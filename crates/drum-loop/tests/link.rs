@@ -19,6 +19,7 @@ fn link_between_groups_is_measured_and_feeds_a_decision() {
         small: 8,
         large: 1 << 20,
         repeats: 3,
+        target_s: 0.05,
     };
     let out = ThreadComm::run(plan.num_ranks(), &ThreadOptions::default(), |c| {
         measure_group_link(&c, &plan, plan.root(), &probe).unwrap()
