@@ -640,6 +640,56 @@ mod tests {
         assert_eq!((r.rebalances, r.migrated_elements), (1, 0));
     }
 
+    /// Every phase of the step (sensing, the policy, repartitions, migration over the
+    /// network's links, the stall of shared CPUs) on a few configurations: their results to
+    /// the bit (`{:?}` of an f64 round-trips), compared with a snapshot.
+    #[test]
+    fn the_simulated_runs_are_the_snapshot() {
+        let seq = sequence(3_000, |_, _| {}).unwrap();
+        let mut c = calib(seq.len());
+        c.kappa = 2e-5;
+        c.monitor_overhead = 0.01;
+        c.l = (0..seq.len()).map(|k| 1e-4 * (k + 1) as f64).collect();
+        let nodes = vec![
+            NodeSpec::new("smp", 67.5, 2, 2),
+            NodeSpec::new("slow", 45.0, 1, 1),
+            NodeSpec::new("fast", 100.0, 1, 1),
+        ];
+        let coming = vec![SimLoad {
+            rank: 2,
+            procs: 1,
+            from: 2,
+            until: Some(5),
+        }];
+        let switched = Net::Switched {
+            alpha: 5e-5,
+            bytes_per_s: 12.5e6,
+        };
+        let mut runs = Vec::new();
+        for (net_name, net) in [("host", Net::Host), ("switched", switched)] {
+            for sizing in [Sizing::Uniform, Sizing::Static, Sizing::Monitored] {
+                for (mode_name, mode) in [
+                    ("policy", RebalanceMode::Policy),
+                    ("always", RebalanceMode::Always),
+                    ("never", RebalanceMode::Never),
+                ] {
+                    let mut cfg = config(nodes.clone(), sizing, coming.clone());
+                    cfg.net = net;
+                    cfg.w_comm = 0.1;
+                    cfg.rebalance = mode;
+                    let r = simulate(&seq, &c, &cfg).unwrap();
+                    runs.push(format!("{net_name} {sizing:?} {mode_name}: {r:?}"));
+                }
+            }
+        }
+        let mut once = config(nodes, Sizing::Monitored, coming);
+        once.sensing = Sensing::Once;
+        once.net = switched;
+        let r = simulate(&seq, &c, &once).unwrap();
+        runs.push(format!("switched Monitored sensing once: {r:?}"));
+        insta::assert_snapshot!(runs.join("\n"));
+    }
+
     #[test]
     fn rc_ideal_and_h_cpu_follow_the_shares() {
         let nodes = vec![
