@@ -3,10 +3,10 @@
 
 use crate::calib::Calib;
 use crate::error::{Context, Result};
+use crate::output::{Record, Validation};
 use crate::studies::STUDIES;
 use crate::svg;
 use crate::vcluster::{self, NetRun};
-use crate::{Record, Validation};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -185,7 +185,7 @@ struct Doc<'a> {
 impl Doc<'_> {
     fn plot(&mut self, name: &str, svg: String, caption: &str) -> Result<()> {
         let p = self.dir.join(name);
-        crate::write_whole(&p, svg)?;
+        crate::output::write_whole(&p, svg)?;
         let _ = writeln!(self.md, "\n![{caption}]({name})\n");
         Ok(())
     }
@@ -276,7 +276,7 @@ pub fn write(
     sections(&mut doc, records, net, samr_records)?;
     watts::sections(&mut doc, watts_runs);
     let md = dir.join("report.md");
-    crate::write_whole(&md, &doc.md)?;
+    crate::output::write_whole(&md, &doc.md)?;
     results_json(dir, setup, records, validation, samr_records, watts_runs)
 }
 
@@ -425,7 +425,7 @@ fn results_json(
         "validation": validation,
     });
     let p = dir.join("results.json");
-    crate::write_whole(&p, serde_json::to_string_pretty(&json)? + "\n")?;
+    crate::output::write_whole(&p, serde_json::to_string_pretty(&json)? + "\n")?;
     Ok(())
 }
 

@@ -3,10 +3,10 @@
 
 use super::{Net, Setup, write};
 use crate::calib::Calib;
+use crate::output::{Record, Validation};
 use crate::samr::SamrRecord;
 use crate::vcluster::{NetRun, NodePart};
 use crate::watts::{Runs, TransferRecord, WattsRecord};
-use crate::{Record, Validation};
 use comm::LinkModel;
 
 fn record(study: &'static str, config: &str, variant: &str, mode: &'static str, t: f64) -> Record {
