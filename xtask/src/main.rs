@@ -300,7 +300,8 @@ fn ci() -> Result<()> {
     // feature on, zoltan-drum included; without it, everything but zoltan-drum (which needs
     // MPI). The few `cfg(not(feature = "mpi"))` fallbacks are then compiled by the test step,
     // not linted.
-    let mpirun = match launch::mpirun()? {
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let mpirun = match launch::mpirun(in_ci)? {
         launch::Available::Yes(mpirun) => Some(mpirun),
         launch::Available::Skip(why) => {
             println!("{why}");
@@ -338,7 +339,7 @@ fn ci() -> Result<()> {
     if let Some(mpirun) = mpirun {
         // The commands just tested are the serial side of the MPI checks.
         launch::CheckBins::keep_serial()?;
-        mpi::ci_mpi(&mpirun)?;
+        mpi::ci_mpi(&mpirun, in_ci)?;
     }
     Ok(())
 }

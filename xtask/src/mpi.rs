@@ -18,8 +18,8 @@ const RANKS: [usize; 2] = [2, 4];
 
 /// The MPI tests, with `mpirun` (found by [`crate::launch::mpirun`]); the serial binaries
 /// are those the workspace's test step kept ([`CheckBins::keep_serial`]), the MPI ones are built
-/// here in one go.
-pub fn ci_mpi(mpirun: &Path) -> Result<()> {
+/// here in one go. `ci` (`CI=true`): the Zoltan comparison is required, not skipped.
+pub fn ci_mpi(mpirun: &Path, ci: bool) -> Result<()> {
     CheckBins::build_mpi()?;
     let suite = CheckBins::mpi("comm-mpi-suite");
 
@@ -59,7 +59,6 @@ pub fn ci_mpi(mpirun: &Path) -> Result<()> {
     let points = cli_checks(&launcher)?;
     hier_checks(&launcher, &points)?;
     fem_checks(&launcher)?;
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     crate::zoltan::ci_zoltan(&launcher, ci)?;
     samr_checks(&launcher)?;
     println!(

@@ -49,7 +49,8 @@ impl Balancer {
 
     /// This rank's state (collective over `comm`; for [`Balancer::Drum`] the agents start and
     /// the link between the root's groups is measured). A communicator of another size than
-    /// [`Balancer::ranks`] is an [`Error::RankCount`].
+    /// [`Balancer::ranks`] is an [`Error::Partition`] of
+    /// [`hier_part::Error::RankCount`].
     pub fn start<C: Comm + Reduce>(&self, comm: &C) -> Result<Balancing, Error> {
         Ok(Balancing(match self {
             Balancer::Flat => State::Flat { previous: None },

@@ -33,21 +33,11 @@ pub enum Error {
         /// What it should have one entry for.
         per: &'static str,
     },
-    /// The loop was started with a communicator whose size is not the machine's number of
-    /// ranks.
-    #[error(
-        "the communicator has {comm} ranks but the machine has {machine}: run one process (or thread rank) per rank of the machine"
-    )]
-    RankCount {
-        /// Size of the communicator.
-        comm: usize,
-        /// Ranks of the machine.
-        machine: usize,
-    },
     /// Two message timings cannot give a latency and a transfer rate.
     #[error(transparent)]
     DegenerateTimings(#[from] comm::LinkFitError),
-    /// The partitioner failed.
+    /// The partitioner failed, or the loop was started with a communicator whose size is not
+    /// the machine's number of ranks ([`hier_part::Error::RankCount`]).
     #[error(transparent)]
     Partition(#[from] hier_part::Error),
     /// The machine model failed (powers of bad figures, a monitor that could not stop).

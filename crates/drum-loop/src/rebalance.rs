@@ -111,10 +111,11 @@ pub fn measure_group_link<C: comm::Comm>(
     probe: &comm::LinkProbe,
 ) -> Result<LinkModel, Error> {
     if comm.size() != plan.num_ranks() {
-        return Err(Error::RankCount {
+        return Err(hier_part::Error::RankCount {
             comm: comm.size(),
             machine: plan.num_ranks(),
-        });
+        }
+        .into());
     }
     let k = plan.node(id).children.len();
     let leader = |c: usize| plan.child_ranks(id, c)[0];

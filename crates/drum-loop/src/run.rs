@@ -431,10 +431,11 @@ impl DrumLoop {
         cfg: LoopConfig,
     ) -> Result<DrumLoop, Error> {
         if Comm::size(comm) != machine.num_ranks() {
-            return Err(Error::RankCount {
+            return Err(hier_part::Error::RankCount {
                 comm: Comm::size(comm),
                 machine: machine.num_ranks(),
-            });
+            }
+            .into());
         }
         let rank = Comm::rank(comm);
         let statics = static_powers(&machine, &cfg.starting_power())?;

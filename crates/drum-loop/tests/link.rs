@@ -54,12 +54,32 @@ fn link_between_groups_is_measured_and_feeds_a_decision() {
     assert_eq!(d.reason, Reason::Imbalance);
     let p = d.profit.unwrap();
     assert!(p.cost > 0.0 && p.gain > p.gamma * p.cost, "{d}");
-    // Wrong communicator size: an error, not a hang.
+    // Wrong communicator size: an error, not a hang; the partitioner's one `RankCount`.
     let e = ThreadComm::run(2, &ThreadOptions::default(), |c| {
-        measure_group_link(&c, &plan, plan.root(), &probe)
-            .unwrap_err()
-            .to_string()
+        measure_group_link(&c, &plan, plan.root(), &probe).unwrap_err()
     })
     .unwrap();
-    assert!(e[0].contains("the machine has 11"), "{}", e[0]);
+    assert!(
+        matches!(
+            e[0],
+            drum_loop::Error::Partition(hier_part::Error::RankCount {
+                comm: 2,
+                machine: 11
+            })
+        ),
+        "{:?}",
+        e[0]
+    );
+    // The loop checks the same before starting its agents.
+    let started = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+        drum_loop::DrumLoop::start(&c, m.clone(), drum_loop::LoopConfig::default())
+            .err()
+            .map(|e| e.to_string())
+    })
+    .unwrap();
+    assert_eq!(started[0], Some(e[0].to_string()));
+    assert_eq!(
+        e[0].to_string(),
+        "the communicator has 2 ranks but the machine has 11: run one process (or thread rank) per rank of the machine"
+    );
 }

@@ -32,6 +32,7 @@ mod calib;
 mod error;
 mod measured;
 mod meshes;
+mod output;
 mod report;
 mod samr;
 mod sim;
@@ -44,7 +45,7 @@ pub use error::{Error, Result};
 pub use studies::Scale;
 
 use error::{Context, bail};
-use serde::Serialize;
+use output::{Record, Validation, write_whole};
 use std::path::PathBuf;
 use std::time::Instant;
 use studies::{Case, How};
@@ -103,50 +104,6 @@ pub trait Progress {
     fn message(&mut self, text: &str);
     /// Item `done` of `total` (a configuration measured or simulated) finished.
     fn item(&mut self, done: usize, total: usize, what: &str);
-}
-
-/// One run of a study, as `results.json` lists it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Record {
-    pub study: &'static str,
-    pub config: String,
-    pub variant: String,
-    pub mode: &'static str,
-    pub ranks: usize,
-    pub balance: &'static str,
-    pub w_comm: f64,
-    pub loads: Vec<String>,
-    pub rebalance: String,
-    pub sensing: String,
-    /// Seconds: the median of the repeats (measured), the model's (simulated).
-    pub time_s: f64,
-    /// Every repeat's time (measured).
-    pub times_s: Vec<f64>,
-    /// 1 − t / t_uniform of the same configuration and mode.
-    pub rc: Option<f64>,
-    /// RC_ideal of the configuration (with the loads of its last step).
-    pub rc_ideal: f64,
-    /// H_cpu of the processes' speeds (ratings times CPU shares).
-    pub h_cpu: f64,
-    pub rebalances: usize,
-    pub migrated_elements: u64,
-    pub migrated_bytes: f64,
-    /// Mean per-step imbalance.
-    pub imbalance: f64,
-    /// Simulated: the slowest rank's compute and communication, summed over the steps.
-    pub compute_s: Option<f64>,
-    pub comm_s: Option<f64>,
-}
-
-/// The simulator against a measured configuration.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Validation {
-    pub config: String,
-    pub measured_s: f64,
-    pub simulated_s: f64,
-    pub rel_err: f64,
-    /// The run the model was calibrated on (its error says little).
-    pub calibration: bool,
 }
 
 /// Runs the reproduction: the serial meshes, the measured configurations, the calibration,
@@ -507,12 +464,4 @@ fn record(c: &Case, cfg: &sim::SimConfig, rc_ideal: f64, h_cpu: f64) -> Record {
         compute_s: None,
         comm_s: None,
     }
-}
-
-/// Writes a file of the reproduction whole or not at all (`part_api::file::write_atomic`):
-/// a stopped run leaves no half-written report behind.
-fn write_whole(path: &std::path::Path, bytes: impl AsRef<[u8]>) -> Result<()> {
-    part_api::file::write_atomic_bytes(path, bytes)
-        .map_err(|e| e.source)
-        .with_context(|| format!("writing {}", path.display()))
 }

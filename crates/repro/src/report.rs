@@ -3,16 +3,18 @@
 
 use crate::calib::Calib;
 use crate::error::{Context, Result};
+use crate::output::{Record, Validation};
 use crate::studies::STUDIES;
 use crate::svg;
 use crate::vcluster::{self, NetRun};
-use crate::{Record, Validation};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 mod samr;
+#[cfg(test)]
+mod tests;
 mod watts;
 
 /// How the reproduction ran.
@@ -99,30 +101,77 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("–".into(), |v| format!("{:.1} %", 100.0 * v))
 }
 
+/// A column of a Markdown table: its heading, left- or right-aligned.
+#[derive(Debug, Clone, Copy)]
+enum Col<'a> {
+    /// Aligned left (text).
+    L(&'a str),
+    /// Aligned right (figures).
+    R(&'a str),
+}
+
+/// Writes a Markdown table into `md`: the headings of `cols`, their alignment, then one line
+/// per row of `rows` (as many cells as `cols`; an empty cell is written `| |`).
+fn md_table(md: &mut String, cols: &[Col<'_>], rows: impl IntoIterator<Item = Vec<String>>) {
+    let line = |md: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        md.push('|');
+        for c in cells {
+            if c.is_empty() {
+                md.push_str(" |");
+            } else {
+                let _ = write!(md, " {c} |");
+            }
+        }
+        md.push('\n');
+    };
+    line(
+        md,
+        &mut cols.iter().map(|c| match c {
+            Col::L(h) | Col::R(h) => *h,
+        }),
+    );
+    md.push('|');
+    for c in cols {
+        md.push_str(match c {
+            Col::L(_) => "---|",
+            Col::R(_) => "---:|",
+        });
+    }
+    md.push('\n');
+    for row in rows {
+        assert_eq!(
+            row.len(),
+            cols.len(),
+            "a table row of another width: {row:?}"
+        );
+        line(md, &mut row.iter().map(String::as_str));
+    }
+}
+
 /// A table of time (and RC) per configuration × variant.
 fn table(records: &[&Record], with_rc: bool) -> String {
     let vars = variants(records);
-    let mut s = String::from("| configuration | mode |");
-    for v in &vars {
-        s += &format!(" {v} |");
-    }
-    s += " RC_ideal |\n|---|---|";
-    s += &"---:|".repeat(vars.len() + 1);
-    s += "\n";
-    for (_, rs) in by_config(records) {
+    let mut cols = vec![Col::L("configuration"), Col::L("mode")];
+    cols.extend(vars.iter().map(|v| Col::R(v)));
+    cols.push(Col::R("RC_ideal"));
+    let rows = by_config(records).into_iter().map(|(_, rs)| {
         let r0 = rs[0];
-        s += &format!("| {} | {} |", r0.config, r0.mode);
-        for v in &vars {
-            match rs.iter().find(|r| &r.variant == v) {
-                Some(r) if with_rc && r.rc.is_some() => {
-                    s += &format!(" {:.3} s ({}) |", r.time_s, pct(r.rc))
-                }
-                Some(r) => s += &format!(" {:.3} s |", r.time_s),
-                None => s += " |",
-            }
-        }
-        s += &format!(" {} |\n", pct(Some(r0.rc_ideal)));
-    }
+        let mut row = vec![r0.config.clone(), r0.mode.to_string()];
+        row.extend(
+            vars.iter()
+                .map(|v| match rs.iter().find(|r| &r.variant == v) {
+                    Some(r) if with_rc && r.rc.is_some() => {
+                        format!("{:.3} s ({})", r.time_s, pct(r.rc))
+                    }
+                    Some(r) => format!("{:.3} s", r.time_s),
+                    None => String::new(),
+                }),
+        );
+        row.push(pct(Some(r0.rc_ideal)));
+        row
+    });
+    let mut s = String::new();
+    md_table(&mut s, &cols, rows);
     s
 }
 
@@ -144,7 +193,7 @@ struct Doc<'a> {
 impl Doc<'_> {
     fn plot(&mut self, name: &str, svg: String, caption: &str) -> Result<()> {
         let p = self.dir.join(name);
-        crate::write_whole(&p, svg)?;
+        crate::output::write_whole(&p, svg)?;
         let _ = writeln!(self.md, "\n![{caption}]({name})\n");
         Ok(())
     }
@@ -235,7 +284,7 @@ pub fn write(
     sections(&mut doc, records, net, samr_records)?;
     watts::sections(&mut doc, watts_runs);
     let md = dir.join("report.md");
-    crate::write_whole(&md, &doc.md)?;
+    crate::output::write_whole(&md, &doc.md)?;
     results_json(dir, setup, records, validation, samr_records, watts_runs)
 }
 
@@ -382,32 +431,41 @@ fn results_json(
         "validation": validation,
     });
     let p = dir.join("results.json");
-    crate::write_whole(&p, serde_json::to_string_pretty(&json)? + "\n")?;
+    crate::output::write_whole(&p, serde_json::to_string_pretty(&json)? + "\n")?;
     Ok(())
 }
 
 fn validation_section(doc: &mut Doc, validation: &[Validation]) -> Result<()> {
     let _ = writeln!(
         doc.md,
-        "\n## Validation: the simulator against every measured configuration\n\n\
-         | configuration | measured s | simulated s | error |\n|---|---:|---:|---:|"
+        "\n## Validation: the simulator against every measured configuration\n"
     );
     // (calibration runs are marked; their error says how well the model reproduces them)
-    for v in validation {
-        let _ = writeln!(
-            doc.md,
-            "| {}{} | {:.3} | {:.3} | {:+.1} % |",
-            v.config,
-            if v.calibration {
-                " (calibration run)"
-            } else {
-                ""
-            },
-            v.measured_s,
-            v.simulated_s,
-            100.0 * v.rel_err
-        );
-    }
+    md_table(
+        &mut doc.md,
+        &[
+            Col::L("configuration"),
+            Col::R("measured s"),
+            Col::R("simulated s"),
+            Col::R("error"),
+        ],
+        validation.iter().map(|v| {
+            vec![
+                format!(
+                    "{}{}",
+                    v.config,
+                    if v.calibration {
+                        " (calibration run)"
+                    } else {
+                        ""
+                    }
+                ),
+                format!("{:.3}", v.measured_s),
+                format!("{:.3}", v.simulated_s),
+                format!("{:+.1} %", 100.0 * v.rel_err),
+            ]
+        }),
+    );
     let errs: Vec<f64> = validation
         .iter()
         .filter(|v| !v.calibration)
@@ -667,34 +725,25 @@ fn exp2_net(doc: &mut Doc, records: &[Record], net: &Net) {
         .first()
         .map(|r| r.parts.iter().map(|p| p.node.clone()).collect())
         .unwrap_or_default();
-    let _ = write!(doc.md, "\n| configuration | variant | time |");
-    for n in &nodes {
-        let _ = write!(doc.md, " {n}'s part (work held) |");
-    }
-    let _ = writeln!(doc.md, "\n|---|---|---:|{}", "---:|".repeat(nodes.len()));
-    for r in runs {
-        let _ = write!(
-            doc.md,
-            "| {} | {} | {:.3} s |",
-            r.config(),
-            r.variant(),
-            r.time_s
-        );
-        for n in &nodes {
-            match r.part_of(n) {
-                Some(p) => {
-                    let _ = write!(
-                        doc.md,
-                        " {:.1} % ({:.1} %) |",
-                        100.0 * p.target,
-                        100.0 * p.work_share
-                    );
-                }
-                None => doc.md += " – |",
-            }
-        }
-        doc.md += "\n";
-    }
+    let heads: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("{n}'s part (work held)"))
+        .collect();
+    let mut cols = vec![Col::L("configuration"), Col::L("variant"), Col::R("time")];
+    cols.extend(heads.iter().map(|h| Col::R(h)));
+    doc.md += "\n";
+    md_table(
+        &mut doc.md,
+        &cols,
+        runs.iter().map(|r| {
+            let mut row = vec![r.config(), r.variant(), format!("{:.3} s", r.time_s)];
+            row.extend(nodes.iter().map(|n| match r.part_of(n) {
+                Some(p) => format!("{:.1} % ({:.1} %)", 100.0 * p.target, 100.0 * p.work_share),
+                None => "–".into(),
+            }));
+            row
+        }),
+    );
     let _ = writeln!(doc.md, "\nWhat the weight does, from these runs:\n");
     let parts = vcluster::loaded_parts(runs, 0.5);
     verdict(
@@ -774,21 +823,25 @@ fn exp3(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
          processes (speeds 1 and 1/(k+1)).\n"
     );
     let drum: Vec<&&Record> = recs.iter().filter(|r| r.balance != "uniform").collect();
-    let _ = writeln!(
-        doc.md,
-        "| configuration | mode | H_cpu | RC | RC_ideal |\n|---|---|---:|---:|---:|"
+    md_table(
+        &mut doc.md,
+        &[
+            Col::L("configuration"),
+            Col::L("mode"),
+            Col::R("H_cpu"),
+            Col::R("RC"),
+            Col::R("RC_ideal"),
+        ],
+        drum.iter().map(|r| {
+            vec![
+                r.config.clone(),
+                r.mode.into(),
+                format!("{:.3}", r.h_cpu),
+                pct(r.rc),
+                pct(Some(r.rc_ideal)),
+            ]
+        }),
     );
-    for r in &drum {
-        let _ = writeln!(
-            doc.md,
-            "| {} | {} | {:.3} | {} | {} |",
-            r.config,
-            r.mode,
-            r.h_cpu,
-            pct(r.rc),
-            pct(Some(r.rc_ideal))
-        );
-    }
     let mut series = Vec::new();
     for mode in ["simulated", "measured"] {
         let p: Vec<(f64, f64)> = drum
@@ -942,23 +995,31 @@ fn gain_cost(doc: &mut Doc, recs: &[&Record]) -> Result<()> {
         "\n## Lan, Taylor & Bryan: redistribute only when Gain > γ·Cost\n\n\
          Monitored DRUM with a load that appears five steps before the end (the steps that take most of the time); the policy (eff_min, \
          drift, Gain > 2·Cost) against rebalancing at every step and never after the first \
-         partition.\n\n\
-         | configuration | mode | variant | time s | rebalances | migrated elements | migrated MB |\n\
-         |---|---|---|---:|---:|---:|---:|"
+         partition.\n"
     );
-    for r in recs {
-        let _ = writeln!(
-            doc.md,
-            "| {} | {} | {} | {:.3} | {} | {} | {:.2} |",
-            r.config,
-            r.mode,
-            r.variant,
-            r.time_s,
-            r.rebalances,
-            r.migrated_elements,
-            r.migrated_bytes / 1e6
-        );
-    }
+    md_table(
+        &mut doc.md,
+        &[
+            Col::L("configuration"),
+            Col::L("mode"),
+            Col::L("variant"),
+            Col::R("time s"),
+            Col::R("rebalances"),
+            Col::R("migrated elements"),
+            Col::R("migrated MB"),
+        ],
+        recs.iter().map(|r| {
+            vec![
+                r.config.clone(),
+                r.mode.into(),
+                r.variant.clone(),
+                format!("{:.3}", r.time_s),
+                r.rebalances.to_string(),
+                r.migrated_elements.to_string(),
+                format!("{:.2}", r.migrated_bytes / 1e6),
+            ]
+        }),
+    );
     let cfgs = by_config(recs);
     let groups: Vec<String> = cfgs.iter().map(|(k, _)| k.clone()).collect();
     let vars = variants(recs);

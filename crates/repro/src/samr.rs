@@ -74,9 +74,9 @@ pub(crate) struct Size {
 }
 
 impl Size {
-    pub fn of(scale: crate::Scale) -> Size {
+    pub fn of(scale: crate::studies::Scale) -> Size {
         match scale {
-            crate::Scale::Tiny => Size {
+            crate::studies::Scale::Tiny => Size {
                 n0: 64,
                 steps: 16,
                 sweeps: 10,
@@ -642,7 +642,10 @@ fn balancer_groups(partitioner: &str) -> bool {
 }
 
 /// Every SAMR run of the scale, `tick`ed one by one.
-pub(crate) fn run_all(scale: crate::Scale, mut tick: impl FnMut(&str)) -> Result<Vec<SamrRecord>> {
+pub(crate) fn run_all(
+    scale: crate::studies::Scale,
+    mut tick: impl FnMut(&str),
+) -> Result<Vec<SamrRecord>> {
     let size = Size::of(scale);
     let cfg = size.config();
     cfg.validate()?;

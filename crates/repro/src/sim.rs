@@ -252,131 +252,283 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
             seq.len()
         );
     }
-    let nodes = &cfg.nodes;
-    let rn = rank_nodes(nodes);
-    let ranks = rn.len();
-    let hier = Hier {
-        par: hier_part::Par::Seq,
-    };
-    let mut ws = Workspace::default();
-    let mut owner: Vec<u32> = Vec::new();
-    let mut previous: Option<HierPartition> = None;
-    let mut used_sizes: Option<Vec<f64>> = None;
-    let (mut sensed, mut since) = (false, 0usize);
-    // The powers and the partitioner's plan for the CPU shares last sensed.
-    let mut current: Option<(Vec<f64>, drum_model::Powers, Plan)> = None;
-    let link0 = match cfg.net {
-        Net::Host => calib.link,
-        Net::Switched { alpha, bytes_per_s } => LinkModel {
-            alpha,
-            beta: 1.0 / bytes_per_s,
-        },
-    };
-    let mut seen_share = vec![1.0; nodes.len()];
-    let (mut acc, mut acc_t) = (vec![0.0; nodes.len()], 0.0);
-    let mut last_step_s = 0.0;
-    let mut out = SimResult {
-        time_s: 0.0,
-        step_s: Vec::new(),
-        compute_s: 0.0,
-        comm_s: 0.0,
-        rebalances: 0,
-        migrated_elements: 0,
-        migrated_bytes: 0.0,
-        imbalance: 0.0,
-    };
-    for (k, mesh) in seq.iter().enumerate() {
+    let mut run = Run::new(seq, calib, cfg);
+    for k in 0..seq.len() {
+        run.step(k)?;
+    }
+    let mut out = run.out;
+    out.imbalance /= seq.len().max(1) as f64;
+    Ok(out)
+}
+
+/// A simulated run between its steps: the partition, the sensing window and the sizes in
+/// use, which each step reads and leaves for the next.
+struct Run<'a> {
+    seq: &'a [StepMesh],
+    calib: &'a Calib,
+    cfg: &'a SimConfig,
+    /// Each rank's node index.
+    rn: Vec<usize>,
+    ranks: usize,
+    hier: Hier,
+    ws: Workspace,
+    /// Each element's rank after the last step.
+    owner: Vec<u32>,
+    previous: Option<HierPartition>,
+    /// The part sizes of the last repartition.
+    used_sizes: Option<Vec<f64>>,
+    /// Whether the powers were ever sensed, and rebalance points since they last were.
+    sensed: bool,
+    since: usize,
+    /// The powers and the partitioner's plan for the CPU shares last sensed.
+    current: Option<(Vec<f64>, drum_model::Powers, Plan)>,
+    /// The link a migration is priced on by the policy.
+    link0: LinkModel,
+    /// The CPU shares the monitors last reported.
+    seen_share: Vec<f64>,
+    /// The window since the last sensing: each node's CPU seconds, and its wall seconds.
+    acc: Vec<f64>,
+    acc_t: f64,
+    last_step_s: f64,
+    out: SimResult,
+}
+
+/// What a step's migration moved: the elements each rank sent and received, its partners,
+/// which pairs of ranks exchanged (`pair[a * R + b]`, from a to b), and the total.
+struct Moves {
+    by_rank: Vec<f64>,
+    partners: Vec<f64>,
+    pair: Vec<bool>,
+    total: u64,
+}
+
+impl Moves {
+    /// What moved from `inherited` to `parts` at step `k` (nothing at step 0: the initial
+    /// partition migrates nothing).
+    fn between(inherited: &[u32], parts: &[u32], ranks: usize, k: usize) -> Moves {
+        let mut m = Moves {
+            by_rank: vec![0.0; ranks],
+            partners: vec![0.0; ranks],
+            pair: vec![false; ranks * ranks],
+            total: 0,
+        };
+        if k > 0 {
+            for (&a, &b) in inherited.iter().zip(parts) {
+                if a != b {
+                    m.total += 1;
+                    m.by_rank[a as usize] += 1.0;
+                    m.by_rank[b as usize] += 1.0;
+                    m.pair[a as usize * ranks + b as usize] = true;
+                }
+            }
+            for r in 0..ranks {
+                m.partners[r] = (0..ranks).filter(|&s| m.exchanged(r, s)).count() as f64;
+            }
+        }
+        m
+    }
+
+    /// Whether ranks `r` and `s` exchanged elements (either way).
+    fn exchanged(&self, r: usize, s: usize) -> bool {
+        let ranks = self.by_rank.len();
+        self.pair[r * ranks + s] || self.pair[s * ranks + r]
+    }
+}
+
+/// One step's times: each rank's compute, the slowest rank's (total, compute,
+/// communication), and the common waiting.
+struct StepTimes {
+    computes: Vec<f64>,
+    slowest: (f64, f64, f64),
+    wait: f64,
+}
+
+impl<'a> Run<'a> {
+    fn new(seq: &'a [StepMesh], calib: &'a Calib, cfg: &'a SimConfig) -> Run<'a> {
+        let rn = rank_nodes(&cfg.nodes);
+        let nodes = cfg.nodes.len();
+        Run {
+            seq,
+            calib,
+            cfg,
+            ranks: rn.len(),
+            rn,
+            hier: Hier {
+                par: hier_part::Par::Seq,
+            },
+            ws: Workspace::default(),
+            owner: Vec::new(),
+            previous: None,
+            used_sizes: None,
+            sensed: false,
+            since: 0,
+            current: None,
+            link0: match cfg.net {
+                Net::Host => calib.link,
+                Net::Switched { alpha, bytes_per_s } => LinkModel {
+                    alpha,
+                    beta: 1.0 / bytes_per_s,
+                },
+            },
+            seen_share: vec![1.0; nodes],
+            acc: vec![0.0; nodes],
+            acc_t: 0.0,
+            last_step_s: 0.0,
+            out: SimResult {
+                time_s: 0.0,
+                step_s: Vec::new(),
+                compute_s: 0.0,
+                comm_s: 0.0,
+                rebalances: 0,
+                migrated_elements: 0,
+                migrated_bytes: 0.0,
+                imbalance: 0.0,
+            },
+        }
+    }
+
+    /// Step `k`: sense, decide, repartition, migrate, time the ranks, record.
+    fn step(&mut self, k: usize) -> Result<()> {
+        let seq = self.seq;
+        let mesh = &seq[k];
         let n = mesh.elements();
         let inherited: Vec<u32> = if k == 0 {
             vec![0; n]
         } else {
-            mesh.parent.iter().map(|&p| owner[p as usize]).collect()
+            mesh.parent
+                .iter()
+                .map(|&p| self.owner[p as usize])
+                .collect()
         };
-        // The rebalance point: the window since the last sensing, if due.
-        if k > 0 && cfg.sizing == Sizing::Monitored {
-            since += 1;
-            if cfg.sensing.due(sensed, since) && acc_t > 0.0 {
-                seen_share = acc.iter().map(|a| a / acc_t).collect();
-                acc.iter_mut().for_each(|a| *a = 0.0);
-                acc_t = 0.0;
-                sensed = true;
-                since = 0;
+        self.sense(k);
+        self.renew_plan()?;
+        let sizes = self.current.as_ref().expect("just set").1.parts.clone();
+        let delta = self.calib.p * n as f64 / self.ranks as f64;
+        let rebalance = self.decide(k, &inherited, &sizes, delta)?;
+        let mut parts = inherited.clone();
+        let mut partition_s = 0.0;
+        if rebalance {
+            self.repartition(mesh, &mut parts)?;
+            self.used_sizes = Some(sizes.clone());
+            self.out.rebalances += 1;
+            partition_s = delta;
+        }
+        let moves = Moves::between(&inherited, &parts, self.ranks, k);
+        self.owner = parts;
+        let mut work = vec![0.0; self.ranks];
+        for &p in &self.owner {
+            work[p as usize] += 1.0;
+        }
+        let share = shares(&self.cfg.nodes, &self.cfg.loads, &self.rn, k);
+        let times = self.times(k, &work, &share, &moves, partition_s);
+        if std::env::var_os("DRUM_REPRO_DEBUG").is_some() {
+            eprintln!(
+                "step {k}: {n} elements, repartition {rebalance}, {} moved, slowest rank \
+                 compute {:.3} s + communication {:.3} s, common wait {:.3} s; sizes {:.3?}, \
+                 elements per rank {work:?}",
+                moves.total, times.slowest.1, times.slowest.2, times.wait, sizes
+            );
+        }
+        self.record(k, &times, moves.total, &share);
+        Ok(())
+    }
+
+    /// The rebalance point of a monitored run: the window since the last sensing becomes the
+    /// CPU shares seen, if the sensing is due.
+    fn sense(&mut self, k: usize) {
+        if k > 0 && self.cfg.sizing == Sizing::Monitored {
+            self.since += 1;
+            if self.cfg.sensing.due(self.sensed, self.since) && self.acc_t > 0.0 {
+                self.seen_share = self.acc.iter().map(|a| a / self.acc_t).collect();
+                self.acc.iter_mut().for_each(|a| *a = 0.0);
+                self.acc_t = 0.0;
+                self.sensed = true;
+                self.since = 0;
             }
         }
-        if current.as_ref().is_none_or(|c| c.0 != seen_share) {
-            let (m, p) = powers(nodes, cfg.sizing, cfg.w_comm, &seen_share)?;
+    }
+
+    /// The powers and the plan for the shares seen, when they changed.
+    fn renew_plan(&mut self) -> Result<()> {
+        if self.current.as_ref().is_none_or(|c| c.0 != self.seen_share) {
+            let (m, p) = powers(
+                &self.cfg.nodes,
+                self.cfg.sizing,
+                self.cfg.w_comm,
+                &self.seen_share,
+            )?;
             let plan = Plan::new(&m, &p)?;
-            current = Some((seen_share.clone(), p, plan));
+            self.current = Some((self.seen_share.clone(), p, plan));
         }
-        let (_, powers, plan) = current.as_ref().expect("just set");
-        let sizes = powers.parts.clone();
-        let mut counts = vec![0.0; ranks];
-        for &p in &inherited {
-            counts[p as usize] += 1.0;
-        }
-        let delta = calib.p * n as f64 / ranks as f64;
-        let rebalance = match (&used_sizes, cfg.rebalance.forced()) {
+        Ok(())
+    }
+
+    /// Whether step `k` repartitions: the first step always, then the forced mode or the
+    /// policy on the inherited parts' loads against `sizes` (a migration priced on the
+    /// network's link, the repartition costing `delta`).
+    fn decide(&self, k: usize, inherited: &[u32], sizes: &[f64], delta: f64) -> Result<bool> {
+        Ok(match (&self.used_sizes, self.cfg.rebalance.forced()) {
             (None, _) => true,
             (Some(_), Some(forced)) => forced,
             (Some(used), None) => {
+                let n = inherited.len();
+                let mut counts = vec![0.0; self.ranks];
+                for &p in inherited {
+                    counts[p as usize] += 1.0;
+                }
                 let fractions: Vec<f64> = counts.iter().map(|c| c / n as f64).collect();
                 let capacities: Vec<f64> = sizes.iter().map(|s| s.max(1e-12)).collect();
-                let growth = n as f64 / seq[k - 1].elements() as f64;
+                let growth = n as f64 / self.seq[k - 1].elements() as f64;
                 let obs = Observation {
                     loads: &fractions,
                     capacities: &capacities,
                     partition_powers: Some(used),
-                    step_time: Some(last_step_s * growth),
+                    step_time: Some(self.last_step_s * growth),
                     migration: Some(Migration {
-                        link: link0,
-                        bytes_per_load: calib.bytes_per_element * n as f64,
+                        link: self.link0,
+                        bytes_per_load: self.calib.bytes_per_element * n as f64,
                         delta,
                     }),
                     memory: None,
                 };
-                cfg.policy.decide(&obs)?.rebalance
+                self.cfg.policy.decide(&obs)?.rebalance
             }
+        })
+    }
+
+    /// The real `hier-part` on the mesh's points for the current plan (KEEP_CUTS after the
+    /// first partition).
+    fn repartition(&mut self, mesh: &StepMesh, parts: &mut [u32]) -> Result<()> {
+        let (_, _, plan) = self.current.as_ref().expect("planned before");
+        let points = Points::new(&mesh.xy, 2, None);
+        let result = match &self.previous {
+            Some(prev) => {
+                self.hier
+                    .repartition(&mut self.ws, &Serial, plan, prev, points, parts)?
+            }
+            None => self
+                .hier
+                .partition_with(&mut self.ws, &Serial, plan, points, parts)?,
         };
-        let mut parts = inherited.clone();
-        let mut partition_s = 0.0;
-        if rebalance {
-            let points = Points::new(&mesh.xy, 2, None);
-            let result = match &previous {
-                Some(prev) => hier.repartition(&mut ws, &Serial, plan, prev, points, &mut parts)?,
-                None => hier.partition_with(&mut ws, &Serial, plan, points, &mut parts)?,
-            };
-            previous = Some(result);
-            used_sizes = Some(sizes.clone());
-            out.rebalances += 1;
-            partition_s = delta;
-        }
-        // Migration: what each rank sends and receives.
-        let mut moved_by = vec![0.0; ranks];
-        let mut partners = vec![0.0; ranks];
-        let mut pair = vec![false; ranks * ranks];
-        let mut moved = 0u64;
-        if k > 0 {
-            for (&a, &b) in inherited.iter().zip(&parts) {
-                if a != b {
-                    moved += 1;
-                    moved_by[a as usize] += 1.0;
-                    moved_by[b as usize] += 1.0;
-                    pair[a as usize * ranks + b as usize] = true;
-                }
-            }
-            for r in 0..ranks {
-                partners[r] = (0..ranks)
-                    .filter(|&s| pair[r * ranks + s] || pair[s * ranks + r])
-                    .count() as f64;
-            }
-        }
-        owner = parts;
-        let mut work = vec![0.0; ranks];
-        for &p in &owner {
-            work[p as usize] += 1.0;
-        }
-        let share = shares(nodes, &cfg.loads, &rn, k);
-        let cut = cuts(mesh, &owner, ranks);
+        self.previous = Some(result);
+        Ok(())
+    }
+
+    /// Step `k`'s times: each rank's compute (its `work` elements at its node's speed and
+    /// CPU `share`, the repartition's `partition_s`) and communication (halo and reductions
+    /// on a switched network, its migration over its slowest link), then the common waiting.
+    fn times(
+        &self,
+        k: usize,
+        work: &[f64],
+        share: &[f64],
+        moves: &Moves,
+        partition_s: f64,
+    ) -> StepTimes {
+        let (calib, cfg, nodes, rn, ranks) =
+            (self.calib, self.cfg, &self.cfg.nodes, &self.rn, self.ranks);
+        let mesh = &self.seq[k];
+        let cut = cuts(mesh, &self.owner, ranks);
         let iters = mesh.cg_iterations as f64;
         let overhead = if cfg.sizing == Sizing::Monitored {
             1.0 + calib.monitor_overhead
@@ -394,7 +546,7 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
             let mut comm = 0.0;
             if let Net::Switched { alpha, .. } = cfg.net {
                 for s in (0..ranks).filter(|&s| cut[r * ranks + s] > 0.0) {
-                    let l = link(cfg.net, calib, nodes, &rn, r, s);
+                    let l = link(cfg.net, calib, nodes, rn, r, s);
                     comm += iters
                         * (MESSAGES_PER_ITERATION * l.alpha
                             + calib.bytes_per_cut_iteration * cut[r * ranks + s] * l.beta);
@@ -405,23 +557,36 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
                     * (ranks as f64).log2().ceil();
             }
             // Migration: the bytes this rank sends and receives, over its slowest link.
-            if moved_by[r] > 0.0 {
+            if moves.by_rank[r] > 0.0 {
                 let worst = (0..ranks)
-                    .filter(|&s| pair[r * ranks + s] || pair[s * ranks + r])
-                    .map(|s| link(cfg.net, calib, nodes, &rn, r, s))
+                    .filter(|&s| moves.exchanged(r, s))
+                    .map(|s| link(cfg.net, calib, nodes, rn, r, s))
                     .fold(calib.link, |a, b| if b.beta > a.beta { b } else { a });
-                comm +=
-                    partners[r] * worst.alpha + moved_by[r] * calib.bytes_per_element * worst.beta;
+                comm += moves.partners[r] * worst.alpha
+                    + moves.by_rank[r] * calib.bytes_per_element * worst.beta;
             }
             computes.push(compute);
             if compute + comm > slowest.0 {
                 slowest = (compute + comm, compute, comm);
             }
         }
-        // A rank that shares its CPU is off it for the competitors' time slices: every
-        // exchange that needs it then waits (calibrated on a measured loaded run).
-        // Not when a shared rank is clearly the slowest (10 % above every other): the others
-        // wait for it anyway, and its slices off the CPU are in its compute time already.
+        let wait = self.common_wait(k, share, &computes, iters);
+        StepTimes {
+            computes,
+            slowest,
+            wait,
+        }
+    }
+
+    /// The waiting every rank shares at step `k`: this host's measured waiting (host net),
+    /// and the stall of a rank that shares its CPU.
+    ///
+    /// A rank that shares its CPU is off it for the competitors' time slices: every
+    /// exchange that needs it then waits (calibrated on a measured loaded run).
+    /// Not when a shared rank is clearly the slowest (10 % above every other): the others
+    /// wait for it anyway, and its slices off the CPU are in its compute time already.
+    fn common_wait(&self, k: usize, share: &[f64], computes: &[f64], iters: f64) -> f64 {
+        let (rn, ranks) = (&self.rn, self.ranks);
         let least = share.iter().copied().fold(1.0, f64::min);
         let shared_max = (0..ranks)
             .filter(|&r| share[rn[r]] <= least)
@@ -432,43 +597,38 @@ pub fn simulate(seq: &[StepMesh], calib: &Calib, cfg: &SimConfig) -> Result<SimR
             .map(|r| computes[r])
             .fold(0.0, f64::max);
         let stall = if least < 1.0 && shared_max <= 1.1 * others_max {
-            calib.kappa * iters * (1.0 - least)
+            self.calib.kappa * iters * (1.0 - least)
         } else {
             0.0
         };
-        let wait = stall
-            + match cfg.net {
-                Net::Host => calib.l[k],
+        stall
+            + match self.cfg.net {
+                Net::Host => self.calib.l[k],
                 Net::Switched { .. } => 0.0,
-            };
-        let step = slowest.0 + wait;
-        if std::env::var_os("DRUM_REPRO_DEBUG").is_some() {
-            eprintln!(
-                "step {k}: {n} elements, repartition {rebalance}, {moved} moved, slowest rank \
-                 compute {:.3} s + communication {:.3} s, common wait {wait:.3} s; sizes {:.3?}, \
-                 elements per rank {work:?}",
-                slowest.1, slowest.2, sizes
-            );
-        }
-        let mean = computes.iter().sum::<f64>() / ranks as f64;
-        let max = computes.iter().copied().fold(0.0, f64::max);
+            }
+    }
+
+    /// Adds step `k` to the result and its CPU shares to the sensing window.
+    fn record(&mut self, k: usize, t: &StepTimes, moved: u64, share: &[f64]) {
+        let step = t.slowest.0 + t.wait;
+        let out = &mut self.out;
+        let mean = t.computes.iter().sum::<f64>() / self.ranks as f64;
+        let max = t.computes.iter().copied().fold(0.0, f64::max);
         out.imbalance += if mean > 0.0 { max / mean } else { 1.0 };
-        out.compute_s += slowest.1;
-        out.comm_s += slowest.2 + wait;
+        out.compute_s += t.slowest.1;
+        out.comm_s += t.slowest.2 + t.wait;
         out.step_s.push(step);
         out.time_s += step;
         if k > 0 {
             out.migrated_elements += moved;
-            out.migrated_bytes += moved as f64 * calib.bytes_per_element;
+            out.migrated_bytes += moved as f64 * self.calib.bytes_per_element;
         }
-        for (a, s) in acc.iter_mut().zip(&share) {
+        for (a, s) in self.acc.iter_mut().zip(share) {
             *a += step * s;
         }
-        acc_t += step;
-        last_step_s = step;
+        self.acc_t += step;
+        self.last_step_s = step;
     }
-    out.imbalance /= seq.len().max(1) as f64;
-    Ok(out)
 }
 
 /// DRUM 2005 §4.1's RC_ideal for `nodes` with the loads active at step `k`: each process's
@@ -638,6 +798,56 @@ mod tests {
         never.rebalance = RebalanceMode::Never;
         let r = simulate(&seq, &c, &never).unwrap();
         assert_eq!((r.rebalances, r.migrated_elements), (1, 0));
+    }
+
+    /// Every phase of the step (sensing, the policy, repartitions, migration over the
+    /// network's links, the stall of shared CPUs) on a few configurations: their results to
+    /// the bit (`{:?}` of an f64 round-trips), compared with a snapshot.
+    #[test]
+    fn the_simulated_runs_are_the_snapshot() {
+        let seq = sequence(3_000, |_, _| {}).unwrap();
+        let mut c = calib(seq.len());
+        c.kappa = 2e-5;
+        c.monitor_overhead = 0.01;
+        c.l = (0..seq.len()).map(|k| 1e-4 * (k + 1) as f64).collect();
+        let nodes = vec![
+            NodeSpec::new("smp", 67.5, 2, 2),
+            NodeSpec::new("slow", 45.0, 1, 1),
+            NodeSpec::new("fast", 100.0, 1, 1),
+        ];
+        let coming = vec![SimLoad {
+            rank: 2,
+            procs: 1,
+            from: 2,
+            until: Some(5),
+        }];
+        let switched = Net::Switched {
+            alpha: 5e-5,
+            bytes_per_s: 12.5e6,
+        };
+        let mut runs = Vec::new();
+        for (net_name, net) in [("host", Net::Host), ("switched", switched)] {
+            for sizing in [Sizing::Uniform, Sizing::Static, Sizing::Monitored] {
+                for (mode_name, mode) in [
+                    ("policy", RebalanceMode::Policy),
+                    ("always", RebalanceMode::Always),
+                    ("never", RebalanceMode::Never),
+                ] {
+                    let mut cfg = config(nodes.clone(), sizing, coming.clone());
+                    cfg.net = net;
+                    cfg.w_comm = 0.1;
+                    cfg.rebalance = mode;
+                    let r = simulate(&seq, &c, &cfg).unwrap();
+                    runs.push(format!("{net_name} {sizing:?} {mode_name}: {r:?}"));
+                }
+            }
+        }
+        let mut once = config(nodes, Sizing::Monitored, coming);
+        once.sensing = Sensing::Once;
+        once.net = switched;
+        let r = simulate(&seq, &c, &once).unwrap();
+        runs.push(format!("switched Monitored sensing once: {r:?}"));
+        insta::assert_snapshot!(runs.join("\n"));
     }
 
     #[test]

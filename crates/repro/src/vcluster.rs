@@ -5,8 +5,8 @@
 //! writes one directory per run (`run.json`: w_comm, balance and the flow; the run's
 //! `summary.json` and `steps.jsonl`); this module reads them into the study `exp2_net`.
 
-use crate::Record;
 use crate::error::{Context, Result, bail};
+use crate::output::Record;
 use std::path::Path;
 
 /// The study key of these runs.

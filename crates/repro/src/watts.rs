@@ -151,10 +151,10 @@ pub struct Setup<'a> {
 pub fn run_all(s: &Setup<'_>, mut progress: impl FnMut(&str)) -> Result<Runs> {
     let mut runs = Runs::default();
     let host = s.dir.join("host-2.xml");
-    crate::write_whole(&host, measured::host_xml(2, s.mflops))?;
+    crate::output::write_whole(&host, measured::host_xml(2, s.mflops))?;
     for &k in competitors(s.scale) {
         let rated = s.dir.join(format!("host-2-static-{k}.xml"));
-        crate::write_whole(
+        crate::output::write_whole(
             &rated,
             measured::host_xml_rated(&[s.mflops, s.mflops / (k + 1) as f64]),
         )?;

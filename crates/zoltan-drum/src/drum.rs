@@ -175,7 +175,6 @@ impl From<drum_loop::Error> for Failure {
             E::Partition(e) => return e.into(),
             E::Model(m) => return m.into(),
             E::Comm(_) | E::DegenerateTimings(_) => DRUM_ERR_COMM,
-            E::RankCount { .. } => DRUM_ERR_RANKS,
             E::BadValue { .. } | E::Empty { .. } | E::LengthMismatch { .. } => DRUM_ERR_INVALID,
             _ => DRUM_ERR_PARTITION,
         };

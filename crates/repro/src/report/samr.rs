@@ -1,7 +1,7 @@
 //! The report's sections of the SAMR studies: Sinha & Parashar (`sinha`) and Lan, Taylor
 //! & Bryan (`lan`), with verdicts computed from the figures.
 
-use super::{Doc, verdict};
+use super::{Col, Doc, md_table, verdict};
 use crate::error::Result;
 use crate::samr::{PAPER_CAPACITIES, SITE_LINK, SamrRecord, VCLUSTER_LAN_CONFIG};
 use crate::svg;
@@ -54,26 +54,33 @@ pub(super) fn sinha(doc: &mut Doc, recs: &[&SamrRecord]) -> Result<()> {
          competing process on a core, DRUM's monitors sensing the capacities before the regrids \
          (the model `drum`, processing power only); the time is the sum of the level-0 steps and \
          regrids; I_k is against 2/3 and 1/3 (a core shared with one process gives half), in the \
-         moving-load configuration against the first half's.\n\n\
-         | configuration | mode | variant | capacities given % | work shares % | max I_k % | time |\n\
-         |---|---|---|---|---|---:|---:|"
+         moving-load configuration against the first half's.\n"
     );
-    for r in recs {
-        let _ = writeln!(
-            doc.md,
-            "| {} | {} | {} | {} | {} | {:.1} | {} |",
-            r.config,
-            r.mode,
-            r.variant,
-            shares(&r.capacities),
-            shares(&r.work_share),
-            max_of(&r.imbalance_percent),
-            r.time_s
-                .map_or(format!("model {:.2}", r.model_time), |t| format!(
-                    "{t:.3} s"
-                ))
-        );
-    }
+    md_table(
+        &mut doc.md,
+        &[
+            Col::L("configuration"),
+            Col::L("mode"),
+            Col::L("variant"),
+            Col::L("capacities given %"),
+            Col::L("work shares %"),
+            Col::R("max I_k %"),
+            Col::R("time"),
+        ],
+        recs.iter().map(|r| {
+            vec![
+                r.config.clone(),
+                r.mode.into(),
+                r.variant.clone(),
+                shares(&r.capacities),
+                shares(&r.work_share),
+                format!("{:.1}", max_of(&r.imbalance_percent)),
+                r.time_s.map_or(format!("model {:.2}", r.model_time), |t| {
+                    format!("{t:.3} s")
+                }),
+            ]
+        }),
+    );
     assignment_plots(doc, recs)?;
     let _ = writeln!(doc.md, "\nThe paper's claims, and ours:\n");
     time_claims(doc, recs)?;
@@ -273,24 +280,31 @@ pub(super) fn lan(doc: &mut Doc, recs: &[&SamrRecord], net: &crate::NetStudy) ->
          paper's time). {real} Parallel DLB lays all boxes out over all four ranks at each \
          regrid (ACE, equal capacities); distributed DLB moves level-0 grids between the sites \
          only when Gain > 2·Cost (Cost = α + βW + δ with the link's α, β and the last \
-         redistribution's measured time) and balances inside each site at the regrids.\n\n\
-         | configuration | variant | time s | global redistributions | MB over the link | MB in all |\n\
-         |---|---|---:|---:|---:|---:|",
+         redistribution's measured time) and balances inside each site at the regrids.\n",
         SITE_LINK.alpha * 1e3,
         1e-6 / SITE_LINK.beta
     );
-    for r in recs {
-        let _ = writeln!(
-            doc.md,
-            "| {} | {} | {:.3} | {} | {:.2} | {:.2} |",
-            r.config,
-            r.variant,
-            time(r),
-            r.global_redistributions,
-            r.link_bytes.unwrap_or(0) as f64 / 1e6,
-            r.bytes as f64 / 1e6
-        );
-    }
+    md_table(
+        &mut doc.md,
+        &[
+            Col::L("configuration"),
+            Col::L("variant"),
+            Col::R("time s"),
+            Col::R("global redistributions"),
+            Col::R("MB over the link"),
+            Col::R("MB in all"),
+        ],
+        recs.iter().map(|r| {
+            vec![
+                r.config.clone(),
+                r.variant.clone(),
+                format!("{:.3}", time(r)),
+                r.global_redistributions.to_string(),
+                format!("{:.2}", r.link_bytes.unwrap_or(0) as f64 / 1e6),
+                format!("{:.2}", r.bytes as f64 / 1e6),
+            ]
+        }),
+    );
     let _ = writeln!(doc.md, "\nThe paper's claims, and ours:\n");
     for (i, c) in configs(recs).into_iter().enumerate() {
         let (Some(p), Some(d)) = (find(recs, &c, "parallel"), find(recs, &c, "distributed")) else {

@@ -2,7 +2,7 @@
 //! and incremental transfer against the global recut (`transfer`), with verdicts computed
 //! from the figures.
 
-use super::{Doc, verdict};
+use super::{Col, Doc, md_table, verdict};
 use crate::watts::{CASES, Runs, SETTLE, TransferRecord, WattsRecord};
 use std::fmt::Write as _;
 
@@ -41,27 +41,33 @@ pub(super) fn watts(doc: &mut Doc, recs: &[WattsRecord]) {
          (each rank's work ÷ the seconds it was runnable over the window, renewed at every \
          point; `--capacity measured`). Step time: the mean wall time of the steps after the \
          first {SETTLE} rebalance points; moved: elements migrated at each rebalance point \
-         (round 1 = step 1).\n\n\
-         | competitors | case | step time (s) | vs none | moved per round |\n\
-         |---:|---|---:|---:|---|"
+         (round 1 = step 1).\n"
     );
     let mut ks: Vec<usize> = recs.iter().map(|r| r.competitors).collect();
     ks.dedup();
-    for &k in &ks {
-        let none = find(recs, "none", k).map(|r| r.step_time_s);
-        for case in CASES {
-            let Some(r) = find(recs, case, k) else {
-                continue;
-            };
-            let vs = none.map_or("–".into(), |n| format!("{:.2}x", n / r.step_time_s));
-            let _ = writeln!(
-                doc.md,
-                "| {k} | {case} | {:.4} | {vs} | {} |",
-                r.step_time_s,
-                rounds(&r.moved_per_round)
-            );
-        }
-    }
+    md_table(
+        &mut doc.md,
+        &[
+            Col::R("competitors"),
+            Col::L("case"),
+            Col::R("step time (s)"),
+            Col::R("vs none"),
+            Col::L("moved per round"),
+        ],
+        ks.iter().flat_map(|&k| {
+            let none = find(recs, "none", k).map(|r| r.step_time_s);
+            CASES.iter().filter_map(move |&case| {
+                let r = find(recs, case, k)?;
+                Some(vec![
+                    k.to_string(),
+                    case.into(),
+                    format!("{:.4}", r.step_time_s),
+                    none.map_or("–".into(), |n| format!("{:.2}x", n / r.step_time_s)),
+                    rounds(&r.moved_per_round),
+                ])
+            })
+        }),
+    );
     let _ = writeln!(
         doc.md,
         "\nThe paper (Figs. 3 and 4: 14.1 s no balancing, 6.5 s homogeneous, 2.5 s static, 2.0 s \
@@ -175,21 +181,27 @@ pub(super) fn transfer(doc: &mut Doc, recs: &[TransferRecord]) {
          KEEP_CUTS HSFC repartition into the new sizes; **hbm**, **gde**, **implicit**: the \
          machine's level becomes `lbm=\"DIFFUSION\"` with that load transfer calculation \
          (`--transfer`), elements chosen on the shared boundary. Time: the sum of the steps' \
-         wall times.\n\n\
-         | method | migrated elements | time (s) | step time (s) | moved per round |\n\
-         |---|---:|---:|---:|---|"
+         wall times.\n"
     );
-    for r in recs {
-        let _ = writeln!(
-            doc.md,
-            "| {} | {} | {:.3} | {:.4} | {} |",
-            r.method,
-            r.migrated_elements,
-            r.time_s,
-            r.step_time_s,
-            rounds(&r.moved_per_round)
-        );
-    }
+    md_table(
+        &mut doc.md,
+        &[
+            Col::L("method"),
+            Col::R("migrated elements"),
+            Col::R("time (s)"),
+            Col::R("step time (s)"),
+            Col::L("moved per round"),
+        ],
+        recs.iter().map(|r| {
+            vec![
+                r.method.into(),
+                r.migrated_elements.to_string(),
+                format!("{:.3}", r.time_s),
+                format!("{:.4}", r.step_time_s),
+                rounds(&r.moved_per_round),
+            ]
+        }),
+    );
     let Some(recut) = recs.iter().find(|r| r.method == "recut") else {
         return;
     };
