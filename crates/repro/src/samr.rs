@@ -320,8 +320,8 @@ pub(crate) const VCLUSTER_LAN_CONFIG: &str =
     "vcluster-sites: 2 sites x 2 MPI ranks, real 10 Mbit/s link (4 ranks on 2 cores)";
 
 /// Lan et al.'s runs on the namespace cluster that `cargo xtask reproduce` made (its
-/// `vcluster::lan`): under `dir`, `parallel/` and `distributed/`, each with `run.json` and
-/// the run's `samr --json` lines in `steps.jsonl`. Read into records of mode `measured`.
+/// `vcluster::lan`): under `dir`, `parallel/`, `distributed/` and `distributed-reprobe/`,
+/// each with `run.json` and the run's `samr --json` lines in `steps.jsonl`. Read into records of mode `measured`.
 pub(crate) fn read_vcluster_lan(dir: &std::path::Path) -> Result<Vec<SamrRecord>> {
     let mut out = Vec::new();
     for (name, partitioner, variant) in [
@@ -329,7 +329,12 @@ pub(crate) fn read_vcluster_lan(dir: &std::path::Path) -> Result<Vec<SamrRecord>
         (
             "distributed",
             "two-phase",
-            "distributed DLB (global + local phases)",
+            "distributed DLB (global + local phases; link measured once)",
+        ),
+        (
+            "distributed-reprobe",
+            "two-phase",
+            "distributed DLB, link re-measured every 10 global phases",
         ),
     ] {
         let path = dir.join(name).join("steps.jsonl");
@@ -727,7 +732,8 @@ mod tests {
         let specs = lan_specs(&size).unwrap();
         let dir = std::env::temp_dir().join(format!("repro-lan-json-{}", std::process::id()));
         let mut want = Vec::new();
-        for (spec, name) in specs.iter().zip(["parallel", "distributed"]) {
+        let runs = specs.iter().zip(["parallel", "distributed"]);
+        for (spec, name) in runs.chain([(&specs[1], "distributed-reprobe")]) {
             let steps = execute(
                 spec,
                 SamrConfig {
@@ -748,6 +754,7 @@ mod tests {
             want.push(record(spec, &steps));
         }
         let got = read_vcluster_lan(&dir).unwrap();
+        assert_eq!(got.len(), 3);
         for (g, w) in got.iter().zip(&want) {
             assert_eq!(g.partitioner, w.partitioner);
             assert_eq!(g.work_share, w.work_share);

@@ -16,12 +16,24 @@ use std::process::Stdio;
 
 pub(crate) const MACHINE: &str = "machines/vcluster-sites.xml";
 
-/// The runs: `(directory name, --scheme)`.
-pub(crate) const RUNS: [(&str, &str); 2] = [("parallel", "flat"), ("distributed", "two-phase")];
+/// The runs: `(directory name, --scheme, --link-every)`. Distributed DLB measures the link
+/// (α, β) at its first global phase; with `None` never again in the run (a probe of the
+/// 10 Mbit/s link takes about 0.6 s, some 25 of these level-0 steps), the third run probes it
+/// every 10 global phases, to show what that costs.
+pub(crate) const RUNS: [(&str, &str, Option<u64>); 3] = [
+    ("parallel", "flat", None),
+    ("distributed", "two-phase", None),
+    ("distributed-reprobe", "two-phase", Some(10)),
+];
 
-/// The kernel's size: the thread-rank study's (`repro::samr::Size`), smaller when `tiny`.
+/// The kernel's size `(n0, steps, sweeps)`: the thread-rank study's (`repro::samr::Size`),
+/// smaller when `tiny`.
+fn size(tiny: bool) -> (i64, usize, u32) {
+    if tiny { (64, 16, 10) } else { (128, 80, 60) }
+}
+
 fn size_args(tiny: bool) -> [String; 6] {
-    let (n0, steps, sweeps) = if tiny { (64, 16, 10) } else { (128, 80, 60) };
+    let (n0, steps, sweeps) = size(tiny);
     [
         "--n0".into(),
         n0.to_string(),
@@ -32,8 +44,9 @@ fn size_args(tiny: bool) -> [String; 6] {
     ]
 }
 
-/// `samr`'s arguments for one run with `scheme` (after `mpirun -np 4 SAMR`).
-pub(crate) fn samr_args(scheme: &str, tiny: bool) -> Vec<String> {
+/// `samr`'s arguments for one run with `scheme` (after `mpirun -np 4 SAMR`): with the
+/// two-phase scheme, the link is measured every `link_every` global phases (`None`: once).
+pub(crate) fn samr_args(scheme: &str, link_every: Option<u64>, tiny: bool) -> Vec<String> {
     let mut a: Vec<String> = [
         "--backend",
         "mpi",
@@ -48,6 +61,10 @@ pub(crate) fn samr_args(scheme: &str, tiny: bool) -> Vec<String> {
     .map(String::from)
     .to_vec();
     a.extend(size_args(tiny));
+    if scheme == "two-phase" {
+        let every = link_every.unwrap_or(size(tiny).1 as u64);
+        a.extend(["--link-every".into(), every.to_string()]);
+    }
     a
 }
 
@@ -74,12 +91,12 @@ pub(crate) fn run(out: &Path, tiny: bool) -> Result<PathBuf> {
     std::fs::copy(&built, &samr)
         .with_context(|| format!("copying {} to {}", built.display(), samr.display()))?;
     let cluster = Cluster::ensure(&drum, MACHINE)?;
-    for (name, scheme) in RUNS {
+    for (name, scheme, link_every) in RUNS {
         let dir = out.join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        eprintln!("xtask: reproduce on the vcluster: Lan et al., {name} DLB");
+        eprintln!("xtask: reproduce on the vcluster: Lan et al., {name}");
         let mut a: Vec<String> = vec!["-np".into(), "4".into(), samr.display().to_string()];
-        a.extend(samr_args(scheme, tiny));
+        a.extend(samr_args(scheme, link_every, tiny));
         // Written aside and renamed when whole: a failed run leaves no steps file.
         let part = dir.join("steps.jsonl.part");
         let file =
@@ -94,7 +111,7 @@ pub(crate) fn run(out: &Path, tiny: bool) -> Result<PathBuf> {
             "machine": MACHINE,
             "scheme": scheme,
             "ranks": 4,
-            "args": samr_args(scheme, tiny),
+            "args": samr_args(scheme, link_every, tiny),
         });
         let p = dir.join("run.json");
         std::fs::write(&p, run.to_string() + "\n")
@@ -106,16 +123,23 @@ pub(crate) fn run(out: &Path, tiny: bool) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn both_schemes_run_the_same_kernel_on_the_sites_machine() {
-        let [(_, flat), (_, two)] = super::RUNS;
-        let (a, b) = (super::samr_args(flat, false), super::samr_args(two, false));
-        assert_eq!(a.len(), b.len());
+    fn the_schemes_run_the_same_kernel_on_the_sites_machine() {
+        let [(_, flat, _), (_, two, once), (_, _, every)] = super::RUNS;
+        let a = super::samr_args(flat, None, false);
+        let b = super::samr_args(two, once, false);
+        assert_eq!(
+            &b[..a.len()].iter().filter(|x| *x == "two-phase").count(),
+            &1
+        );
         let differ: Vec<_> = a.iter().zip(&b).filter(|(x, y)| x != y).collect();
         assert_eq!(differ, [(&"flat".to_string(), &"two-phase".to_string())]);
+        assert_eq!(b[a.len()..], ["--link-every", "80"]);
+        let c = super::samr_args(two, every, false);
+        assert_eq!(c[a.len()..], ["--link-every", "10"]);
         assert!(
             a.windows(2)
                 .any(|w| w[0] == "--machine" && w[1] == super::MACHINE)
         );
-        assert!(super::samr_args(flat, true).contains(&"16".to_string()));
+        assert!(super::samr_args(two, None, true).ends_with(&["--link-every".into(), "16".into()]));
     }
 }
