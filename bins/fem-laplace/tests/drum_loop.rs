@@ -271,6 +271,53 @@ fn flows_start_at_their_step_and_stop_with_the_run() {
 }
 
 #[test]
+fn a_load_killed_mid_run_is_reported_at_once_and_counted() {
+    let mut child = bin()
+        .args(["--target-vertices", "20000", "--no-hash", "--load", "1:2"])
+        .args(["--machine", &machine("local-2core-hetero.xml")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    assert!(err.read_line(&mut line).unwrap() > 0, "no load line");
+    let pids = load_pids(&line);
+    assert_eq!(pids.len(), 2, "{line}");
+    // SAFETY: kill on a load process of the run (it reaps it; the run lasts well beyond).
+    unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+    // The watch's line, with the step the run is in (its thread looks every 50 ms, needing
+    // no step boundary: drum-model's `a_watch_reports_a_death_at_once_with_its_step`).
+    line.clear();
+    assert!(
+        err.read_line(&mut line).unwrap() > 0,
+        "no line on the death"
+    );
+    let died = format!(
+        "load: process {} of --load 1:2@0 on rank 1 died during step ",
+        pids[0]
+    );
+    assert!(line.starts_with(&died), "{line}");
+    assert!(
+        line.contains("(killed by signal 9); the run goes on with one competing process fewer"),
+        "{line}"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(!rest.contains("died"), "reported once: {rest}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{rest}");
+    // The summary counts it; RC_ideal is the one of the process left (two would give 0.500).
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("load: 1 competing process(es) died during the run")
+            && text.contains("RC_ideal (DRUM 2005 §4.1) of this machine with its loads: 0.333"),
+        "{text}"
+    );
+    wait_gone(&pids);
+}
+
+#[test]
 fn ctrl_c_leaves_no_load_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
         // A flow as well: its sink reads until the run is gone.

@@ -208,12 +208,8 @@ fn rank_loop<C: Comm + part_api::Reduce>(
     }
     for k in 0..s.steps {
         let (events, sensed) = drum.before_step(&mut run, k)?;
-        for e in &events {
-            eprintln!(
-                "samr: rank {}: {}",
-                Comm::rank(run.comm()),
-                drum::describe(e, k)
-            );
+        for line in events.iter().filter_map(|e| drum::describe(e, k)) {
+            eprintln!("samr: rank {}: {line}", Comm::rank(run.comm()));
         }
         let r = run.step()?;
         if print {
