@@ -115,6 +115,7 @@ fn every_step_reports_the_decision_and_the_mesh_stays_the_serial_one() {
 #[test]
 fn loads_start_at_their_step_and_stop_with_the_run() {
     let m = machine("local-2core-hetero.xml");
+    let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args([
             "--target-vertices",
@@ -125,7 +126,7 @@ fn loads_start_at_their_step_and_stop_with_the_run() {
             "1:2@3",
             "--summary-json",
         ])
-        .arg(std::env::temp_dir().join(format!("fem-drum-sum-{}.json", std::process::id())))
+        .arg(dir.path().join("summary.json"))
         .output()
         .unwrap();
     assert!(
@@ -190,7 +191,8 @@ fn sink(conns: usize) -> (String, std::thread::JoinHandle<Vec<u64>>) {
 fn flows_start_at_their_step_and_stop_with_the_run() {
     let m = machine("local-2core-hetero.xml");
     let (addr, received) = sink(1);
-    let summary = std::env::temp_dir().join(format!("fem-net-sum-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.json");
     let out = bin()
         .args(["--target-vertices", "20000", "--machine", &m, "--json"])
         .args(["--net-load", "core1-loaded:40@2-5", "--net-sink", &addr])
