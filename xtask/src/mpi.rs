@@ -641,5 +641,6 @@ mod tests {
         assert_eq!(got[..24 + 32], file[..24 + 32]);
         assert!(f64::from_le_bytes(got[56..64].try_into().unwrap()).is_nan());
         assert_eq!(got[64..], file[64..]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -99,6 +99,27 @@ fn bad_arguments_are_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--eff-min"));
 }
 
+/// Counts over their documented limits are refused (not clamped) before the study, naming
+/// the flag and the limit.
+#[test]
+fn counts_over_their_limits_are_refused() {
+    for (args, limit) in [
+        (["--ranks", "4097"], "4097 is over the limit of 4096 ranks"),
+        (["--ranks", "1e12"], "1e12 is over the limit of 4096 ranks"),
+        (["--ranks", "1"], "1 is below the minimum of 2 ranks"),
+        (
+            ["--max-iterations", "1000001"],
+            "1000001 is over the limit of 1000000 iterations",
+        ),
+    ] {
+        let out = study(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: the study ran");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(args[0]) && e.contains(limit), "{args:?}: {e}");
+    }
+}
+
 /// A bad `--svg` fails before the study, naming the flag and the path, without a backtrace.
 #[test]
 fn a_bad_svg_path_fails_before_the_study() {

@@ -19,10 +19,15 @@ fn root() -> PathBuf {
         .unwrap()
 }
 
+/// This test's folder (each test runs on a thread of its own), removed when the test ends.
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("drum-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    thread_local! {
+        static DIR: tempfile::TempDir = tempfile::Builder::new()
+            .prefix("drum-cli-")
+            .tempdir()
+            .expect("a test folder");
+    }
+    DIR.with(|d| d.path().join(name))
 }
 
 fn text(b: &[u8]) -> String {

@@ -115,6 +115,7 @@ fn every_step_reports_the_decision_and_the_mesh_stays_the_serial_one() {
 #[test]
 fn loads_start_at_their_step_and_stop_with_the_run() {
     let m = machine("local-2core-hetero.xml");
+    let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args([
             "--target-vertices",
@@ -125,7 +126,7 @@ fn loads_start_at_their_step_and_stop_with_the_run() {
             "1:2@3",
             "--summary-json",
         ])
-        .arg(std::env::temp_dir().join(format!("fem-drum-sum-{}.json", std::process::id())))
+        .arg(dir.path().join("summary.json"))
         .output()
         .unwrap();
     assert!(
@@ -190,7 +191,8 @@ fn sink(conns: usize) -> (String, std::thread::JoinHandle<Vec<u64>>) {
 fn flows_start_at_their_step_and_stop_with_the_run() {
     let m = machine("local-2core-hetero.xml");
     let (addr, received) = sink(1);
-    let summary = std::env::temp_dir().join(format!("fem-net-sum-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.json");
     let out = bin()
         .args(["--target-vertices", "20000", "--machine", &m, "--json"])
         .args(["--net-load", "core1-loaded:40@2-5", "--net-sink", &addr])
@@ -268,6 +270,53 @@ fn flows_start_at_their_step_and_stop_with_the_run() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--net-sink"), "{err}");
+}
+
+#[test]
+fn a_load_killed_mid_run_is_reported_at_once_and_counted() {
+    let mut child = bin()
+        .args(["--target-vertices", "20000", "--no-hash", "--load", "1:2"])
+        .args(["--machine", &machine("local-2core-hetero.xml")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    assert!(err.read_line(&mut line).unwrap() > 0, "no load line");
+    let pids = load_pids(&line);
+    assert_eq!(pids.len(), 2, "{line}");
+    // SAFETY: kill on a load process of the run (it reaps it; the run lasts well beyond).
+    unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+    // The watch's line, with the step the run is in (its thread looks every 50 ms, needing
+    // no step boundary: drum-model's `a_watch_reports_a_death_at_once_with_its_step`).
+    line.clear();
+    assert!(
+        err.read_line(&mut line).unwrap() > 0,
+        "no line on the death"
+    );
+    let died = format!(
+        "load: process {} of --load 1:2@0 on rank 1 died during step ",
+        pids[0]
+    );
+    assert!(line.starts_with(&died), "{line}");
+    assert!(
+        line.contains("(killed by signal 9); the run goes on with one competing process fewer"),
+        "{line}"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(!rest.contains("died"), "reported once: {rest}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{rest}");
+    // The summary counts it; RC_ideal is the one of the process left (two would give 0.500).
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("load: 1 competing process(es) died during the run")
+            && text.contains("RC_ideal (DRUM 2005 §4.1) of this machine with its loads: 0.333"),
+        "{text}"
+    );
+    wait_gone(&pids);
 }
 
 #[test]

@@ -153,10 +153,11 @@ fn bad_flags_and_a_missing_fem_laplace_are_clear_errors() {
     let out = repro().args(["--tiny", "--repeats", "0"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--repeats 0"));
+    let dir = tempfile::tempdir().unwrap();
     let out = repro()
         .env("DRUM_REPRO_FEM_LAPLACE", "/nonexistent/fem-laplace")
         .args(["--tiny", "--out"])
-        .arg(std::env::temp_dir().join(format!("drum-repro-bad-{}", std::process::id())))
+        .arg(dir.path().join("out"))
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -9,10 +9,15 @@ use hsfc::generate::{Distribution, WeightKind};
 use part_api::Serial;
 use std::path::PathBuf;
 
+/// This test's folder (each test runs on a thread of its own), removed when the test ends.
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hsfc-cli-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    thread_local! {
+        static DIR: tempfile::TempDir = tempfile::Builder::new()
+            .prefix("hsfc-cli-unit-")
+            .tempdir()
+            .expect("a test folder");
+    }
+    DIR.with(|d| d.path().join(name))
 }
 
 fn args(words: &[&str]) -> PartitionArgs {

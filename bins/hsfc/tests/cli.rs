@@ -7,10 +7,15 @@ fn hsfc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hsfc"))
 }
 
+/// This test's folder (each test runs on a thread of its own), removed when the test ends.
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hsfc-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    thread_local! {
+        static DIR: tempfile::TempDir = tempfile::Builder::new()
+            .prefix("hsfc-cli-test-")
+            .tempdir()
+            .expect("a test folder");
+    }
+    DIR.with(|d| d.path().join(name))
 }
 
 fn run_ok(cmd: &mut Command) -> String {

@@ -90,9 +90,10 @@ impl DrumArgs {
     }
 }
 
-/// A load event as a line of the run's log.
-pub fn describe(e: &LoadEvent, step: usize) -> String {
-    match e {
+/// A load event as a line of the run's log (`None`: a death the loads' watch already
+/// reported, at once, with its step).
+pub fn describe(e: &LoadEvent, step: usize) -> Option<String> {
+    Some(match e {
         LoadEvent::Started { spec, pids, cpus } => format!(
             "--load {spec}: {} competing process(es) (pid {pids:?}) on CPU {cpus:?} from step {step}",
             spec.procs
@@ -101,10 +102,11 @@ pub fn describe(e: &LoadEvent, step: usize) -> String {
             "--load {spec} stopped at step {step} ({:.2} CPU s)",
             report.cpu_seconds
         ),
+        LoadEvent::Died { exited, .. } if exited.reported => return None,
         LoadEvent::Died { spec, exited } => format!(
             "--load {spec}: load process {} of rank {} died before step {step} ({}); the run \
              goes on with one competing process fewer",
             exited.pid, spec.rank, exited.how
         ),
-    }
+    })
 }

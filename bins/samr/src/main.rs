@@ -54,11 +54,12 @@ struct RunArgs {
     /// `threads` or `mpi` (under mpirun, -np equal to the ranks).
     #[arg(long, value_enum, default_value_t = Backend::Threads)]
     backend: Backend,
-    /// Level-0 steps (100: the pulse moves about 24 level-0 cells).
-    #[arg(long, default_value_t = 100)]
+    /// Level-0 steps (100: the pulse moves about 24 level-0 cells; at most 100,000).
+    #[arg(long, default_value_t = 100,
+          value_parser = cli_support::limits::count(0, MAX_STEPS, "steps"))]
     steps: usize,
-    /// Level-0 cells per side.
-    #[arg(long, default_value_t = SamrConfig::default().n0)]
+    /// Level-0 cells per side (1..4096, and n0 * 2^max_level at most 4096).
+    #[arg(long, default_value_t = SamrConfig::default().n0, value_parser = parse_n0)]
     n0: i64,
     /// The finest level (0: no refinement).
     #[arg(long, default_value_t = SamrConfig::default().max_level)]
@@ -103,6 +104,17 @@ struct RunArgs {
     /// The limit of `--backend threads`' ranks.
     #[command(flatten)]
     max_ranks: cli_support::limits::MaxRanks,
+}
+
+/// Most level-0 steps of a run (`--steps`): a thousand times the default, minutes of a
+/// default run on one core.
+const MAX_STEPS: usize = 100_000;
+
+/// `--n0`: 1 to [`samr_kernel::MAX_REGRID_SIDE`] level-0 cells per side (the finest level's
+/// side, n0 * 2^max_level, is checked against the same limit with the configuration).
+fn parse_n0(s: &str) -> Result<i64, String> {
+    let max = samr_kernel::MAX_REGRID_SIDE as usize;
+    cli_support::limits::count(1, max, "level-0 cells per side")(s).map(|n| n as i64)
 }
 
 fn main() -> std::process::ExitCode {
@@ -208,12 +220,8 @@ fn rank_loop<C: Comm + part_api::Reduce>(
     }
     for k in 0..s.steps {
         let (events, sensed) = drum.before_step(&mut run, k)?;
-        for e in &events {
-            eprintln!(
-                "samr: rank {}: {}",
-                Comm::rank(run.comm()),
-                drum::describe(e, k)
-            );
+        for line in events.iter().filter_map(|e| drum::describe(e, k)) {
+            eprintln!("samr: rank {}: {line}", Comm::rank(run.comm()));
         }
         let r = run.step()?;
         if print {

@@ -153,6 +153,40 @@ fn text_output_has_a_header_and_a_line_per_step() {
     );
 }
 
+/// `--steps` and `--n0` over their documented limits are refused (not clamped) before the
+/// run, naming the flag and the limit.
+#[test]
+fn counts_over_their_limits_are_refused() {
+    for (args, limit) in [
+        (
+            ["--steps", "100001"],
+            "100001 is over the limit of 100000 steps",
+        ),
+        (
+            ["--steps", "1e300"],
+            "1e300 is over the limit of 100000 steps",
+        ),
+        (
+            ["--n0", "4097"],
+            "4097 is over the limit of 4096 level-0 cells per side",
+        ),
+        (
+            ["--n0", "9223372036854775807"],
+            "9223372036854775807 is over the limit of 4096 level-0 cells per side",
+        ),
+        (
+            ["--n0", "0"],
+            "0 is below the minimum of 1 level-0 cells per side",
+        ),
+    ] {
+        let o = samr(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}: the run started");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(args[0]) && e.contains(limit), "{args:?}: {e}");
+    }
+}
+
 #[test]
 fn bad_input_is_a_clear_error() {
     let e = err(&["--n0", "16", "--min-box", "17"]);

@@ -20,12 +20,19 @@
 //! as the link allows (or at a given rate): the competing traffic that lowers the available
 //! bandwidth DRUM measures on a node's link (DRUM 2005 §3.3.2). It is owned and stopped the
 //! same way.
+//!
+//! A load process never ends by itself: one that does (a `kill -9` from outside, the OOM
+//! killer) is a fault of the run. A [`Watch`] looks at its loads' processes every
+//! [`WATCH_PERIOD`] from a thread of its own and reports each such end at once, with the step
+//! the run is in ([`Death`]); [`StepLoads`] keeps one.
 
 use crate::error::{Error, Result};
 use std::fmt;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::str::FromStr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Most competing processes on one rank (`--load RANK:N` and `load=` together, whatever
@@ -225,6 +232,9 @@ pub struct Exited {
     pub how: String,
     /// The CPU seconds it used.
     pub cpu_seconds: f64,
+    /// Whether a [`Watch`] already reported it (at once, with its step): its owner then only
+    /// counts it.
+    pub reported: bool,
 }
 
 /// `killed by signal N` or `exited with status N`, from a `wait` status.
@@ -238,10 +248,51 @@ fn how_it_ended(status: libc::c_int) -> String {
     }
 }
 
+/// A load's processes, shared by the [`Load`] that owns them and the [`Watch`] that looks at
+/// them: whoever reaps one takes it out of `pids` under the lock, so no process is signalled
+/// or waited for once reaped (its pid may then be another process's).
+#[derive(Debug, Default)]
+struct Procs {
+    pids: Vec<libc::pid_t>,
+    /// Reaped by a [`Watch`], not yet handed out by [`Load::exited`].
+    found: Vec<Exited>,
+}
+
+/// The lock of `m`, whether or not a thread panicked holding it (the data stay consistent:
+/// every change under these locks is a single push or take).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Reaps, without waiting, the processes of `pids` that ended, and takes them out.
+fn reap(pids: &mut Vec<libc::pid_t>) -> Vec<Exited> {
+    let mut out = Vec::new();
+    pids.retain(|&pid| {
+        // SAFETY: rusage is plain data; all-zero is valid.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let mut status = 0;
+        // SAFETY: valid pointers to a status and an rusage; pid is our unreaped child;
+        // WNOHANG makes this return at once.
+        let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if rc != pid {
+            return true;
+        }
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+        out.push(Exited {
+            pid,
+            how: how_it_ended(status),
+            cpu_seconds: t(ru.ru_utime) + t(ru.ru_stime),
+            reported: false,
+        });
+        false
+    });
+    out
+}
+
 /// Running competing processes (see the module documentation).
 #[derive(Debug)]
 pub struct Load {
-    pids: Vec<libc::pid_t>,
+    procs: Arc<Mutex<Procs>>,
     cpus: Vec<u32>,
     started: Instant,
     /// A flow's connection (the parent's copy, read for the bytes sent).
@@ -344,7 +395,7 @@ fn fork_helper(load: &mut Load, set: Option<&libc::cpu_set_t>, job: Job) -> Resu
             "cannot fork a load process: {fork_err}"
         )));
     }
-    load.pids.push(pid);
+    lock(&load.procs).pids.push(pid);
     if got != 1 {
         return Err(Error::Load(format!(
             "load process {pid} did not start (it could not arm its parent-death signal or \
@@ -357,7 +408,7 @@ fn fork_helper(load: &mut Load, set: Option<&libc::cpu_set_t>, job: Job) -> Resu
 impl Load {
     fn empty(cpus: &[u32]) -> Load {
         Load {
-            pids: Vec::new(),
+            procs: Arc::default(),
             cpus: cpus.to_vec(),
             started: Instant::now(),
             flow: None,
@@ -413,36 +464,21 @@ impl Load {
         Ok(load)
     }
 
-    /// The processes' IDs (those still owned: not the ones [`Load::exited`] reported).
-    pub fn pids(&self) -> &[i32] {
-        &self.pids
+    /// The processes' IDs (those still owned: not the ones that ended on their own).
+    pub fn pids(&self) -> Vec<i32> {
+        lock(&self.procs).pids.clone()
     }
 
     /// The processes that ended on their own since the last call (a `kill -9` from outside,
-    /// the OOM killer, a crash), reaped without waiting; the others go on. A load's process
-    /// never ends by itself, so each one here is a fault to report: the run then has fewer
-    /// competing processes than it asked for, and its figures ([`LoadReport::procs`] at
-    /// [`Load::stop`]) count only the ones still running.
+    /// the OOM killer, a crash): those a [`Watch`] found (and reported) and those that ended
+    /// since, reaped without waiting; the others go on. A load's process never ends by
+    /// itself, so each one here is a fault to report: the run then has fewer competing
+    /// processes than it asked for, and its figures ([`LoadReport::procs`] at [`Load::stop`])
+    /// count only the ones still running.
     pub fn exited(&mut self) -> Vec<Exited> {
-        let mut out = Vec::new();
-        self.pids.retain(|&pid| {
-            // SAFETY: rusage is plain data; all-zero is valid.
-            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-            let mut status = 0;
-            // SAFETY: valid pointers to a status and an rusage; pid is our unreaped child;
-            // WNOHANG makes this return at once.
-            let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-            if rc != pid {
-                return true;
-            }
-            let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
-            out.push(Exited {
-                pid,
-                how: how_it_ended(status),
-                cpu_seconds: t(ru.ru_utime) + t(ru.ru_stime),
-            });
-            false
-        });
+        let mut procs = lock(&self.procs);
+        let mut out = std::mem::take(&mut procs.found);
+        out.extend(reap(&mut procs.pids));
         out
     }
 
@@ -459,8 +495,10 @@ impl Load {
     fn kill_all(&mut self) -> Result<LoadReport> {
         let mut cpu = 0.0;
         let mut first_err = None;
-        let procs = self.pids.len();
-        for pid in std::mem::take(&mut self.pids) {
+        // Taken under the lock: a watch reaps none of them from here on.
+        let pids = std::mem::take(&mut lock(&self.procs).pids);
+        let procs = pids.len();
+        for pid in pids {
             // SAFETY: pid is a child of this process that has not been reaped yet.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             // SAFETY: rusage is plain data; all-zero is valid.
@@ -499,9 +537,183 @@ impl Load {
 
 impl Drop for Load {
     fn drop(&mut self) {
-        if !self.pids.is_empty() {
+        let running = !lock(&self.procs).pids.is_empty();
+        if running {
             let _ = self.kill_all();
         }
+    }
+}
+
+/// How often a [`Watch`] looks at its loads' processes.
+pub const WATCH_PERIOD: Duration = Duration::from_millis(50);
+
+/// A load process that ended on its own, as a [`Watch`] found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Death {
+    /// The load, as its owner named it when it gave it to the watch (`--load 1:2@0 on rank 1`).
+    pub label: String,
+    /// The step the run was in ([`Watch::set_step`]).
+    pub step: usize,
+    /// The process and how it ended.
+    pub exited: Exited,
+}
+
+impl fmt::Display for Death {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "load: process {} of {} died during step {} ({}); the run goes on with one competing \
+             process fewer",
+            self.exited.pid, self.label, self.step, self.exited.how
+        )
+    }
+}
+
+/// What a [`Watch`] does with each death it finds.
+type Report = Box<dyn Fn(&Death) + Send + Sync>;
+
+/// What a watch and its thread share.
+struct Shared {
+    state: Mutex<WatchState>,
+    wake: Condvar,
+    report: Report,
+}
+
+struct WatchState {
+    step: usize,
+    /// Each load's label and processes (gone once the load is stopped or dropped).
+    loads: Vec<(String, Weak<Mutex<Procs>>)>,
+    stop: bool,
+}
+
+impl Shared {
+    /// Reaps and reports the watched processes that ended; each one is then handed to its
+    /// owner by [`Load::exited`], marked reported.
+    fn sweep(&self, state: &mut WatchState) {
+        state.loads.retain(|(_, p)| p.strong_count() > 0);
+        for (label, procs) in &state.loads {
+            let Some(procs) = procs.upgrade() else {
+                continue;
+            };
+            let mut procs = lock(&procs);
+            for mut exited in reap(&mut procs.pids) {
+                exited.reported = true;
+                (self.report)(&Death {
+                    label: label.clone(),
+                    step: state.step,
+                    exited: exited.clone(),
+                });
+                procs.found.push(exited);
+            }
+        }
+    }
+}
+
+/// Reports at once each watched load process that ends on its own: a thread that reaps them
+/// every [`WATCH_PERIOD`] (started with the first load given to it, none before), stopped
+/// and joined by [`Watch::stop`] or when the watch is dropped. The loads stay their owner's:
+/// stopping one takes its processes away from the watch first, so the watch never reports
+/// a stop of the run's own.
+pub struct Watch {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("running", &self.thread.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    /// A watch that gives each death to `report` (called on the watch's thread, or the
+    /// caller's for [`Watch::sweep`] and [`Watch::stop`]; it must not call the watch).
+    pub fn new(report: impl Fn(&Death) + Send + Sync + 'static) -> Watch {
+        Watch {
+            shared: Arc::new(Shared {
+                state: Mutex::new(WatchState {
+                    step: 0,
+                    loads: Vec::new(),
+                    stop: false,
+                }),
+                wake: Condvar::new(),
+                report: Box::new(report),
+            }),
+            thread: None,
+        }
+    }
+
+    /// A watch that prints each death on stderr (its [`Death`] line).
+    pub fn to_stderr() -> Watch {
+        Watch::new(|d| eprintln!("{d}"))
+    }
+
+    /// Watches `load`'s processes, reported as `label` (say, the spec and the rank); starts
+    /// the thread if it does not run. Errors: the thread cannot be started.
+    pub fn add(&mut self, load: &Load, label: impl Into<String>) -> Result<()> {
+        {
+            let mut state = lock(&self.shared.state);
+            state
+                .loads
+                .push((label.into(), Arc::downgrade(&load.procs)));
+            state.stop = false;
+        }
+        if self.thread.is_none() {
+            let shared = Arc::clone(&self.shared);
+            let thread = std::thread::Builder::new()
+                .name("load-watch".into())
+                .spawn(move || watch_loop(&shared))
+                .map_err(|e| {
+                    Error::Load(format!(
+                        "cannot start the thread that watches the load processes: {e}"
+                    ))
+                })?;
+            self.thread = Some(thread);
+        }
+        Ok(())
+    }
+
+    /// The step the run is now in: what the deaths found from here on report.
+    pub fn set_step(&self, step: usize) {
+        lock(&self.shared.state).step = step;
+    }
+
+    /// Looks at once (on the caller's thread), as the watch's thread does every period.
+    pub fn sweep(&self) {
+        let mut state = lock(&self.shared.state);
+        self.shared.sweep(&mut state);
+    }
+
+    /// Looks a last time, then stops and joins the thread.
+    pub fn stop(&mut self) {
+        self.sweep();
+        if let Some(thread) = self.thread.take() {
+            lock(&self.shared.state).stop = true;
+            self.shared.wake.notify_all();
+            // The thread only sweeps and waits; a panic in `report` ended it already.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The watch's thread: a sweep every period until told to stop.
+fn watch_loop(shared: &Shared) {
+    let mut state = lock(&shared.state);
+    while !state.stop {
+        shared.sweep(&mut state);
+        state = shared
+            .wake
+            .wait_timeout(state, WATCH_PERIOD)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
     }
 }
 
@@ -619,13 +831,16 @@ pub enum LoadEvent {
 /// One rank's competing loads over a run of steps: each spec's processes start at the start
 /// of its step and stop at the start of its end step, at [`StepLoads::stop`], or when this is
 /// dropped. Create it on the thread that lives as long as the run (the processes die with
-/// the thread that started them).
+/// the thread that started them). A [`Watch`] reports on stderr, at once, each process that
+/// ends on its own (`load: process 4242 of --load 1:2@0 on rank 1 died during step 3 (killed
+/// by signal 9); ...`).
 #[derive(Debug)]
 pub struct StepLoads {
     cpus: Vec<u32>,
     specs: Vec<LoadSpec>,
     running: Vec<(usize, Load)>,
     stopped: (usize, f64),
+    watch: Watch,
 }
 
 impl StepLoads {
@@ -636,12 +851,15 @@ impl StepLoads {
             specs: specs.iter().filter(|s| s.rank == rank).copied().collect(),
             running: Vec::new(),
             stopped: (0, 0.0),
+            watch: Watch::to_stderr(),
         }
     }
 
-    /// Stops the loads whose end is `step` and starts those due at its start; what it did.
+    /// Stops the loads whose end is `step` and starts those due at its start; what it did
+    /// (the processes that died since the last step included, already reported).
     pub fn at_step(&mut self, step: usize) -> Result<Vec<LoadEvent>> {
         let mut events = self.died();
+        self.watch.set_step(step);
         let mut i = 0;
         while i < self.running.len() {
             if self.specs[self.running[i].0].until_step == Some(step) {
@@ -660,9 +878,11 @@ impl StepLoads {
         for (k, s) in self.specs.iter().enumerate() {
             if s.from_step == step {
                 let load = Load::start(&self.cpus, s.procs)?;
+                self.watch
+                    .add(&load, format!("--load {s} on rank {}", s.rank))?;
                 events.push(LoadEvent::Started {
                     spec: *s,
-                    pids: load.pids().to_vec(),
+                    pids: load.pids(),
                     cpus: load.cpus().to_vec(),
                 });
                 self.running.push((k, load));
@@ -672,8 +892,10 @@ impl StepLoads {
     }
 
     /// The processes that ended on their own since the last call (see [`Load::exited`]),
-    /// their CPU seconds counted with the stopped ones'.
+    /// reported by the watch (now, if its thread had not yet seen them), their CPU seconds
+    /// counted with the stopped ones'.
     pub fn died(&mut self) -> Vec<LoadEvent> {
+        self.watch.sweep();
         let mut events = Vec::new();
         for (k, load) in &mut self.running {
             for exited in load.exited() {
@@ -687,8 +909,11 @@ impl StepLoads {
         events
     }
 
-    /// Stops every load; the processes and CPU seconds of all of them over the run.
+    /// Stops the watch (joined) and every load; the processes and CPU seconds of all of them
+    /// over the run.
     pub fn stop(&mut self) -> Result<(usize, f64)> {
+        self.watch.stop();
+        self.died();
         let mut out = self.stopped;
         for (_, l) in self.running.drain(..) {
             let r = l.stop()?;
@@ -920,6 +1145,49 @@ mod tests {
         let (procs, _) = loads.stop().unwrap();
         assert_eq!(procs, 1);
         assert!(!alive(pids[1]));
+    }
+
+    #[test]
+    fn a_watch_reports_a_death_at_once_with_its_step() {
+        let cpu = allowed_cpus().unwrap()[0];
+        let mut load = Load::start(&[cpu], 2).unwrap();
+        let pids = load.pids();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut watch = Watch::new(move |d: &Death| {
+            let _ = tx.send(d.clone());
+        });
+        watch.add(&load, "--load 0:2@0 on rank 0").unwrap();
+        watch.set_step(3);
+        // SAFETY: pids[0] is a child of this process, not yet reaped.
+        unsafe { libc::kill(pids[0], libc::SIGKILL) };
+        // Found by the watch's own thread: nothing here looks at the load.
+        let d = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            (
+                d.step,
+                d.exited.pid,
+                d.exited.how.as_str(),
+                d.exited.reported
+            ),
+            (3, pids[0], "killed by signal 9", true)
+        );
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "load: process {} of --load 0:2@0 on rank 0 died during step 3 (killed by \
+                 signal 9); the run goes on with one competing process fewer",
+                pids[0]
+            )
+        );
+        // Handed to the owner once, marked reported; the other one runs on and is stopped
+        // as usual, not reported (its processes leave the watch before they are killed).
+        assert_eq!(load.exited(), vec![d.exited.clone()]);
+        assert!(load.exited().is_empty());
+        assert_eq!(load.pids(), vec![pids[1]]);
+        assert_eq!(load.stop().unwrap().procs, 1);
+        assert!(!alive(pids[1]));
+        watch.stop();
+        assert!(rx.try_recv().is_err());
     }
 
     #[test]

@@ -123,6 +123,16 @@ fn count(a: &Attribute) -> Result<u32> {
     }
 }
 
+/// A whole number in `1..=max`: one over it, however large (past 2^64 too), is out of range
+/// with `over` (the limit, as the error says it), not a bad number.
+fn count_at_most(a: &Attribute, max: usize, over: &'static str) -> Result<usize> {
+    match a.value.trim().parse::<u64>() {
+        Ok(v) if v > max as u64 => Err(out_of_range(a, over)),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(out_of_range(a, over)),
+        _ => count(a).map(|v| v as usize),
+    }
+}
+
 /// A node number: a whole number in 0..2^32 (or -1 for `parent`, when `allow_root`).
 fn nodenum(a: &Attribute, allow_root: bool) -> Result<Option<u32>> {
     let t = a.value.trim();
@@ -222,12 +232,11 @@ fn read_node(raw: &RawNode, id: NodeId, enclosing: Option<u32>) -> Result<Pendin
     let ty = attrs.require("type")?;
     let num_attr = attrs.require("nodenum")?;
     let num = nodenum(num_attr, false)?.expect("no root allowed here");
-    let numprocs = attrs.get("numprocs").map(count).transpose()?;
-    if let (Some(n), Some(a)) = (numprocs, attrs.get("numprocs"))
-        && n > MAX_CPU
-    {
-        return Err(out_of_range(a, "at most 65536 processors"));
-    }
+    let numprocs = attrs
+        .get("numprocs")
+        .map(|a| count_at_most(a, MAX_CPU as usize, "at most 65536 processors"))
+        .transpose()?
+        .map(|n| n as u32);
     let kind = match ty.value.trim() {
         "NETWORK" => NodeKind::Network,
         "SINGLE_COMPUTING" => NodeKind::SingleComputing,
@@ -258,17 +267,29 @@ fn read_node(raw: &RawNode, id: NodeId, enclosing: Option<u32>) -> Result<Pendin
     let mflops = opt_num("mflops", true)?;
     let bandwidth = opt_num("bandwidth", true)?;
     let memory = opt_num("memory", true)?;
-    let ranks = attrs.get("ranks").map(count).transpose()?;
+    let ranks = attrs
+        .get("ranks")
+        .map(|a| {
+            count_at_most(
+                a,
+                MAX_RANKS,
+                "at most 1048576 processes (the limit of a machine)",
+            )
+        })
+        .transpose()?
+        .map(|n| n as u32);
     let cpus = cpus_of(&attrs)?;
-    let load = attrs.get("load").map(count).transpose()?;
-    if let (Some(n), Some(a)) = (load, attrs.get("load"))
-        && n as usize > crate::load::MAX_LOAD_PER_RANK
-    {
-        return Err(out_of_range(
-            a,
-            "at most 64 competing processes (the limit per rank)",
-        ));
-    }
+    let load = attrs
+        .get("load")
+        .map(|a| {
+            count_at_most(
+                a,
+                crate::load::MAX_LOAD_PER_RANK,
+                "at most 64 competing processes (the limit per rank)",
+            )
+        })
+        .transpose()?
+        .map(|n| n as u32);
     let is_monitorable = monitorable_of(&attrs)?;
     check_kind_rules(&attrs, kind, numprocs, cpus.as_ref())?;
     if let Some(a) = attrs.get("load")

@@ -224,7 +224,15 @@ fn attribute_errors() {
         &model(&format!(
             "{ROOT}\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" ranks=\"9000000\"/>"
         )),
-        "t.xml:3:1: the machine declares more than 1048576 processes",
+        "t.xml:3:54: `ranks` is \"9000000\", expected at most 1048576 processes (the limit of a \
+         machine)",
+    );
+    check_err(
+        &model(&format!(
+            "{ROOT}\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" ranks=\"600000\"/>\n\
+             <node type=\"SINGLE_COMPUTING\" nodenum=\"2\" parent=\"0\" ranks=\"600000\"/>"
+        )),
+        "t.xml:4:1: the machine declares more than 1048576 processes",
     );
 }
 
@@ -336,6 +344,24 @@ fn hostile_files_and_figures_are_refused_or_scaled() {
         "t.xml:3:63: `load` is \"65\", expected at most 64 competing processes (the limit per \
          rank)",
     );
+    // Past 2^32 and past 2^64: the same limit, not "a whole number".
+    for huge in ["99999999999", "99999999999999999999999"] {
+        check_err(
+            &model(&format!(
+                "{ROOT}\n<node type=\"SINGLE_COMPUTING\" nodenum=\"1\" parent=\"0\" cpus=\"0\" load=\"{huge}\"/>"
+            )),
+            &format!(
+                "t.xml:3:63: `load` is \"{huge}\", expected at most 64 competing processes (the \
+                 limit per rank)"
+            ),
+        );
+        check_err(
+            &model(&format!(
+                "{ROOT}\n<node type=\"MULTIPLE_COMPUTING\" nodenum=\"1\" parent=\"0\" numprocs=\"{huge}\"/>"
+            )),
+            &format!("t.xml:3:56: `numprocs` is \"{huge}\", expected at most 65536 processors"),
+        );
+    }
     // Ratings whose sum overflows share as their ratios say.
     let m = Machine::parse_str(
         &model(&format!(

@@ -8,10 +8,15 @@ use hsfc::io::{
 use part_api::block_range;
 use std::path::PathBuf;
 
+/// This test's folder (each test runs on a thread of its own), removed when the test ends.
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hsfc-io-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    thread_local! {
+        static DIR: tempfile::TempDir = tempfile::Builder::new()
+            .prefix("hsfc-io-test-")
+            .tempdir()
+            .expect("a test folder");
+    }
+    DIR.with(|d| d.path().join(name))
 }
 
 fn header(dim: u32, has_w: u32, reserved: u32, n: u64) -> Vec<u8> {

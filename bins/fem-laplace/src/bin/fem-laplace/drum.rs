@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use drum_loop::rebalance::Policy;
 use drum_loop::{LoadMeasure, LoopConfig, LoopSummary, RebalanceMode, Sensing, Sizing};
-use drum_model::load::{Load, LoadReport, LoadSpec, NetLoadSpec};
+use drum_model::load::{Load, LoadReport, LoadSpec, NetLoadSpec, Watch};
 use drum_model::{Machine, PartitionMethod, PowerConfig, PowerModel, UtilBasis};
 use fem_laplace::dist::{Balancer, DistStepReport};
 use std::fmt;
@@ -321,7 +321,8 @@ pub fn rank_cpus(machine: &Machine) -> Option<Vec<Vec<usize>>> {
 }
 
 /// One rank's competing loads and flows: started at their steps, stopped (and reaped) at
-/// their end step, at the end of the run, or when dropped.
+/// their end step, at the end of the run, or when dropped. A watch reports at once each
+/// process that ends on its own.
 pub struct Loads<'m> {
     machine: &'m Machine,
     rank: usize,
@@ -330,6 +331,8 @@ pub struct Loads<'m> {
     running: Vec<(usize, Load)>,
     /// What the loads already stopped did.
     stopped: Stopped,
+    /// Reports on stderr, at once, each process that ends on its own.
+    watch: Watch,
 }
 
 /// The figures of stopped loads: processes, CPU seconds, bytes the flows sent.
@@ -376,19 +379,16 @@ impl<'m> Loads<'m> {
                 .collect(),
             running: Vec::new(),
             stopped: Stopped::default(),
+            watch: Watch::to_stderr(),
         }
     }
 
-    /// Reports on stderr, and counts, every load process that ended on its own since the
-    /// last look (`at`: "before step 5", "at the end of the run").
-    fn report_deaths(&mut self, at: &str) {
-        for (k, load) in &mut self.running {
+    /// Counts every load process that ended on its own since the last look (each reported
+    /// by the watch, now if its thread had not yet seen it).
+    fn count_deaths(&mut self) {
+        self.watch.sweep();
+        for (_, load) in &mut self.running {
             for e in load.exited() {
-                eprintln!(
-                    "load: process {} of {} on rank {} died {at} ({}); the run goes on with one \
-                     competing process fewer",
-                    e.pid, self.specs[*k], self.rank, e.how
-                );
                 self.stopped.died += 1;
                 self.stopped.cpu_s += e.cpu_seconds;
             }
@@ -397,7 +397,8 @@ impl<'m> Loads<'m> {
 
     /// Stops the loads whose end is `step` and starts those due at the start of `step`.
     pub fn at_step(&mut self, step: usize) -> Result<()> {
-        self.report_deaths(&format!("before step {step}"));
+        self.count_deaths();
+        self.watch.set_step(step);
         let mut i = 0;
         while i < self.running.len() {
             if self.specs[self.running[i].0].steps().1 == Some(step) {
@@ -428,6 +429,8 @@ impl<'m> Loads<'m> {
                 Competing::Net(n) => Load::flow(&cpus, n.sink, n.spec.mbit),
             }
             .with_context(|| format!("{spec} (rank {})", self.rank))?;
+            self.watch
+                .add(&load, format!("{spec} on rank {}", self.rank))?;
             match spec {
                 Competing::Cpu(s) => eprintln!(
                     "load: {} competing process{} (pid {:?}) on CPU {:?} of rank {} ({}) from step {step}",
@@ -454,9 +457,10 @@ impl<'m> Loads<'m> {
         Ok(())
     }
 
-    /// Stops every load; what all of them did over the run.
+    /// Stops the watch (joined) and every load; what all of them did over the run.
     pub fn stop(&mut self) -> Result<Stopped> {
-        self.report_deaths("at the end of the run");
+        self.watch.stop();
+        self.count_deaths();
         for (k, l) in std::mem::take(&mut self.running) {
             let r: LoadReport = l.stop()?;
             self.stopped.add(&self.specs[k], &r);
