@@ -239,6 +239,13 @@ struct Figures {
     balance: Option<drum_loop::LoopReport>,
 }
 
+/// The census of a refined mesh ([`RankRun::adapt`]): the owned elements' count and key
+/// checksum summed over the ranks, and each rank's owned elements.
+struct Census {
+    sums: [u64; 2],
+    owned: Vec<f64>,
+}
+
 /// The global counts of a step, and this rank's owned elements.
 struct Counts {
     vertices: u64,
@@ -467,7 +474,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
 
     /// Marks and refines (every step but the first); the census of the refined mesh (see
     /// [`RankRun::local_census`]), or `None` once the target was reached.
-    fn adapt(&mut self, fig: &mut Figures) -> Result<Option<[u64; 2]>, FemError> {
+    fn adapt(&mut self, fig: &mut Figures) -> Result<Option<Census>, FemError> {
         if self.nv >= self.cfg.adapt.target_vertices as u64 {
             self.done = true;
             return Ok(None);
@@ -512,11 +519,18 @@ impl<'a, C: Comm> RankRun<'a, C> {
         self.eta2 = Vec::new();
         self.entry_hist = Vec::new();
         let refined = self.l.refine(bits, self.step, self.exact);
-        // The census rides on the agreement that every rank refined.
-        let mut census = self.local_census();
-        self.agreed_summing(refined, &mut census)?;
+        // The census, and every rank's owned elements (for the balancer's keep test), ride on
+        // the agreement that every rank refined.
+        let [c0, c1] = self.local_census();
+        let mut sums = vec![0u64; 2 + self.comm.size()];
+        sums[..2].copy_from_slice(&[c0, c1]);
+        sums[2 + self.comm.rank()] = c0;
+        self.agreed_summing(refined, &mut sums)?;
         fig.times.refine = t0.elapsed().as_secs_f64();
-        Ok(Some(census))
+        Ok(Some(Census {
+            sums: [sums[0], sums[1]],
+            owned: sums[2..].iter().map(|&c| c as f64).collect(),
+        }))
     }
 
     /// The step's counts from the global sums `c` (vertices, elements, unknowns; summed with
@@ -700,13 +714,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
     fn repartition(
         &mut self,
         fig: &mut Figures,
-        census: Option<[u64; 2]>,
+        census: Option<Census>,
     ) -> Result<[u64; 3], FemError> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
+        let keep = census
+            .as_ref()
+            .is_some_and(|c| self.balancing.keeps(&c.owned));
         let before = match census {
-            Some(c) => c,
+            Some(c) => c.sums,
             None if several => {
                 let mut c = self.local_census();
                 self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
@@ -715,7 +732,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             None => [0, 0],
         };
         let mut parts = vec![self.comm.rank() as u32; ne];
-        if self.comm.size() > 1 {
+        if self.comm.size() > 1 && !keep {
             let tp = Instant::now();
             let mut xy = vec![0.0; 2 * ne];
             self.l.mesh.centroids_into(&mut xy);
