@@ -751,7 +751,9 @@ impl<'a, C: Comm> RankRun<'a, C> {
         fig.times.partition = t0.elapsed().as_secs_f64();
         self.comm.enter(Phase::Migrate);
         let t0 = Instant::now();
-        fig.moved = self.l.rebuild(&self.comm, &parts)?;
+        fig.moved = self
+            .l
+            .rebuild(&self.comm, (!keep).then_some(parts.as_slice()))?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
         // The census after, what moved and the step's counts (the owned vertices are
         // `0..n_owned`), in one reduction.
