@@ -83,7 +83,8 @@ impl Level<'_> {
     ///
     /// Over several ranks every rank gathers the group's objects and runs the same serial
     /// rebalance on them in global-id order (the serial walk's order), so the result is the
-    /// serial one for every rank count; memory is the group's objects on each rank.
+    /// serial one for every rank count; memory is the group's objects on each rank. The
+    /// kNN graph, the costly part, is built together: each rank queries its own objects.
     fn diffuse<C: comm::Comm + Reduce>(
         &self,
         ws: &mut hsfc::Workspace,
