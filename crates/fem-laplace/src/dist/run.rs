@@ -751,9 +751,12 @@ impl<'a, C: Comm> RankRun<'a, C> {
         fig.times.partition = t0.elapsed().as_secs_f64();
         self.comm.enter(Phase::Migrate);
         let t0 = Instant::now();
+        // Nothing moves when the balancer kept the partition, or DRUM's policy did (the same
+        // decision on every rank): no migration round.
+        let kept = keep || (fig.balance.as_ref()).is_some_and(|b| !b.decision.rebalance);
         fig.moved = self
             .l
-            .rebuild(&self.comm, (!keep).then_some(parts.as_slice()))?;
+            .rebuild(&self.comm, (!kept).then_some(parts.as_slice()))?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
         // The census after, what moved and the step's counts (the owned vertices are
         // `0..n_owned`), in one reduction.
