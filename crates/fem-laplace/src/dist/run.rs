@@ -246,6 +246,14 @@ struct Census {
     owned: Vec<f64>,
 }
 
+/// A step's migration until the set-up's gather sums its census: the census before (summed
+/// over the ranks) and this rank's after (count, checksum, moved elements and bytes, owned
+/// vertices, unknowns, partitioner seconds as bits).
+struct Pending {
+    before: [u64; 2],
+    local: [u64; 7],
+}
+
 /// The global counts of a step, and this rank's owned elements.
 struct Counts {
     vertices: u64,
@@ -256,31 +264,47 @@ struct Counts {
 }
 
 /// The halo and the skeleton of `l`'s mesh (the skeleton with 1/D from `inv`) in two
-/// `allgatherv`: every rank's halo requests travel with its skeleton candidates.
+/// `allgatherv`: every rank's halo requests travel with its skeleton candidates, and with
+/// `extra` (the step's census after the migration): every rank's `extra`, by rank, is
+/// returned.
 pub(crate) fn setup<C: Comm>(
     comm: &C,
     l: &Local,
     inv: &[f64],
-) -> Result<(Halo, Skeleton), CommError> {
+    extra: &[u64],
+) -> Result<(Halo, Skeleton, Vec<Vec<u64>>), CommError> {
     let recv = Halo::requests(l);
     let mut halo_w = Writer::default();
     Halo::write_requests(l, &recv, &mut halo_w);
     let mut w = Writer::default();
+    // Every rank sends as many numbers (the same code runs everywhere).
+    for &x in extra {
+        w.u64(x);
+    }
     w.usize(halo_w.len());
     w.bytes(halo_w.as_bytes());
     Skeleton::write_candidates(l, &mut w);
     let all = comm.allgatherv_bytes(w.as_bytes())?;
     let mut asked = Vec::with_capacity(comm.size());
     let mut candidates = Vec::with_capacity(comm.size());
+    let mut extras = Vec::with_capacity(comm.size());
     for r in 0..comm.size() {
-        let mut rd = Reader::new(all.get(r), "a rank's halo requests and skeleton candidates");
+        let mut rd = Reader::new(
+            all.get(r),
+            "a rank's census, halo requests and skeleton candidates",
+        );
+        extras.push(
+            (0..extra.len())
+                .map(|_| rd.u64())
+                .collect::<Result<Vec<u64>, _>>()?,
+        );
         let n = rd.usize()?;
         asked.push(rd.bytes(n)?);
         candidates.push(rd.bytes(rd.remaining())?);
     }
     let halo = Halo::from_requests(l, recv, &asked)?;
     let skel = Skeleton::build(comm, l, &candidates, inv)?;
-    Ok((halo, skel))
+    Ok((halo, skel, extras))
 }
 
 /// The step's phase times as the serial report gives them: each phase's largest time over
@@ -410,9 +434,10 @@ impl<'a, C: Comm> RankRun<'a, C> {
             return Ok(None);
         };
         self.comm.enter(Phase::Partition);
-        let sums = self.repartition(&mut fig, census)?;
+        let pending = self.repartition(&mut fig, census)?;
         let (sys, mut pre) = self.assemble(&mut fig);
-        self.setup(&mut fig, pre.inv_diag())?;
+        let extras = self.setup(&mut fig, pre.inv_diag(), &pending.local)?;
+        let sums = self.finish_migration(&mut fig, &pending, &extras)?;
         let owned_e: Vec<bool> = (0..self.l.ekey.len())
             .map(|t| self.l.owns_element(t))
             .collect();
@@ -569,15 +594,21 @@ impl<'a, C: Comm> RankRun<'a, C> {
     }
 
     /// The halo and the skeleton of this mesh in two `allgatherv`: every rank's halo requests
-    /// with its skeleton candidates, then the skeleton's second round with the diagonal.
-    fn setup(&mut self, fig: &mut Figures, inv: &[f64]) -> Result<(), CommError> {
+    /// with its skeleton candidates (and `extra`: every rank's, by rank, is returned), then
+    /// the skeleton's second round with the diagonal.
+    fn setup(
+        &mut self,
+        fig: &mut Figures,
+        inv: &[f64],
+        extra: &[u64],
+    ) -> Result<Vec<Vec<u64>>, CommError> {
         self.comm.enter(Phase::Setup);
         let t0 = Instant::now();
-        let (halo, skel) = setup(&self.comm, &self.l, inv)?;
+        let (halo, skel, extras) = setup(&self.comm, &self.l, inv, extra)?;
         self.halo = halo;
         self.skel = skel;
         fig.times.setup = t0.elapsed().as_secs_f64();
-        Ok(())
+        Ok(extras)
     }
 
     /// Solves (nested iteration from the prolongated solution, stopped against the predicted
@@ -715,7 +746,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         &mut self,
         fig: &mut Figures,
         census: Option<Census>,
-    ) -> Result<[u64; 3], FemError> {
+    ) -> Result<Pending, FemError> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
@@ -759,22 +790,43 @@ impl<'a, C: Comm> RankRun<'a, C> {
             .rebuild(&self.comm, (!kept).then_some(parts.as_slice()))?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
         // The census after, what moved and the step's counts (the owned vertices are
-        // `0..n_owned`), in one reduction.
+        // `0..n_owned`), summed in the set-up's gather ([`RankRun::finish_migration`]).
         let [c0, c1] = self.local_census();
         let n_own = self.l.n_owned;
         let unknowns = self.l.mesh.boundary[..n_own]
             .iter()
             .filter(|&&b| !b)
             .count();
-        let mut sums = [
+        let local = [
             c0,
             c1,
             fig.moved.elements as u64,
             fig.moved.bytes as u64,
             n_own as u64,
             unknowns as u64,
+            fig.times.partition.to_bits(),
         ];
-        self.comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+        Ok(Pending { before, local })
+    }
+
+    /// The migration's checks and figures from every rank's census after it (`extras`, by
+    /// rank, from the set-up's gather): the step's counts (vertices, elements, unknowns).
+    fn finish_migration(
+        &mut self,
+        fig: &mut Figures,
+        pending: &Pending,
+        extras: &[Vec<u64>],
+    ) -> Result<[u64; 3], FemError> {
+        let several = self.comm.size() > 1;
+        let mut sums = [0u64; 6];
+        let mut slowest = 0.0f64;
+        for e in extras {
+            for (s, &x) in sums.iter_mut().zip(e) {
+                *s = s.wrapping_add(x);
+            }
+            slowest = slowest.max(f64::from_bits(e[6]));
+        }
+        let before = pending.before;
         let after = [sums[0], sums[1]];
         let moved = [sums[2], sums[3]];
         let counts = [sums[4], sums[0], sums[5]];
@@ -783,10 +835,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
             // same on every rank so every rank decides alike: δ is the slowest rank's
             // partitioner time (the rebuild of the local part follows every refinement, kept
             // partition or not; the transfer is Lan's α + βW).
-            let mut secs = [fig.times.partition];
-            self.comm.allreduce_f64(ReduceOp::Max, &mut secs)?;
             self.balancing
-                .record_migration(secs[0], moved[1] as f64, moved[0] as f64);
+                .record_migration(slowest, moved[1] as f64, moved[0] as f64);
         }
         fig.migration = MigrationReport {
             elements: moved[0],
