@@ -42,7 +42,7 @@
 //! take only those entries ([`last_bin`]); the serial marking stops at F itself.
 
 use super::keys::edge_key;
-use super::local::Local;
+use super::local::{Local, lap};
 use crate::exact::{ExactSum, WORDS};
 use crate::mark::{Marking, NBINS, bin, dorfler_goal, dorfler_weight};
 use crate::mesh::NONE;
@@ -442,8 +442,13 @@ pub(crate) fn mark<C: Comm>(
 ) -> Result<Vec<u8>, CommError> {
     let double = matches!(strategy, Marking::Double);
     let last = last_bin(hist, need);
-    let mut labels = Labels::pass1(l, Entries::new(l, eta2, double, last));
+    let mut tt = std::time::Instant::now();
+    let entries = Entries::new(l, eta2, double, last);
+    lap(&mut tt, "mark: entries");
+    let mut labels = Labels::pass1(l, entries);
+    lap(&mut tt, "mark: pass 1");
     let ports = Ports::new(l);
+    lap(&mut tt, "mark: ports");
     let local: Vec<Label> = ports
         .at
         .iter()
@@ -456,9 +461,14 @@ pub(crate) fn mark<C: Comm>(
         }
     }
     let (exact, total) = solve_ports(comm, &ports, &local, &sum)?;
+    lap(&mut tt, "mark: round 1");
     labels.pass2(&ports, &exact);
+    lap(&mut tt, "mark: pass 2");
     let threshold = threshold(comm, &labels, eta2, strategy, need, total)?;
-    Ok(finish(&labels, threshold))
+    lap(&mut tt, "mark: rounds 2, 3");
+    let bits = finish(&labels, threshold);
+    lap(&mut tt, "mark: finish");
+    Ok(bits)
 }
 
 /// Rounds 2 and 3: the largest label marked, (B, K); `None` when every labelled edge is.
