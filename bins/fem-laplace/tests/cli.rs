@@ -450,7 +450,7 @@ fn hostile_sizes_are_refused_before_the_run() {
     );
     let e = run(&["--machine", big, "--max-ranks", "10000"]);
     assert!(
-        e.contains("the run would need about") && e.contains("GiB available"),
+        e.contains("(10000 rank(s)): the run would need about") && e.contains("GiB available"),
         "{e}"
     );
     let hot = dir.join("hot.xml");
