@@ -12,7 +12,9 @@ use part_api::{Partitioner, Points, Reduce};
 #[derive(Debug, Clone)]
 pub enum Balancer {
     /// Flat HSFC into equal parts; after the first point a KEEP_CUTS repartition from the
-    /// previous cuts, at every point.
+    /// previous cuts, at every point whose parts are more than [`FLAT_TOLERANCE`] above
+    /// equal (an application that knows every rank's load asks [`Balancing::keeps`] and
+    /// skips the others).
     Flat,
     /// DRUM in the loop ([`DrumLoop`]): `hier-part` along the machine's tree (one rank per
     /// rank of the machine) with the part sizes of `config.sizing` (equal, static ratings,
@@ -63,6 +65,11 @@ impl Balancer {
     }
 }
 
+/// How far above the mean the heaviest rank's load may be before [`Balancer::Flat`]
+/// repartitions (1 %): a point within it keeps every object where it is (no partitioner, no
+/// migration), a point beyond it repartitions into exactly equal parts.
+pub const FLAT_TOLERANCE: f64 = 0.01;
+
 /// One rank's balancing state, kept from one rebalance point to the next.
 #[derive(Debug)]
 pub struct Balancing(State);
@@ -111,6 +118,25 @@ impl Balancing {
         }
     }
 
+    /// Whether this rebalance point keeps the current partition, from every rank's load
+    /// (`loads[r]`: the weight rank r holds; the same slice on every rank, so every rank
+    /// answers alike): for [`Balancer::Flat`] after its first point, when the heaviest is
+    /// within [`FLAT_TOLERANCE`] of the mean. Then the application skips
+    /// [`Balancing::rebalance`] (and computing the points it would pass) and keeps every
+    /// object where it is. Always `false` for [`Balancer::Drum`], whose policy decides inside
+    /// the rebalance, and for loads that are not finite and positive.
+    pub fn keeps(&self, loads: &[f64]) -> bool {
+        match &self.0 {
+            State::Flat { previous: Some(_) } if !loads.is_empty() => {
+                let total: f64 = loads.iter().sum();
+                let max = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let mean = total / loads.len() as f64;
+                total.is_finite() && total > 0.0 && max <= (1.0 + FLAT_TOLERANCE) * mean
+            }
+            _ => false,
+        }
+    }
+
     /// What the last migration cost ([`DrumLoop::record_migration`]: every rank passes the
     /// same figures); nothing for [`Balancer::Flat`].
     pub fn record_migration(&mut self, seconds: f64, bytes: f64, weight: f64) {
@@ -139,5 +165,43 @@ impl Balancing {
             State::Drum(lp) => lp.stop(),
             State::Flat { .. } => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use part_api::Serial;
+
+    /// The flat balancer keeps a partition within 1 % of equal after its first point, never
+    /// before it, never for bad loads; the first point itself partitions.
+    #[test]
+    fn flat_keeps_only_near_equal_parts_after_its_first_point() {
+        let mut b = Balancing(State::Flat { previous: None });
+        assert!(!b.keeps(&[100.0, 100.0]), "no partition yet");
+        b.0 = State::Flat {
+            previous: Some(Box::new(first_partition())),
+        };
+        assert!(b.keeps(&[100.0, 100.0]));
+        assert!(b.keeps(&[100.9, 99.1]));
+        assert!(!b.keeps(&[101.1, 98.9]));
+        assert!(!b.keeps(&[]));
+        assert!(!b.keeps(&[0.0, 0.0]));
+        assert!(!b.keeps(&[f64::NAN, 1.0]));
+        assert!(!b.keeps(&[f64::INFINITY, 1.0]));
+    }
+
+    fn first_partition() -> hsfc::Partition {
+        let xy = [0.0, 0.0, 1.0, 1.0, 0.5, 0.25, 0.75, 0.5];
+        let mut parts = [0u32; 4];
+        let h = hsfc::Hsfc::default();
+        h.partition_with(
+            &mut hsfc::Workspace::default(),
+            &Serial,
+            Points::new(&xy, 2, None),
+            &[1.0, 1.0],
+            &mut parts,
+        )
+        .unwrap()
     }
 }

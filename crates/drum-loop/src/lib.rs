@@ -69,7 +69,7 @@ pub mod rebalance;
 mod run;
 mod window;
 
-pub use balancing::{Balancer, Balancing};
+pub use balancing::{Balancer, Balancing, FLAT_TOLERANCE};
 pub use capacity::LoadMeasure;
 pub use cost::RebalanceCost;
 pub use error::Error;

@@ -4,7 +4,6 @@
 
 use crate::Par;
 use rayon::prelude::*;
-use std::collections::BinaryHeap;
 
 /// Why a graph could not be built. Messages name the vertex or the point.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -155,8 +154,11 @@ impl Csr {
         if n > u32::MAX as usize {
             return Err(GraphError::TooMany { count: n });
         }
-        let mut both = Vec::new();
-        for (a, b) in edges {
+        // Both orientations of every edge, bucketed by their first end (a counting sort):
+        // linear in the edges, then each row sorted and its repeats merged.
+        let edges: Vec<(u32, u32)> = edges.into_iter().collect();
+        let mut xadj = vec![0usize; n + 1];
+        for &(a, b) in &edges {
             for (u, v) in [(a, b), (b, a)] {
                 if u as usize >= n || v as usize >= n || u == v {
                     return Err(GraphError::Edge {
@@ -169,19 +171,38 @@ impl Csr {
                         },
                     });
                 }
-                both.push((u, v));
+                xadj[u as usize + 1] += 1;
             }
-        }
-        both.sort_unstable();
-        both.dedup();
-        let mut xadj = vec![0usize; n + 1];
-        for &(u, _) in &both {
-            xadj[u as usize + 1] += 1;
         }
         for v in 0..n {
             xadj[v + 1] += xadj[v];
         }
-        let adjncy = both.into_iter().map(|(_, v)| v).collect();
+        let mut fill = xadj.clone();
+        let mut adjncy = vec![0u32; xadj[n]];
+        for (a, b) in edges {
+            for (u, v) in [(a, b), (b, a)] {
+                adjncy[fill[u as usize]] = v;
+                fill[u as usize] += 1;
+            }
+        }
+        // Sort each row and drop its repeats, compacting the rows in place.
+        let mut w = 0usize;
+        for v in 0..n {
+            let (lo, hi) = (xadj[v], xadj[v + 1]);
+            adjncy[lo..hi].sort_unstable();
+            xadj[v] = w;
+            let mut last = None;
+            for i in lo..hi {
+                let u = adjncy[i];
+                if last != Some(u) {
+                    adjncy[w] = u;
+                    w += 1;
+                    last = Some(u);
+                }
+            }
+        }
+        xadj[n] = w;
+        adjncy.truncate(w);
         Ok(Csr { xadj, adjncy })
     }
 
@@ -190,6 +211,23 @@ impl Csr {
     /// (Euclidean distance, ties broken by index). Built with a k-d tree, so graded point
     /// sets cost no more than uniform ones; the same graph for every `par`.
     pub fn knn(coords: &[f64], dim: usize, k: usize, par: Par) -> Result<Csr, GraphError> {
+        let n = coords.len() / dim.max(1);
+        let lists = Csr::nearest_lists(coords, dim, k, None, par)?;
+        Csr::from_nearest(n, k, &lists)
+    }
+
+    /// The `k` nearest other points (fewer, `n − 1`, when there are not `k` others) of each
+    /// point of `queries` (every point when `None`), as [`Csr::knn`] finds them: one list of
+    /// `min(k, n − 1)` indices per query, in the order of `queries`, each ordered by
+    /// (distance, index). Ranks that hold the same points can each query their own share and
+    /// exchange the lists: [`Csr::from_nearest`] of all of them is [`Csr::knn`]'s graph.
+    pub fn nearest_lists(
+        coords: &[f64],
+        dim: usize,
+        k: usize,
+        queries: Option<&[u32]>,
+        par: Par,
+    ) -> Result<Vec<u32>, GraphError> {
         if !(1..=3).contains(&dim) || !coords.len().is_multiple_of(dim) {
             return Err(GraphError::Dimension {
                 dim,
@@ -207,23 +245,74 @@ impl Csr {
         if n > u32::MAX as usize {
             return Err(GraphError::TooMany { count: n });
         }
+        if let Some(&q) = queries.and_then(|q| q.iter().find(|&&q| q as usize >= n)) {
+            return Err(GraphError::Edge {
+                vertex: q as usize,
+                neighbour: q.into(),
+                reason: "no such point to query",
+            });
+        }
+        let k = k.min(n.saturating_sub(1));
         let tree = KdTree::new(coords, dim);
-        let query = |i: usize| tree.nearest(i, k);
-        let lists: Vec<Vec<u32>> = if par.is_parallel() {
-            par.install(|| {
-                (0..n)
-                    .into_par_iter()
-                    .with_min_len(1024)
-                    .map(query)
-                    .collect()
-            })?
-        } else {
-            (0..n).map(query).collect()
+        // The queries in tree order (a leaf's points one after another, so consecutive
+        // queries walk the same nodes), with the slot each answer goes to.
+        let todo: Vec<(u32, u32)> = match queries {
+            None => (0..n).map(|at| (tree.idx[at], tree.idx[at])).collect(),
+            Some(q) => {
+                let mut place = vec![u32::MAX; n];
+                for (at, &i) in tree.idx.iter().enumerate() {
+                    place[i as usize] = at as u32;
+                }
+                let mut t: Vec<(u32, u32)> = (q.iter().enumerate())
+                    .map(|(slot, &i)| (i, slot as u32))
+                    .collect();
+                t.sort_unstable_by_key(|&(i, _)| place[i as usize]);
+                t
+            }
         };
-        let edges = lists
-            .iter()
-            .enumerate()
-            .flat_map(|(i, l)| l.iter().map(move |&j| (i as u32, j)));
+        let mut in_tree = vec![0u32; todo.len() * k];
+        if k > 0 {
+            let query = |s: &mut Scratch, (at, out): (usize, &mut [u32])| {
+                tree.nearest_into(todo[at].0 as usize, s, out);
+            };
+            if par.is_parallel() {
+                par.install(|| {
+                    (in_tree.par_chunks_mut(k).enumerate())
+                        .with_min_len(1024)
+                        .for_each_init(Scratch::default, query);
+                })?;
+            } else {
+                let mut s = Scratch::default();
+                in_tree
+                    .chunks_exact_mut(k)
+                    .enumerate()
+                    .for_each(|x| query(&mut s, x));
+            }
+        }
+        let mut lists = vec![0u32; todo.len() * k];
+        if k > 0 {
+            for (list, &(_, slot)) in in_tree.chunks_exact(k).zip(&todo) {
+                lists[slot as usize * k..(slot as usize + 1) * k].copy_from_slice(list);
+            }
+        }
+        Ok(lists)
+    }
+
+    /// The symmetrised graph of every point's nearest-neighbour list (`lists`: point `i`'s
+    /// `min(k, n − 1)` neighbours at `i·min(k, n − 1)`, as [`Csr::nearest_lists`] gives them).
+    pub fn from_nearest(n: usize, k: usize, lists: &[u32]) -> Result<Csr, GraphError> {
+        let k = k.min(n.saturating_sub(1));
+        if lists.len() != n * k {
+            return Err(GraphError::Offsets {
+                reason: format!(
+                    "{} neighbour entries for {n} points of {k} neighbours each",
+                    lists.len()
+                ),
+            });
+        }
+        let edges = (lists.chunks_exact(k.max(1)).enumerate())
+            .flat_map(|(i, l)| l.iter().map(move |&j| (i as u32, j)))
+            .take(n * k);
         Csr::from_edges(n, edges)
     }
 
@@ -349,22 +438,27 @@ impl<'a> KdTree<'a> {
             .sum()
     }
 
-    /// The `k` nearest other points of point `q`, ordered by (distance, index).
-    fn nearest(&self, q: usize, k: usize) -> Vec<u32> {
+    /// The `out.len()` nearest other points of point `q`, ordered by (distance, index), into
+    /// `out` (there must be at least that many other points).
+    fn nearest_into(&self, q: usize, s: &mut Scratch, out: &mut [u32]) {
+        let k = out.len();
         if k == 0 || self.nodes.is_empty() {
-            return Vec::new();
+            return;
         }
         let q = q as u32;
-        // Max-heap of (distance², index): the worst of the best k on top.
-        let mut heap: BinaryHeap<(Ord64, u32)> = BinaryHeap::with_capacity(k + 1);
-        let mut stack = vec![(0usize, 0.0f64)];
+        let qx = &self.coords[q as usize * self.dim..(q as usize + 1) * self.dim];
+        // The best k so far, sorted: the worst of them last.
+        let best = &mut s.best;
+        best.clear();
+        let stack = &mut s.stack;
+        stack.clear();
+        stack.push((0usize, 0.0f64));
         while let Some((node, bound)) = stack.pop() {
-            if heap.len() == k && bound > heap.peek().map_or(f64::INFINITY, |t| t.0.0) {
+            if best.len() == k && bound > best[k - 1].0.0 {
                 continue;
             }
             match self.nodes[node] {
                 Node::Leaf { lo, hi } => {
-                    let qx = &self.coords[q as usize * self.dim..(q as usize + 1) * self.dim];
                     let pts = self.sorted[lo * self.dim..hi * self.dim].chunks_exact(self.dim);
                     for (&i, p) in self.idx[lo..hi].iter().zip(pts) {
                         if i == q {
@@ -372,12 +466,14 @@ impl<'a> KdTree<'a> {
                         }
                         let d2 = qx.iter().zip(p).map(|(a, b)| (a - b) * (a - b)).sum();
                         let c = (Ord64(d2), i);
-                        if heap.len() < k {
-                            heap.push(c);
-                        } else if c < *heap.peek().expect("k > 0") {
-                            heap.pop();
-                            heap.push(c);
+                        if best.len() == k {
+                            if c >= best[k - 1] {
+                                continue;
+                            }
+                            best.pop();
                         }
+                        let at = best.partition_point(|b| *b < c);
+                        best.insert(at, c);
                     }
                 }
                 Node::Split {
@@ -393,13 +489,29 @@ impl<'a> KdTree<'a> {
                 }
             }
         }
-        let mut v = heap.into_sorted_vec();
-        v.truncate(k);
-        v.into_iter().map(|(_, i)| i).collect()
+        for (o, b) in out.iter_mut().zip(best.iter()) {
+            *o = b.1;
+        }
+    }
+
+    /// [`KdTree::nearest_into`] into a new vector (the tests' brute-force comparison).
+    #[cfg(test)]
+    fn nearest(&self, q: usize, k: usize) -> Vec<u32> {
+        let n = self.idx.len();
+        let mut out = vec![0u32; k.min(n.saturating_sub(1))];
+        self.nearest_into(q, &mut Scratch::default(), &mut out);
+        out
     }
 }
 
-/// A finite `f64` with a total order (for the heap).
+/// A k-nearest query's working memory, reused from one query to the next.
+#[derive(Default)]
+struct Scratch {
+    best: Vec<(Ord64, u32)>,
+    stack: Vec<(usize, f64)>,
+}
+
+/// A finite `f64` with a total order (for the best-k list).
 #[derive(Clone, Copy, PartialEq)]
 struct Ord64(f64);
 impl Eq for Ord64 {}
@@ -445,6 +557,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Queries split into shares (as ranks split them) give every point's list as the query
+    /// of all points does, and the lists put together give `knn`'s graph.
+    #[test]
+    fn nearest_lists_of_shares_make_the_knn_graph() {
+        let n = 700;
+        let coords: Vec<f64> = (0..2 * n).map(|i| scrambled(i).powi(3)).collect();
+        let k = 6;
+        let all = Csr::nearest_lists(&coords, 2, k, None, Par::Seq).unwrap();
+        let odd: Vec<u32> = (0..n as u32).rev().filter(|i| i % 3 != 0).collect();
+        let rest: Vec<u32> = (0..n as u32).filter(|i| i % 3 == 0).collect();
+        let mut put = vec![0u32; n * k];
+        for share in [&odd, &rest] {
+            let lists = Csr::nearest_lists(&coords, 2, k, Some(share), Par::threads(2)).unwrap();
+            for (&q, l) in share.iter().zip(lists.chunks_exact(k)) {
+                assert_eq!(l, &all[q as usize * k..(q as usize + 1) * k], "point {q}");
+                put[q as usize * k..(q as usize + 1) * k].copy_from_slice(l);
+            }
+        }
+        let g = Csr::from_nearest(n, k, &put).unwrap();
+        assert_eq!(g, Csr::knn(&coords, 2, k, Par::Seq).unwrap());
+        // Fewer points than k + 1: n − 1 neighbours each.
+        let three = [0.0, 0.0, 1.0, 0.0, 0.0, 2.0];
+        assert_eq!(
+            Csr::nearest_lists(&three, 2, 8, None, Par::Seq).unwrap(),
+            [1, 2, 0, 2, 0, 1]
+        );
+        let e = Csr::nearest_lists(&three, 2, 1, Some(&[3]), Par::Seq).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "vertex 3 lists neighbour 3: no such point to query"
+        );
+        let e = Csr::from_nearest(3, 2, &[1, 2]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "2 neighbour entries for 3 points of 2 neighbours each"
+        );
     }
 
     #[test]

@@ -327,8 +327,13 @@ impl Local {
 
     /// After a refinement (or at the start), with every element owned: moves the elements to
     /// `parts` (one per element), then rebuilds the links, the vertex owners and the ghost
-    /// layer. Returns what this rank sent.
-    pub(crate) fn rebuild<C: Comm>(&mut self, comm: &C, parts: &[u32]) -> Result<Moved, CommError> {
+    /// layer. Returns what this rank sent. `parts` is `None` when every rank keeps its
+    /// elements (the same on every rank): no migration round then.
+    pub(crate) fn rebuild<C: Comm>(
+        &mut self,
+        comm: &C,
+        parts: Option<&[u32]>,
+    ) -> Result<Moved, CommError> {
         let mut tt = std::time::Instant::now();
         let mut remote = if self.size > 1 {
             self.remote_slots()
@@ -337,10 +342,9 @@ impl Local {
         };
         lap(&mut tt, "rebuild: remote slots");
         let mut runs = vec![0usize];
-        let moved = if self.size > 1 {
-            self.migrate(comm, parts, &mut remote, &mut runs)?
-        } else {
-            Moved::default()
+        let moved = match parts {
+            Some(parts) if self.size > 1 => self.migrate(comm, parts, &mut remote, &mut runs)?,
+            _ => Moved::default(),
         };
         lap(&mut tt, "rebuild: migrate");
         self.link(&mut remote);

@@ -239,6 +239,21 @@ struct Figures {
     balance: Option<drum_loop::LoopReport>,
 }
 
+/// The census of a refined mesh ([`RankRun::adapt`]): the owned elements' count and key
+/// checksum summed over the ranks, and each rank's owned elements.
+struct Census {
+    sums: [u64; 2],
+    owned: Vec<f64>,
+}
+
+/// A step's migration until the set-up's gather sums its census: the census before (summed
+/// over the ranks) and this rank's after (count, checksum, moved elements and bytes, owned
+/// vertices, unknowns, partitioner seconds as bits).
+struct Pending {
+    before: [u64; 2],
+    local: [u64; 7],
+}
+
 /// The global counts of a step, and this rank's owned elements.
 struct Counts {
     vertices: u64,
@@ -249,31 +264,47 @@ struct Counts {
 }
 
 /// The halo and the skeleton of `l`'s mesh (the skeleton with 1/D from `inv`) in two
-/// `allgatherv`: every rank's halo requests travel with its skeleton candidates.
+/// `allgatherv`: every rank's halo requests travel with its skeleton candidates, and with
+/// `extra` (the step's census after the migration): every rank's `extra`, by rank, is
+/// returned.
 pub(crate) fn setup<C: Comm>(
     comm: &C,
     l: &Local,
     inv: &[f64],
-) -> Result<(Halo, Skeleton), CommError> {
+    extra: &[u64],
+) -> Result<(Halo, Skeleton, Vec<Vec<u64>>), CommError> {
     let recv = Halo::requests(l);
     let mut halo_w = Writer::default();
     Halo::write_requests(l, &recv, &mut halo_w);
     let mut w = Writer::default();
+    // Every rank sends as many numbers (the same code runs everywhere).
+    for &x in extra {
+        w.u64(x);
+    }
     w.usize(halo_w.len());
     w.bytes(halo_w.as_bytes());
     Skeleton::write_candidates(l, &mut w);
     let all = comm.allgatherv_bytes(w.as_bytes())?;
     let mut asked = Vec::with_capacity(comm.size());
     let mut candidates = Vec::with_capacity(comm.size());
+    let mut extras = Vec::with_capacity(comm.size());
     for r in 0..comm.size() {
-        let mut rd = Reader::new(all.get(r), "a rank's halo requests and skeleton candidates");
+        let mut rd = Reader::new(
+            all.get(r),
+            "a rank's census, halo requests and skeleton candidates",
+        );
+        extras.push(
+            (0..extra.len())
+                .map(|_| rd.u64())
+                .collect::<Result<Vec<u64>, _>>()?,
+        );
         let n = rd.usize()?;
         asked.push(rd.bytes(n)?);
         candidates.push(rd.bytes(rd.remaining())?);
     }
     let halo = Halo::from_requests(l, recv, &asked)?;
     let skel = Skeleton::build(comm, l, &candidates, inv)?;
-    Ok((halo, skel))
+    Ok((halo, skel, extras))
 }
 
 /// The step's phase times as the serial report gives them: each phase's largest time over
@@ -403,9 +434,10 @@ impl<'a, C: Comm> RankRun<'a, C> {
             return Ok(None);
         };
         self.comm.enter(Phase::Partition);
-        let sums = self.repartition(&mut fig, census)?;
+        let pending = self.repartition(&mut fig, census)?;
         let (sys, mut pre) = self.assemble(&mut fig);
-        self.setup(&mut fig, pre.inv_diag())?;
+        let extras = self.setup(&mut fig, pre.inv_diag(), &pending.local)?;
+        let sums = self.finish_migration(&mut fig, &pending, &extras)?;
         let owned_e: Vec<bool> = (0..self.l.ekey.len())
             .map(|t| self.l.owns_element(t))
             .collect();
@@ -467,7 +499,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
 
     /// Marks and refines (every step but the first); the census of the refined mesh (see
     /// [`RankRun::local_census`]), or `None` once the target was reached.
-    fn adapt(&mut self, fig: &mut Figures) -> Result<Option<[u64; 2]>, FemError> {
+    fn adapt(&mut self, fig: &mut Figures) -> Result<Option<Census>, FemError> {
         if self.nv >= self.cfg.adapt.target_vertices as u64 {
             self.done = true;
             return Ok(None);
@@ -512,11 +544,18 @@ impl<'a, C: Comm> RankRun<'a, C> {
         self.eta2 = Vec::new();
         self.entry_hist = Vec::new();
         let refined = self.l.refine(bits, self.step, self.exact);
-        // The census rides on the agreement that every rank refined.
-        let mut census = self.local_census();
-        self.agreed_summing(refined, &mut census)?;
+        // The census, and every rank's owned elements (for the balancer's keep test), ride on
+        // the agreement that every rank refined.
+        let [c0, c1] = self.local_census();
+        let mut sums = vec![0u64; 2 + self.comm.size()];
+        sums[..2].copy_from_slice(&[c0, c1]);
+        sums[2 + self.comm.rank()] = c0;
+        self.agreed_summing(refined, &mut sums)?;
         fig.times.refine = t0.elapsed().as_secs_f64();
-        Ok(Some(census))
+        Ok(Some(Census {
+            sums: [sums[0], sums[1]],
+            owned: sums[2..].iter().map(|&c| c as f64).collect(),
+        }))
     }
 
     /// The step's counts from the global sums `c` (vertices, elements, unknowns; summed with
@@ -555,15 +594,21 @@ impl<'a, C: Comm> RankRun<'a, C> {
     }
 
     /// The halo and the skeleton of this mesh in two `allgatherv`: every rank's halo requests
-    /// with its skeleton candidates, then the skeleton's second round with the diagonal.
-    fn setup(&mut self, fig: &mut Figures, inv: &[f64]) -> Result<(), CommError> {
+    /// with its skeleton candidates (and `extra`: every rank's, by rank, is returned), then
+    /// the skeleton's second round with the diagonal.
+    fn setup(
+        &mut self,
+        fig: &mut Figures,
+        inv: &[f64],
+        extra: &[u64],
+    ) -> Result<Vec<Vec<u64>>, CommError> {
         self.comm.enter(Phase::Setup);
         let t0 = Instant::now();
-        let (halo, skel) = setup(&self.comm, &self.l, inv)?;
+        let (halo, skel, extras) = setup(&self.comm, &self.l, inv, extra)?;
         self.halo = halo;
         self.skel = skel;
         fig.times.setup = t0.elapsed().as_secs_f64();
-        Ok(())
+        Ok(extras)
     }
 
     /// Solves (nested iteration from the prolongated solution, stopped against the predicted
@@ -700,13 +745,16 @@ impl<'a, C: Comm> RankRun<'a, C> {
     fn repartition(
         &mut self,
         fig: &mut Figures,
-        census: Option<[u64; 2]>,
-    ) -> Result<[u64; 3], FemError> {
+        census: Option<Census>,
+    ) -> Result<Pending, FemError> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
+        let keep = census
+            .as_ref()
+            .is_some_and(|c| self.balancing.keeps(&c.owned));
         let before = match census {
-            Some(c) => c,
+            Some(c) => c.sums,
             None if several => {
                 let mut c = self.local_census();
                 self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
@@ -715,7 +763,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
             None => [0, 0],
         };
         let mut parts = vec![self.comm.rank() as u32; ne];
-        if self.comm.size() > 1 {
+        if self.comm.size() > 1 && !keep {
             let tp = Instant::now();
             let mut xy = vec![0.0; 2 * ne];
             self.l.mesh.centroids_into(&mut xy);
@@ -734,25 +782,51 @@ impl<'a, C: Comm> RankRun<'a, C> {
         fig.times.partition = t0.elapsed().as_secs_f64();
         self.comm.enter(Phase::Migrate);
         let t0 = Instant::now();
-        fig.moved = self.l.rebuild(&self.comm, &parts)?;
+        // Nothing moves when the balancer kept the partition, or DRUM's policy did (the same
+        // decision on every rank): no migration round.
+        let kept = keep || (fig.balance.as_ref()).is_some_and(|b| !b.decision.rebalance);
+        fig.moved = self
+            .l
+            .rebuild(&self.comm, (!kept).then_some(parts.as_slice()))?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
         // The census after, what moved and the step's counts (the owned vertices are
-        // `0..n_owned`), in one reduction.
+        // `0..n_owned`), summed in the set-up's gather ([`RankRun::finish_migration`]).
         let [c0, c1] = self.local_census();
         let n_own = self.l.n_owned;
         let unknowns = self.l.mesh.boundary[..n_own]
             .iter()
             .filter(|&&b| !b)
             .count();
-        let mut sums = [
+        let local = [
             c0,
             c1,
             fig.moved.elements as u64,
             fig.moved.bytes as u64,
             n_own as u64,
             unknowns as u64,
+            fig.times.partition.to_bits(),
         ];
-        self.comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+        Ok(Pending { before, local })
+    }
+
+    /// The migration's checks and figures from every rank's census after it (`extras`, by
+    /// rank, from the set-up's gather): the step's counts (vertices, elements, unknowns).
+    fn finish_migration(
+        &mut self,
+        fig: &mut Figures,
+        pending: &Pending,
+        extras: &[Vec<u64>],
+    ) -> Result<[u64; 3], FemError> {
+        let several = self.comm.size() > 1;
+        let mut sums = [0u64; 6];
+        let mut slowest = 0.0f64;
+        for e in extras {
+            for (s, &x) in sums.iter_mut().zip(e) {
+                *s = s.wrapping_add(x);
+            }
+            slowest = slowest.max(f64::from_bits(e[6]));
+        }
+        let before = pending.before;
         let after = [sums[0], sums[1]];
         let moved = [sums[2], sums[3]];
         let counts = [sums[4], sums[0], sums[5]];
@@ -761,10 +835,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
             // same on every rank so every rank decides alike: δ is the slowest rank's
             // partitioner time (the rebuild of the local part follows every refinement, kept
             // partition or not; the transfer is Lan's α + βW).
-            let mut secs = [fig.times.partition];
-            self.comm.allreduce_f64(ReduceOp::Max, &mut secs)?;
             self.balancing
-                .record_migration(secs[0], moved[1] as f64, moved[0] as f64);
+                .record_migration(slowest, moved[1] as f64, moved[0] as f64);
         }
         fig.migration = MigrationReport {
             elements: moved[0],

@@ -91,7 +91,8 @@ fn rank_operators_equal_the_serial_ones() {
             let mut sys = System::default();
             sys.assemble_rows(&l.mesh, &l.u, |i| owned[i]);
             let mut pre = Multilevel::new(&l.mesh, &sys);
-            let (_, mut skel) = super::run::setup(run.comm.inner(), l, pre.inv_diag()).unwrap();
+            let (_, mut skel, _) =
+                super::run::setup(run.comm.inner(), l, pre.inv_diag(), &[]).unwrap();
             let r: Vec<f64> = l
                 .mesh
                 .coords

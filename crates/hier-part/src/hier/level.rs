@@ -83,7 +83,8 @@ impl Level<'_> {
     ///
     /// Over several ranks every rank gathers the group's objects and runs the same serial
     /// rebalance on them in global-id order (the serial walk's order), so the result is the
-    /// serial one for every rank count; memory is the group's objects on each rank.
+    /// serial one for every rank count; memory is the group's objects on each rank. The
+    /// kNN graph, the costly part, is built together: each rank queries its own objects.
     fn diffuse<C: comm::Comm + Reduce>(
         &self,
         ws: &mut hsfc::Workspace,
@@ -180,21 +181,57 @@ fn rebalance_gathered<C: comm::Comm>(
         .collect();
     let sorted_w: Option<Vec<f64>> = all_w.map(|w| order.iter().map(|&i| w.data()[i]).collect());
     let mut parts: Vec<u32> = order.iter().map(|&i| ids[2 * i + 1] as u32).collect();
+    // This rank's objects' places in the sorted order.
+    let mine = gids
+        .iter()
+        .map(|g| {
+            order
+                .binary_search_by_key(g, |&i| ids[2 * i])
+                .map(|at| at as u32)
+                .map_err(|_| Error::Inconsistent {
+                    what: "an object's global id is missing from its group's gather",
+                })
+        })
+        .collect::<Result<Vec<u32>, Error>>()?;
+    let graph = knn_shared(group, d, &sorted_x, dim, &mine, &order)?;
     let r = d.rebalance(
         Points::new(&sorted_x, dim, sorted_w.as_deref()),
-        None,
+        Some(&graph),
         targets,
         &mut parts,
     )?;
-    for (c, g) in out.iter_mut().zip(gids) {
-        let at = order
-            .binary_search_by_key(g, |&i| ids[2 * i])
-            .map_err(|_| Error::Inconsistent {
-                what: "an object's global id is missing from its group's gather",
-            })?;
-        *c = parts[at];
+    for (c, &at) in out.iter_mut().zip(&mine) {
+        *c = parts[at as usize];
     }
     Ok(r)
+}
+
+/// The k-nearest-neighbour graph of a gathered group ([`part_api::Csr::knn`] of `sorted_x`,
+/// the group's objects in global-id order), built by every rank of `group` together: each
+/// queries its own objects (`mine`: their places in that order) and one `allgatherv` shares
+/// the lists, so a rank does its share of the queries rather than all of them (a rank on a
+/// loaded core holds fewer objects). The graph is the same for every rank count.
+fn knn_shared<C: comm::Comm>(
+    group: &C,
+    d: &diffusion::Diffusion,
+    sorted_x: &[f64],
+    dim: usize,
+    mine: &[u32],
+    order: &[usize],
+) -> Result<part_api::Csr, Error> {
+    let n = order.len();
+    let k = d.neighbours.min(n.saturating_sub(1));
+    let own = part_api::Csr::nearest_lists(sorted_x, dim, d.neighbours, Some(mine), d.par)?;
+    let all = group.allgatherv::<u32>(&own)?;
+    // The gather is in the group's gathered order: entry i is the object at order⁻¹(i).
+    let mut lists = vec![0u32; n * k];
+    if k > 0 {
+        for (&i, at) in order.iter().zip(0..) {
+            let src = &all.data()[i * k..(i + 1) * k];
+            lists[at * k..(at + 1) * k].copy_from_slice(src);
+        }
+    }
+    Ok(part_api::Csr::from_nearest(n, d.neighbours, &lists)?)
 }
 
 /// The `hsfc` repartition tolerance of a level: `IMBALANCE_TOL − 1`, below `hsfc`'s limit of 1.

@@ -780,7 +780,10 @@ impl Summary {
                         .join(" "),
                     b.decision.text.clone(),
                 ),
-                None => ("equal".into(), "flat HSFC, every step".into()),
+                None => (
+                    "equal".into(),
+                    "flat HSFC when a part is over 1 % above equal".into(),
+                ),
             };
             writeln!(
                 out,

@@ -60,7 +60,8 @@ struct Args {
     /// Run DRUM in the loop on this machine description: its ranks are the run's ranks, each
     /// pinned to its node's `cpus` and monitored by its agent; after each refinement the
     /// elements are repartitioned with `hier-part` along the machine's tree when the policy
-    /// says so (see `--balance`). Default: flat HSFC into equal parts, every step.
+    /// says so (see `--balance`). Default: flat HSFC into equal parts, at every step where
+    /// a rank holds more than 1 % above the mean element count (`drum_loop::FLAT_TOLERANCE`).
     #[arg(long)]
     machine: Option<PathBuf>,
     #[command(flatten)]
