@@ -359,7 +359,7 @@ fn user_errors_print_no_backtrace() {
 }
 
 /// `steps.pvd` is rewritten whole after every step: a run that stops part-way leaves a
-/// collection whose every file exists, and no temporary file.
+/// collection whose every file exists, no temporary file, and `--jsonl` a line per step.
 #[test]
 fn a_run_stopped_part_way_leaves_a_whole_collection() {
     let dir = std::env::temp_dir().join(format!("fem-laplace-pvd-{}", std::process::id()));
@@ -375,9 +375,22 @@ fn a_run_stopped_part_way_leaves_a_whole_collection() {
             "--vtk",
         ])
         .arg(&dir)
+        .arg("--jsonl")
+        .arg(dir.join("steps.jsonl"))
         .output()
         .unwrap();
     assert!(!out.status.success());
+    // The JSON lines keep up with the steps: one whole line per finished step.
+    let jsonl = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    let steps: Vec<u64> = jsonl
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["step"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(steps, [0, 1, 2], "{jsonl}");
     let pvd = std::fs::read_to_string(dir.join("steps.pvd")).expect("steps.pvd written");
     assert!(pvd.ends_with("</VTKFile>\n"), "{pvd}");
     let files: Vec<&str> = pvd
@@ -450,7 +463,7 @@ fn hostile_sizes_are_refused_before_the_run() {
     );
     let e = run(&["--machine", big, "--max-ranks", "10000"]);
     assert!(
-        e.contains("the run would need about") && e.contains("GiB available"),
+        e.contains("(10000 rank(s)): the run would need about") && e.contains("GiB available"),
         "{e}"
     );
     let hot = dir.join("hot.xml");

@@ -163,4 +163,44 @@ fn bad_flags_and_a_missing_fem_laplace_are_clear_errors() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/fem-laplace"), "{err}");
+    assert_eq!(entries(dir.path()), Vec::<String>::new(), "{err}");
+}
+
+/// The names in `dir`, sorted.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_failed_reproduction_leaves_nothing_new_in_out() {
+    // The serial meshes are made and the host machine files written to runs/ before the
+    // first measured run fails (fem-laplace is /bin/false): the earlier report survives
+    // untouched, and neither runs/ nor the staging directory beside --out remains.
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("report.md"), "an earlier report\n").unwrap();
+    let out = repro()
+        .env("DRUM_REPRO_FEM_LAPLACE", "/bin/false")
+        .args(["--tiny", "--target-vertices", "300", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("runs"),
+        "the error names the failed run: {err}"
+    );
+    assert_eq!(entries(dir.path()), ["out"], "{err}");
+    assert_eq!(entries(&out_dir), ["report.md"], "{err}");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("report.md")).unwrap(),
+        "an earlier report\n"
+    );
 }

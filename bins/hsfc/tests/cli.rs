@@ -242,6 +242,45 @@ fn bad_output_paths_fail_first_without_a_backtrace() {
     );
 }
 
+/// A write error on the parts file (the file-size limit, `ulimit -f`, with SIGXFSZ ignored
+/// so that the write fails instead of killing): an error naming the file, and the earlier
+/// parts file untouched, not truncated; no temporary file is left.
+#[test]
+fn a_failed_write_leaves_the_earlier_parts_file_whole() {
+    let points = tmp("fsize.zpt");
+    run_ok(
+        hsfc()
+            .args(["gen", "--n", "4000", "--dim", "2", "-o"])
+            .arg(&points),
+    );
+    let parts = tmp("fsize.parts");
+    std::fs::write(&parts, b"earlier").unwrap();
+    let out = Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f 8; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_hsfc"))
+        .args([
+            "partition",
+            points.to_str().unwrap(),
+            "--parts",
+            "3",
+            "--out",
+        ])
+        .arg(&parts)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(parts.to_str().unwrap()), "{err}");
+    assert_eq!(std::fs::read(&parts).unwrap(), b"earlier");
+    let dir = parts.parent().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["fsize.parts", "fsize.zpt"], "{err}");
+}
+
 #[test]
 fn hostile_counts_and_sums_are_refused_or_exact() {
     let f = tmp("hostile.zpt");

@@ -141,3 +141,39 @@ fn work_records() {
         "w.jsonl:1:1: rank 0: work -1 and cpu_seconds 1 must be finite and >= 0"
     );
 }
+
+/// The body of the fuzz target `samples` (fuzz/fuzz_targets/samples.rs) on a few nasty files,
+/// so that stable CI checks what the fuzzer checks: text parses or is an error at a line;
+/// what parses writes back and parses again to as many samples.
+#[test]
+fn the_samples_fuzz_target_holds_on_nasty_files() {
+    use drum_model::samples::write_jsonl;
+    let good = SAMPLES.lines().next().unwrap();
+    let nasty = [
+        SAMPLES.to_string(),
+        good.replace("10.0", "1e308"),
+        good.replace("10.0", "-1e308"),
+        good.replace("8.0e9", "1e400"),
+        good.replace("1000000", "18446744073709551616"),
+        good.replace("\"node\": 3", "\"node\": 18446744073709551615"),
+        good.replace("100,", "1e308,"),
+        format!("{good}\n{}", "[".repeat(10_000)),
+        "\u{feff}".to_string() + good,
+        String::new(),
+        "\n\n\n".to_string(),
+    ];
+    let mut parsed = 0;
+    for text in &nasty {
+        let Ok(located) = parse_jsonl(text, "fuzz.jsonl") else {
+            continue;
+        };
+        parsed += 1;
+        let samples: Vec<_> = located.into_iter().map(|l| l.sample).collect();
+        let mut out = Vec::new();
+        write_jsonl(&samples, &mut out).unwrap();
+        let again = parse_jsonl(std::str::from_utf8(&out).unwrap(), "again.jsonl")
+            .unwrap_or_else(|e| panic!("{text:.80}: written samples do not parse: {e}"));
+        assert_eq!(again.len(), samples.len(), "{text:.80}");
+    }
+    assert!(parsed >= 3, "only {parsed} parsed");
+}

@@ -60,6 +60,60 @@ pub fn run_bytes(ranks: usize, target_vertices: usize) -> u64 {
         .saturating_add(r.saturating_mul(r).saturating_mul(BYTES_PER_RANK_PAIR))
 }
 
+/// An upper estimate of the peak memory that the `local` processes on one host of a run over
+/// `ranks` MPI processes need together, aiming at `target_vertices`: [`run_bytes`]'s fit
+/// applied per process (each pays the fixed part, its rank's part and its buffers to every
+/// rank), with the host's share `local / ranks` of the vertices. One process of one rank is
+/// [`run_bytes`]`(1, v)`.
+///
+/// ```
+/// use fem_laplace::memory::{host_bytes, run_bytes};
+/// assert_eq!(host_bytes(1, 1, 524_500), run_bytes(1, 524_500));
+/// assert!(host_bytes(8, 4, 524_500) < host_bytes(8, 8, 524_500));
+/// ```
+pub fn host_bytes(ranks: usize, local: usize, target_vertices: usize) -> u64 {
+    let (r, l, v) = (ranks.max(1) as u64, local as u64, target_vertices as u64);
+    let vertices = v.saturating_mul(l).div_ceil(r);
+    l.saturating_mul(BYTES_BASE.saturating_add(BYTES_PER_RANK))
+        .saturating_add(vertices.saturating_mul(BYTES_PER_VERTEX))
+        .saturating_add(l.saturating_mul(r).saturating_mul(BYTES_PER_RANK_PAIR))
+}
+
+/// The refusal of a run that would not fit: `None` when `need` bytes fit in `have` (or
+/// `have` is unknown), else "`who` would need about N GiB, but the host has M GiB available" (MiB
+/// below 1 GiB).
+///
+/// ```
+/// use fem_laplace::memory::refusal;
+/// assert_eq!(refusal(1 << 30, Some(2 << 30), "the run"), None);
+/// assert_eq!(refusal(1 << 30, None, "the run"), None);
+/// assert_eq!(
+///     refusal(3 << 30, Some(1 << 30), "the run").unwrap(),
+///     "the run would need about 3.0 GiB, but the host has 1.0 GiB available"
+/// );
+/// assert_eq!(
+///     refusal(35 << 20, Some(10 << 20), "they").unwrap(),
+///     "they would need about 35 MiB, but the host has 10 MiB available"
+/// );
+/// ```
+pub fn refusal(need: u64, have: Option<u64>, who: &str) -> Option<String> {
+    let have = have.filter(|&h| need > h)?;
+    Some(format!(
+        "{who} would need about {}, but the host has {} available",
+        human(need),
+        human(have)
+    ))
+}
+
+/// Bytes in GiB with one decimal, or in MiB below 1 GiB.
+fn human(bytes: u64) -> String {
+    if bytes < 1 << 30 {
+        format!("{:.0} MiB", bytes as f64 / f64::from(1u32 << 20))
+    } else {
+        format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    }
+}
+
 /// The memory the kernel says is available for new work (`MemAvailable` of
 /// `/proc/meminfo`), `None` where it cannot be read.
 pub fn available_bytes() -> Option<u64> {

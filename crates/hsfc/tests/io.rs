@@ -246,3 +246,71 @@ fn hostile_files_are_refused_before_they_fill_memory() {
     );
     std::fs::remove_file(tmp("huge.zpt")).unwrap();
 }
+
+/// The bodies of the fuzz targets `points` and `sizes` (fuzz/fuzz_targets) on the points'
+/// seeds and a few nasty files, so that stable CI checks what the fuzzer checks: a file
+/// reads or is an error; what reads writes back to the same bytes and partitions with
+/// finite weights and targets, every point in a part.
+#[test]
+fn the_fuzz_targets_hold_on_nasty_files() {
+    use hsfc::Hsfc;
+    use part_api::{Partitioner, Points, Serial};
+    let mut huge_n = header(2, 0, 0, u64::MAX);
+    huge_n.extend([0; 16]);
+    let points: [&[u8]; 9] = [
+        include_bytes!("../../../fuzz/seeds/points/a2"),
+        include_bytes!("../../../fuzz/seeds/points/w2"),
+        include_bytes!("../../../fuzz/seeds/points/o3"),
+        include_bytes!("../../../fuzz/seeds/points/s1"),
+        include_bytes!("../../../fuzz/seeds/points/n2"),
+        include_bytes!("../../../fuzz/seeds/points/z2"),
+        &huge_n,
+        &header(0, 0, 0, 1),
+        b"ZPT1",
+    ];
+    let mut read = 0;
+    for (k, bytes) in points.into_iter().enumerate() {
+        let p = tmp(&format!("nasty-{k}.zpt"));
+        std::fs::write(&p, bytes).unwrap();
+        let Ok(set) = read_points(&p) else { continue };
+        read += 1;
+        let again = tmp(&format!("nasty-{k}-again.zpt"));
+        write_points(&again, set.dim, &set.coords, set.weights.as_deref()).unwrap();
+        assert_eq!(std::fs::read(&again).unwrap(), bytes, "file {k}");
+        let mut parts = vec![0u32; set.len()];
+        let pts = Points::new(&set.coords, set.dim, set.weights.as_deref());
+        if let Ok(r) = Hsfc::default().partition(&Serial, pts, &[1.0, 2.0, 3.0], &mut parts) {
+            assert!(parts.iter().all(|&q| q < 3), "file {k}");
+            assert!(r.part_weights().iter().all(|w| w.is_finite()), "file {k}");
+        }
+    }
+    assert!(read >= 5, "only {read} of the seeds read");
+    let sizes = [
+        "1e308\n1e308\n",
+        "1e-320\n1\n",
+        "0\n0\n",
+        "-1\n1\n",
+        "nan\n",
+        "inf\n1\n",
+        "# only a comment\n\n",
+        "1\n\u{0}\n",
+        "",
+    ];
+    let coords: Vec<f64> = (0..64).map(|i| f64::from(i * 37 % 64) / 64.0).collect();
+    for (k, text) in sizes.into_iter().enumerate() {
+        let p = tmp(&format!("nasty-{k}.sizes"));
+        std::fs::write(&p, text).unwrap();
+        let Ok(s) = read_sizes(&p) else { continue };
+        assert!(
+            !s.is_empty() && s.iter().all(|x| x.is_finite() && *x >= 0.0),
+            "{text:?}"
+        );
+        let mut parts = vec![0u32; 32];
+        let pts = Points::new(&coords, 2, None);
+        if let Ok(r) = Hsfc::default().partition(&Serial, pts, &s, &mut parts) {
+            assert!(parts.iter().all(|&q| (q as usize) < s.len()), "{text:?}");
+            assert!(r.targets().iter().all(|t| t.is_finite()), "{text:?}");
+            assert_eq!(r.part_counts().iter().sum::<u64>(), 32, "{text:?}");
+        }
+    }
+}

@@ -108,16 +108,28 @@ pub trait Progress {
 
 /// Runs the reproduction: the serial meshes, the measured configurations, the calibration,
 /// every configuration simulated (the measured ones too: the validation), then the report in
-/// `opts.out`.
+/// `opts.out`. The output is whole or absent: it is written beside `opts.out` and moved into
+/// place only when the report is complete; on an error nothing new is left in `opts.out`.
 pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
+    if opts.repeats == Some(0) {
+        bail!("--repeats 0: at least one run per configuration");
+    }
+    let stage = output::Staging::new(&opts.out)?;
+    let runs = run_into(opts, stage.dir(), progress)?;
+    stage.commit()?;
+    progress.message(&format!(
+        "drum-repro: {runs} runs; report in {}",
+        opts.out.join("report.md").display()
+    ));
+    Ok(())
+}
+
+/// [`run`] writing into `out` (the staging directory); returns the number of records.
+fn run_into(opts: &Options, out: &std::path::Path, progress: &mut dyn Progress) -> Result<usize> {
     let scale = opts.scale;
     let target = opts.target_vertices.unwrap_or(scale.target());
     let repeats = opts.repeats.unwrap_or(scale.repeats());
-    if repeats == 0 {
-        bail!("--repeats 0: at least one run per configuration");
-    }
     let t0 = Instant::now();
-    let out = &opts.out;
     let runs_dir = out.join("runs");
     std::fs::create_dir_all(&runs_dir)
         .with_context(|| format!("creating {}", runs_dir.display()))?;
@@ -219,12 +231,11 @@ pub fn run(opts: &Options, progress: &mut dyn Progress) -> Result<()> {
         &watts_runs,
     )?;
     items.progress.message(&format!(
-        "drum-repro: {} runs in {:.0} s; report in {}",
+        "drum-repro: {} runs in {:.0} s",
         records.len(),
-        t0.elapsed().as_secs_f64(),
-        out.join("report.md").display()
+        t0.elapsed().as_secs_f64()
     ));
-    Ok(())
+    Ok(records.len())
 }
 
 /// What the measured runs share: the binary, where their files go, the host's rating, the

@@ -54,3 +54,81 @@ pub(crate) fn write_whole(path: &std::path::Path, bytes: impl AsRef<[u8]>) -> Re
         .map_err(|e| e.source)
         .with_context(|| format!("writing {}", path.display()))
 }
+
+/// The reproduction's output directory, whole or absent: everything is written into a
+/// staging directory beside `--out` (`.NAME.partial-PID`), moved into `--out` by
+/// [`Staging::commit`] once the report is complete, and removed on any other exit (an
+/// error or a panic drop it). An existing `--out` keeps its other files; its `runs/` and
+/// report files are replaced only on success.
+pub(crate) struct Staging {
+    /// Where the run writes.
+    dir: std::path::PathBuf,
+    /// Where the output goes on success.
+    out: std::path::PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    /// Checks `out` (a directory or absent) and creates the staging directory beside it.
+    pub(crate) fn new(out: &std::path::Path) -> Result<Staging> {
+        let Some(name) = out.file_name() else {
+            crate::error::bail!("--out {}: not a directory name", out.display());
+        };
+        if out.exists() && !out.is_dir() {
+            crate::error::bail!("--out {}: exists and is not a directory", out.display());
+        }
+        let dir = out.with_file_name(format!(
+            ".{}.partial-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Staging {
+            dir,
+            out: out.to_path_buf(),
+            committed: false,
+        })
+    }
+
+    /// The staging directory.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Moves the staged files into `out` (the whole directory if `out` does not exist).
+    pub(crate) fn commit(mut self) -> Result<()> {
+        if !self.out.exists() {
+            std::fs::rename(&self.dir, &self.out).with_context(|| {
+                format!("moving {} to {}", self.dir.display(), self.out.display())
+            })?;
+        } else {
+            let entries = std::fs::read_dir(&self.dir)
+                .with_context(|| format!("reading {}", self.dir.display()))?;
+            for entry in entries {
+                let from = entry
+                    .with_context(|| format!("reading {}", self.dir.display()))?
+                    .path();
+                let to = self.out.join(from.file_name().unwrap_or_default());
+                if to.is_dir() && !to.is_symlink() {
+                    std::fs::remove_dir_all(&to)
+                        .with_context(|| format!("replacing {}", to.display()))?;
+                }
+                std::fs::rename(&from, &to)
+                    .with_context(|| format!("moving {} to {}", from.display(), to.display()))?;
+            }
+            std::fs::remove_dir(&self.dir)
+                .with_context(|| format!("removing {}", self.dir.display()))?;
+        }
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}

@@ -216,19 +216,36 @@ fn check_size(args: &Args, machine: Option<&Machine>) -> Result<()> {
     };
     args.max_ranks.check(&what, ranks)?;
     let need = fem_laplace::memory::run_bytes(ranks, args.target_vertices);
-    if let Some(have) = fem_laplace::memory::available_bytes()
-        && need > have
-    {
-        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let have = fem_laplace::memory::available_bytes();
+    if let Some(why) = fem_laplace::memory::refusal(need, have, "the run") {
         bail!(
-            "{what} with --target-vertices {}: the run would need about {:.1} GiB ({ranks} \
-             rank(s)), but the host has {:.1} GiB available",
-            args.target_vertices,
-            gib(need),
-            gib(have)
+            "{what} with --target-vertices {} ({ranks} rank(s)): {why}",
+            args.target_vertices
         );
     }
     Ok(())
+}
+
+/// [`check_size`] for a run under MPI, before it allocates: the processes on this rank's
+/// host (`Comm::split_node`) against the host's available memory; every rank stops if one
+/// host's would not fit.
+#[cfg(feature = "mpi")]
+fn check_mpi_size(world: &comm::MpiComm, args: &Args) -> Result<()> {
+    use comm::Comm;
+    let local = world.split_node()?.size();
+    let size = world.size();
+    let need = fem_laplace::memory::host_bytes(size, local, args.target_vertices);
+    let have = fem_laplace::memory::available_bytes();
+    let fits = match fem_laplace::memory::refusal(need, have, "they") {
+        Some(why) => Err(anyhow::anyhow!(
+            "--backend mpi with --target-vertices {}: {local} of the run's {size} process(es) \
+             share the host {}, and {why}",
+            args.target_vertices,
+            world.processor_name()
+        )),
+        None => Ok(()),
+    };
+    cli_support::collective(world, fits)
 }
 
 fn header(
@@ -857,6 +874,7 @@ fn run_mpi(s: &Setup) -> Result<()> {
         {
             bail!("--ranks {r} but mpirun started {size} processes: they must match");
         }
+        check_mpi_size(world, &s.args)?;
         let (balancer, _) = balancer(s, Some(size))?;
         let pinned = match s
             .machine
