@@ -336,9 +336,9 @@ fn bad_output_paths_fail_before_the_run_naming_flag_and_path() {
 }
 
 /// A user's bad input is an error message, not a crash: no backtrace, whatever
-/// `RUST_BACKTRACE` says.
+/// `RUST_BACKTRACE` says; a panic still prints one.
 #[test]
-fn user_errors_print_no_backtrace() {
+fn user_errors_print_no_backtrace_and_panics_do() {
     for args in [
         &["--marking", "half"][..],
         &["--ranks", "0"],
@@ -356,6 +356,25 @@ fn user_errors_print_no_backtrace() {
         assert!(!err.to_lowercase().contains("backtrace"), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
+    // A panic (a bug, here the fault injection) still prints its backtrace when asked.
+    let out = bin()
+        .env("RUST_BACKTRACE", "1")
+        .args([
+            "--ranks",
+            "2",
+            "--target-vertices",
+            "50",
+            "--fail-at",
+            "1:1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("panicked") && err.contains("stack backtrace"),
+        "{err}"
+    );
 }
 
 /// `steps.pvd` is rewritten whole after every step: a run that stops part-way leaves a
