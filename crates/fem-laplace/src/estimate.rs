@@ -144,6 +144,45 @@ pub(crate) struct ErrorsPart {
     pub(crate) max_vertex: f64,
 }
 
+/// Points per batch of exact values or gradients in [`errors_part`] (a few kilobytes: it stays
+/// in the first-level cache), less the three an element may add past the check.
+const BATCH: usize = 256;
+
+/// A batch of points with what each serves (a vertex, or an element's edge midpoint: the
+/// element), with room for the results (`a`; two halves for gradients).
+struct Batch {
+    x: Box<[f64; BATCH]>,
+    y: Box<[f64; BATCH]>,
+    at: Box<[u32; BATCH]>,
+    a: Box<[f64; 2 * BATCH]>,
+    /// Elements' areas (one per three points).
+    area: Box<[f64; BATCH]>,
+    n: usize,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            x: Box::new([0.0; BATCH]),
+            y: Box::new([0.0; BATCH]),
+            at: Box::new([0; BATCH]),
+            a: Box::new([0.0; 2 * BATCH]),
+            area: Box::new([0.0; BATCH]),
+            n: 0,
+        }
+    }
+    #[inline(always)]
+    fn push(&mut self, x: f64, y: f64, at: u32) {
+        self.x[self.n] = x;
+        self.y[self.n] = y;
+        self.at[self.n] = at;
+        self.n += 1;
+    }
+    fn full(&self) -> bool {
+        self.n + 3 > BATCH
+    }
+}
+
 /// [`errors`] over the vertices with `own_vertex(v)` and the elements with `own_element(t)`
 /// (whose neighbours are all present).
 pub(crate) fn errors_part(
@@ -156,69 +195,77 @@ pub(crate) fn errors_part(
     own_element: impl Fn(usize) -> bool,
 ) -> Result<ErrorsPart, FemError> {
     let c = mesh.coords();
+    let non_finite = |x: f64, y: f64, value: f64| FemError::NonFiniteData {
+        name: exact.name(),
+        x,
+        y,
+        value,
+    };
+    // The exact solution is evaluated a batch at a time ([`ExactSolution::values`] and
+    // [`ExactSolution::gradients`]), the batch's points first gathered.
+    let mut b = Batch::new();
     let mut max_vertex: f64 = 0.0;
     for (v, p) in c.iter().enumerate() {
-        if !own_vertex(v) {
-            continue;
+        if own_vertex(v) {
+            b.push(p[0], p[1], v as u32);
         }
-        let value = exact.value(p[0], p[1]);
-        if !value.is_finite() {
-            let (x, y) = (p[0], p[1]);
-            return Err(FemError::NonFiniteData {
-                name: exact.name(),
-                x,
-                y,
-                value,
-            });
+        if b.full() || (v + 1 == c.len() && b.n > 0) {
+            let n = std::mem::take(&mut b.n);
+            exact.values(&b.x[..n], &b.y[..n], &mut b.a[..n]);
+            for i in 0..n {
+                let value = b.a[i];
+                if !value.is_finite() {
+                    return Err(non_finite(b.x[i], b.y[i], value));
+                }
+                max_vertex = max_vertex.max((value - uh[b.at[i] as usize]).abs());
+            }
         }
-        max_vertex = max_vertex.max((value - uh[v]).abs());
     }
-    // Each edge midpoint serves both elements that share the edge: one exact gradient per
-    // edge, added to both (the owner is the element first along the curve).
-    let ne = mesh.num_elements();
-    let mut e2 = vec![0.0; ne];
+    // Each element's three edge midpoints, a batch of elements at a time (an edge's midpoint
+    // is evaluated once from each side: the same bits, since 0.5·(p + q) = 0.5·(q + p)), the
+    // element's three terms summed in its own edge order: no scatter, and a rank evaluates
+    // only its own elements (all of them when `per_element` is asked for).
     let tri = mesh.elements();
-    let nbr = mesh.neighbours();
-    let mut have_gradient = true;
-    'elements: for t in 0..ne {
-        let tv = tri[t];
-        for k in 0..3 {
-            let n = nbr[t][k];
-            if n != NONE && (n as usize) < t {
-                continue;
-            }
-            let (a, b) = (c[tv[(k + 1) % 3] as usize], c[tv[(k + 2) % 3] as usize]);
-            let (x, y) = (0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]));
-            let Some(gu) = exact.gradient(x, y) else {
-                have_gradient = false;
-                break 'elements;
-            };
-            if !(gu[0].is_finite() && gu[1].is_finite()) {
-                let value = if gu[0].is_finite() { gu[1] } else { gu[0] };
-                return Err(FemError::NonFiniteData {
-                    name: exact.name(),
-                    x,
-                    y,
-                    value,
-                });
-            }
-            let g = grad[t];
-            e2[t] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
-            if n != NONE {
-                let g = grad[n as usize];
-                e2[n as usize] += (gu[0] - g[0]).powi(2) + (gu[1] - g[1]).powi(2);
-            }
-        }
-    }
+    let all = per_element.is_some();
+    let mut e2 = if all {
+        vec![0.0; tri.len()]
+    } else {
+        Vec::new()
+    };
     let mut sum = ExactSum::new();
-    if have_gradient {
-        for (t, tv) in tri.iter().enumerate() {
+    let mut have_gradient = true;
+    for (t, tv) in tri.iter().enumerate() {
+        if all || own_element(t) {
             let [p0, p1, p2] = tv.map(|v| c[v as usize]);
             let area =
                 0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
-            e2[t] *= area / 3.0;
-            if own_element(t) {
-                sum.add(e2[t]);
+            for (p, q) in [(p1, p2), (p2, p0), (p0, p1)] {
+                b.push(0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1]), t as u32);
+            }
+            b.area[b.n / 3 - 1] = area;
+        }
+        if b.full() || (t + 1 == tri.len() && b.n > 0) {
+            let n = std::mem::take(&mut b.n);
+            let (gx, gy) = b.a.split_at_mut(BATCH);
+            if !exact.gradients(&b.x[..n], &b.y[..n], &mut gx[..n], &mut gy[..n]) {
+                have_gradient = false;
+                break;
+            }
+            if let Some(i) = (0..n).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
+                let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
+                return Err(non_finite(b.x[i], b.y[i], value));
+            }
+            for (j, &area) in b.area[..n / 3].iter().enumerate() {
+                let e = b.at[3 * j] as usize;
+                let g = grad[e];
+                let term = |i: usize| (gx[i] - g[0]).powi(2) + (gy[i] - g[1]).powi(2);
+                let x = (term(3 * j) + term(3 * j + 1) + term(3 * j + 2)) * (area / 3.0);
+                if own_element(e) {
+                    sum.add(x);
+                }
+                if all {
+                    e2[e] = x;
+                }
             }
         }
     }
@@ -236,6 +283,42 @@ mod tests {
     use super::*;
     use crate::mesh::Marks;
     use crate::problem::FnSolution;
+
+    /// The batch path (the corner solution's vectorised formulas, evaluated per element)
+    /// against the scalar libm formulas point by point: the same errors to rounding, the
+    /// per-element values where asked, and a non-finite gradient named with its point.
+    #[test]
+    fn batched_errors_match_the_scalar_formulas() {
+        let mesh = refined(7);
+        let c = mesh.coords();
+        let u: Vec<f64> = c.iter().map(|p| (3.0 * p[0]).sin() * p[1] + 0.1).collect();
+        let mut grad = Vec::new();
+        gradients_into(&mesh, &u, &mut grad);
+        let exact = crate::CornerSingularity;
+        let scalar = FnSolution::new("scalar", |x, y| exact.value(x, y))
+            .with_gradient(|x, y| exact.gradient(x, y).unwrap());
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        let a = errors(&mesh, &u, &grad, &exact, Some(&mut pa)).unwrap();
+        let b = errors(&mesh, &u, &grad, &scalar, Some(&mut pb)).unwrap();
+        let (ea, eb) = (a.energy.unwrap(), b.energy.unwrap());
+        assert!((ea - eb).abs() <= 1e-13 * eb, "{ea} vs {eb}");
+        assert!(
+            (a.max_vertex - b.max_vertex).abs() <= 1e-15,
+            "{a:?} vs {b:?}"
+        );
+        assert_eq!(pa.len(), mesh.num_elements());
+        for (x, y) in pa.iter().zip(&pb) {
+            assert!((x - y).abs() <= 1e-13 * y.abs() + 1e-300, "{x} vs {y}");
+        }
+        // One element's own-element sum equals its per-element value.
+        let one = errors_part(&mesh, &u, &grad, &exact, None, |_| true, |t| t == 5).unwrap();
+        assert_eq!(one.energy2.unwrap().value(), pa[5]);
+        let bad = FnSolution::new("bad", |_, _| 0.0).with_gradient(|x, _| [1.0 / (x - 0.5), 0.0]);
+        let e = errors(&mesh, &u, &grad, &bad, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad") && e.contains("0.5"), "{e}");
+    }
 
     fn refined(rounds: usize) -> Mesh {
         let mut m = Mesh::unit_square();

@@ -24,6 +24,7 @@
 
 pub mod adapt;
 pub mod assemble;
+mod corner;
 pub mod dist;
 pub mod error;
 pub mod estimate;

@@ -13,6 +13,27 @@ pub trait ExactSolution {
     fn value(&self, x: f64, y: f64) -> f64;
     /// ∇u(x, y), if known. Without it the energy error is not reported.
     fn gradient(&self, x: f64, y: f64) -> Option<[f64; 2]>;
+    /// u at the points `(x[i], y[i])` into `out[i]`, for the error diagnostics (never the
+    /// Dirichlet data): [`ExactSolution::value`] to within a few units in the last place. The
+    /// default calls it point by point; a solution may evaluate the batch its own way.
+    fn values(&self, x: &[f64], y: &[f64], out: &mut [f64]) {
+        for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
+            *o = self.value(a, b);
+        }
+    }
+    /// ∇u at the points `(x[i], y[i])` into `(gx[i], gy[i])`, for the error diagnostics:
+    /// [`ExactSolution::gradient`] to within a few units in the last place; `false` if the
+    /// gradient is not known (the outputs are then unspecified).
+    fn gradients(&self, x: &[f64], y: &[f64], gx: &mut [f64], gy: &mut [f64]) -> bool {
+        for i in 0..x.len().min(y.len()) {
+            let Some([a, b]) = self.gradient(x[i], y[i]) else {
+                return false;
+            };
+            gx[i] = a;
+            gy[i] = b;
+        }
+        true
+    }
 }
 
 /// PHAML's elliptic example 3: u = r^{2/3} sin(2θ/3) with the singular point at the corner
@@ -43,6 +64,15 @@ impl ExactSolution for CornerSingularity {
         let m = (2.0 / 3.0) * r2.powf(-1.0 / 6.0);
         let (s, c) = (theta / 3.0).sin_cos();
         Some([-m * s, m * c])
+    }
+    /// Without `atan2`, `pow` or `sin`: see `corner.rs`.
+    fn values(&self, x: &[f64], y: &[f64], out: &mut [f64]) {
+        crate::corner::values(x, y, out);
+    }
+    /// Without `atan2`, `pow` or `sin`: see `corner.rs`.
+    fn gradients(&self, x: &[f64], y: &[f64], gx: &mut [f64], gy: &mut [f64]) -> bool {
+        crate::corner::gradients(x, y, gx, gy);
+        true
     }
 }
 

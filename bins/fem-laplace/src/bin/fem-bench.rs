@@ -22,6 +22,49 @@ struct Opts {
     #[arg(long, default_value_t = fem_laplace::PHAML_TARGET_VERTICES, value_parser =
           cli_support::limits::count(0, fem_laplace::memory::MAX_TARGET_VERTICES, "vertices"))]
     target_vertices: usize,
+    /// The `fem-laplace` binary whose whole default run (serial, no `--json`) is timed and
+    /// expressed in bandwidth sweeps (`cargo xtask bench fem` passes the release build).
+    #[arg(long)]
+    process: Option<std::path::PathBuf>,
+}
+
+/// Bytes a bandwidth sweep moves per vertex of the final mesh (issue 20's unit).
+const SWEEP_BYTES_PER_VERTEX: f64 = 104.0;
+
+/// STREAM's triad a[i] = b[i] + s·c[i] over three arrays of 2^23 doubles (64 MiB each, far
+/// beyond the caches), counted as 24 bytes per element; the best of 7 passes, in bytes/s.
+fn triad_bandwidth() -> f64 {
+    let n = 1usize << 23;
+    let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
+    let mut best = f64::INFINITY;
+    for pass in 0..7 {
+        let s = 0.5 + pass as f64;
+        let t = Instant::now();
+        for ((x, &y), &z) in a.iter_mut().zip(&b).zip(&c) {
+            *x = y + s * z;
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(&mut a);
+    }
+    24.0 * n as f64 / best
+}
+
+/// Wall seconds of `exe`'s default run (stdout and stderr discarded), `repeats` times.
+fn whole_process(exe: &std::path::Path, repeats: usize) -> Result<Vec<f64>> {
+    let mut walls = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let t = Instant::now();
+        let status = std::process::Command::new(exe)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", exe.display()))?;
+        if !status.success() {
+            anyhow::bail!("{} failed: {status}", exe.display());
+        }
+        walls.push(t.elapsed().as_secs_f64());
+    }
+    Ok(walls)
 }
 
 /// The median of `v` (one definition for the workspace: `cli_support::median`).
@@ -182,6 +225,15 @@ fn run() -> Result<()> {
             m / target
         );
     }
+    let (err, asm) = (
+        med(&|r| r.times.error, fin),
+        med(&|r| r.times.assemble, fin),
+    );
+    println!(
+        "error evaluation (diagnostic) at the last step {:.1} ms = {:.2}× the assembly   target ≤ 0.50",
+        1e3 * err,
+        err / asm.max(1e-12)
+    );
     let iters: Vec<usize> = runs[0].iter().map(|r| r.cg_iterations).collect();
     println!("CG iterations per step: {iters:?}");
     println!(
@@ -199,6 +251,27 @@ fn run() -> Result<()> {
             "        peak RSS (VmHWM) of the process {:.1} MB = {:.0} bytes/vertex (includes binary and allocator slack)",
             h as f64 / 1e6,
             h as f64 / nv as f64
+        );
+    }
+
+    let triad = triad_bandwidth();
+    let sweep = SWEEP_BYTES_PER_VERTEX * nv as f64 / triad;
+    println!(
+        "bandwidth: triad {:.2} GB/s; one sweep ({SWEEP_BYTES_PER_VERTEX:.0} bytes per final vertex) {:.2} ms",
+        triad / 1e9,
+        1e3 * sweep
+    );
+    if let Some(exe) = &o.process {
+        let walls = whole_process(exe, o.repeats as usize)?;
+        let m = median(walls.clone());
+        println!(
+            "whole process `{}` (serial default run), median of {}: {:.3} s = {:.0} sweeps   target ≤ 250 (min {:.3} s, max {:.3} s)",
+            exe.display(),
+            walls.len(),
+            m,
+            m / sweep,
+            walls.iter().cloned().fold(f64::INFINITY, f64::min),
+            walls.iter().cloned().fold(0.0, f64::max)
         );
     }
 
