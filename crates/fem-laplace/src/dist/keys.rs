@@ -208,7 +208,10 @@ pub(crate) fn merge_in_place<T: Copy>(
     let arriving: Vec<T> = rest.iter().map(|&t| v[t as usize]).collect();
     let mut w = 0;
     for &(s, l) in kept {
-        v.copy_within(s..s + l, w);
+        // A run already in its place (the first, when nothing before it left) is not copied.
+        if s != w {
+            v.copy_within(s..s + l, w);
+        }
         w += l;
     }
     let n_kept = w;

@@ -882,8 +882,10 @@ impl Local {
         if first_end == ne && !(0..ne).any(gone) {
             return;
         }
+        let mut t0 = std::time::Instant::now();
         let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
         rest.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
+        lap(&mut t0, "      merge: sort arriving");
         // The runs of the first run that stay, how many of those come before each arriving
         // element, and the new index of every element (NONE for the departed): a kept one
         // after the kept and arrived before it, arriving element j at slots[j] + j.
@@ -891,7 +893,23 @@ impl Local {
         let mut kept: Vec<(usize, usize)> = Vec::new();
         let mut slots: Vec<usize> = Vec::with_capacity(rest.len());
         let mut n_kept = 0usize;
+        // Without departures (a kept partition) each stretch shifts as a whole.
+        let none_gone = !(0..first_end).any(gone);
         let mut keep_run = |a: usize, b: usize, arrived: usize, n_kept: &mut usize| {
+            if none_gone {
+                if a < b {
+                    let shift = (arrived + *n_kept) as u32 - a as u32;
+                    for (t, x) in inv[a..b].iter_mut().enumerate() {
+                        *x = (a + t) as u32 + shift;
+                    }
+                    *n_kept += b - a;
+                    match kept.last_mut() {
+                        Some((s, l)) if *s + *l == a => *l += b - a,
+                        _ => kept.push((a, b - a)),
+                    }
+                }
+                return;
+            }
             for t in (a..b).filter(|&t| !gone(t)) {
                 inv[t] = (*n_kept + arrived) as u32;
                 *n_kept += 1;
@@ -911,13 +929,16 @@ impl Local {
             i = at;
         }
         keep_run(i, first_end, slots.len(), &mut n_kept);
+        lap(&mut t0, "      merge: places");
         for (j, (&t, &slot)) in rest.iter().zip(&slots).enumerate() {
             inv[t as usize] = (slot + j) as u32;
         }
+        let mut tt = std::time::Instant::now();
         let m = &mut self.mesh;
         merge_in_place(&mut m.tri, &kept, &rest, &slots);
         merge_in_place(&mut m.level, &kept, &rest, &slots);
         merge_in_place(&mut m.nbr, &kept, &rest, &slots);
+        lap(&mut tt, "      merge: tri, level, nbr");
         for nb in &mut m.nbr {
             for n in nb {
                 if *n != NONE && *n != REMOTE {
@@ -925,8 +946,10 @@ impl Local {
                 }
             }
         }
+        lap(&mut tt, "      merge: relabel");
         self.ekey.merge_in_place(&kept, &rest, &slots);
         merge_in_place(&mut self.eowner, &kept, &rest, &slots);
+        lap(&mut tt, "      merge: keys, owners");
     }
 
     /// Merges lists of vertices, each sorted by birth, into one sorted list: the smaller
