@@ -590,6 +590,10 @@ impl DrumLoop {
             self.ledger.hold(point.loads.clone());
             (fractions.clone(), 0.0, 0.0)
         };
+        // The rebalance's own time (the partitioner: a diffusion level's kNN graph, say) is
+        // not the application's work, and Watts et al.'s capacity divides work by the
+        // window's seconds: the next window starts here, not at this point's cut.
+        self.restart_window();
         let cost = RebalanceCost {
             window_s: point.cut_s + sense_s,
             exchange_s: gather_s - point.cut_s,
@@ -799,6 +803,16 @@ impl DrumLoop {
             Ok(w) => self.pending.add(&w),
             Err(e) => self.pending.error = Some(e.to_string()),
         }
+    }
+
+    /// Drops what the agent measured since the last cut: the next window starts now (and the
+    /// time to the next point, Lan's step time, too). An unreadable counter leaves the cut
+    /// where it was: the next window then also covers the rebalance.
+    fn restart_window(&mut self) {
+        if let Some(m) = &self.monitor {
+            let _ = m.window();
+        }
+        self.last_point = Instant::now();
     }
 
     /// New node observations from the ranks' windows, then the monitored powers. `loads`:

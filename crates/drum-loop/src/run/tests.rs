@@ -490,3 +490,42 @@ fn homogeneous_balancing_weighs_the_objects_by_their_ranks_time() {
         assert!((r.achieved[0] - 0.5).abs() < 0.05, "{:?}", r.achieved);
     }
 }
+
+/// The window measured at a point starts where the previous rebalance ended, not at its cut:
+/// the partitioner's own time (here a flat HSFC of 400,000 points on rank 0) is not in the
+/// next window's seconds, which Watts et al.'s capacity divides the work by.
+#[test]
+fn the_next_window_starts_after_the_rebalance() {
+    let fake = Fake::new("restart");
+    let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
+    let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+        let me = Comm::rank(&c);
+        fake.thread(1, 1);
+        let mut lp = DrumLoop::start(&c, machine.clone(), config(&fake, Sizing::Monitored))?;
+        let n = if me == 0 { 400_000 } else { 0 };
+        let xy: Vec<f64> = (0..n)
+            .flat_map(|i| [(i as f64 * 0.618_034) % 1.0, (i as f64 + 0.5) / n as f64])
+            .collect();
+        let mut parts = vec![me as u32; n];
+        let first = lp.rebalance(&c, Points::new(&xy, 2, None), &mut parts)?;
+        let returned = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
+        c.barrier()?;
+        let between = returned.elapsed().as_secs_f64();
+        let second = lp.rebalance(&c, Points::new(&[], 2, None), &mut [])?;
+        lp.stop()?;
+        Ok::<_, Error>((first.partition_s, between, second))
+    })
+    .unwrap();
+    for r in out {
+        let (partition_s, between, second) = r.unwrap();
+        let window = second.measured[0].seconds.max(second.measured[1].seconds);
+        // Without the restart the window would hold the partition too: at least
+        // `partition_s` more than the time between the calls.
+        assert!(
+            window < between + 0.5 * partition_s,
+            "window {window} s, between the calls {between} s, partitioner {partition_s} s"
+        );
+        assert!(second.window_s < between + 0.5 * partition_s);
+    }
+}

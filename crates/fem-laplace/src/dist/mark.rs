@@ -467,6 +467,17 @@ pub(crate) fn mark<C: Comm>(
     let threshold = threshold(comm, &labels, eta2, strategy, need, total)?;
     lap(&mut tt, "mark: rounds 2, 3");
     let bits = finish(&labels, threshold);
+    if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+        let cut = threshold.map_or(labels.entries.order.len(), |th| {
+            labels.entries.count_up_to(l, th)
+        });
+        eprintln!(
+            "    mark: {} entries taken, {} marked, {} edges touched, need {need}",
+            labels.entries.order.len(),
+            cut,
+            labels.touched.len()
+        );
+    }
     lap(&mut tt, "mark: finish");
     Ok(bits)
 }
