@@ -44,7 +44,7 @@
 use super::keys::edge_key;
 use super::local::{Local, lap};
 use crate::exact::{ExactSum, WORDS};
-use crate::mark::{Marking, NBINS, bin, dorfler_goal, dorfler_weight};
+use crate::mark::{AHEAD, Marking, NBINS, bin, dorfler_goal, dorfler_weight, prefetch};
 use crate::mesh::NONE;
 use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, CommError, ReduceOp};
@@ -227,7 +227,15 @@ impl<'a> Labels<'a> {
             stack: Vec::new(),
             entries,
         };
+        // The entries visit elements in label order, all over the arrays: the element
+        // `AHEAD` entries on is fetched while this one propagates.
         for i in 0..s.entries.order.len() {
+            if let Some(&f) = s.entries.order.get(i + AHEAD) {
+                let t = f as usize / 2;
+                prefetch(&s.lab[t]);
+                prefetch(&l.mesh.nbr[t]);
+                prefetch(&l.eowner[t]);
+            }
             let e = s.entries.order[i];
             for &k in entry_edges(e) {
                 s.set(e / 2, k, i as u32, |_, x, old| x < old);
