@@ -346,6 +346,74 @@ fn distributed_equals_serial_on_every_machine_file() {
     }
 }
 
+/// Without weights (as fem-laplace passes unit work), including the one-level machines'
+/// shortcut (every child of the root one rank): the distributed partition and a KEEP_CUTS
+/// repartition after moving some points equal the serial ones, with the same figures.
+#[test]
+fn distributed_equals_serial_without_weights() {
+    for (i, f) in machine_files().into_iter().enumerate() {
+        let m = keep_all_cuts(&Machine::from_file(&f).unwrap());
+        let plan = plan_of(&m);
+        let ranks = plan.num_ranks();
+        let n = 3000;
+        let (x, _) = points_with(
+            &mut Xoshiro256::new(70 + i as u64),
+            n,
+            2,
+            Distribution::Corner { rmin: 1e-6 },
+            WeightKind::Unit,
+        );
+        // The second call sees every tenth point moved a little: some cuts move.
+        let x2: Vec<f64> = (x.iter().enumerate())
+            .map(|(j, v)| if j % 20 == 0 { v * 0.5 } else { *v })
+            .collect();
+        let (want, r) = run_serial(&plan, &x, 2, None, Par::Seq);
+        let mut want2 = want.clone();
+        let r2 = Hier::default()
+            .repartition(
+                &mut Workspace::default(),
+                &Serial,
+                &plan,
+                &r,
+                Points::new(&x2, 2, None),
+                &mut want2,
+            )
+            .unwrap();
+        let b = spread(n, ranks, i as u64);
+        let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
+            let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
+            let mut parts = vec![u32::MAX; hi - lo];
+            let hier = Hier::default();
+            let d = hier
+                .partition(
+                    &c,
+                    &plan,
+                    Points::new(&x[2 * lo..2 * hi], 2, None),
+                    &mut parts,
+                )
+                .unwrap();
+            let first = parts.clone();
+            let pts = Points::new(&x2[2 * lo..2 * hi], 2, None);
+            let d2 = hier
+                .repartition(&mut Workspace::default(), &c, &plan, &d, pts, &mut parts)
+                .unwrap();
+            (first, d, parts, d2)
+        })
+        .unwrap();
+        let name = f.display();
+        let got: Vec<u32> = out.iter().flat_map(|o| o.0.iter().copied()).collect();
+        assert_eq!(got, want, "{name}: partition differs from serial");
+        let got2: Vec<u32> = out.iter().flat_map(|o| o.2.iter().copied()).collect();
+        assert_eq!(got2, want2, "{name}: repartition differs from serial");
+        for (_, d, _, d2) in &out {
+            assert_eq!(d.rank_counts, r.rank_counts, "{name}");
+            assert_eq!(d.rank_weights, r.rank_weights, "{name}");
+            assert_eq!(d2.rank_counts, r2.rank_counts, "{name}");
+            assert_eq!(d2.moved, r2.moved, "{name}: moved");
+        }
+    }
+}
+
 #[test]
 fn distributed_equals_serial_in_3d_with_every_method() {
     let xml = r#"<machinemodel>

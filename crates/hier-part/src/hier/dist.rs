@@ -142,6 +142,19 @@ impl Hier {
         }
         let weighted = has[0] > 0;
         let gids = rank_order_ids(comm, n)?;
+        let walk = Walk {
+            plan,
+            previous,
+            par: self.par,
+            dim,
+            weighted,
+        };
+        let root = plan.node(plan.root());
+        if root.method.is_some() && root.children.len() > 1 && plan_is_one_level(plan) {
+            // One level of single ranks: the level runs on the caller's arrays as they are.
+            let points = Points::new(coords, dim, weights);
+            return walk.one_level(ws, comm, points, &gids, parts);
+        }
         let objs: Vec<Obj> = (0..n)
             .map(|i| {
                 let mut x = [0.0; 3];
@@ -161,22 +174,17 @@ impl Hier {
                 }
             })
             .collect();
-        let walk = Walk {
-            plan,
-            previous,
-            par: self.par,
-            dim,
-            weighted,
-        };
         let walked = walk.run(ws, comm, objs);
         let Walked { objs, cuts, times } = agreed(comm, walked)?;
-        let figures = if weighted {
-            weighted_figures(comm, me, ranks, &objs)?
-        } else {
-            unit_figures(comm, ranks, &objs)?
-        };
-        let rank_weights: Vec<f64> = figures.iter().map(|f| f.0).collect();
-        let rank_counts: Vec<u64> = figures.iter().map(|f| f.1).collect();
+        let result = summarise(
+            comm,
+            plan,
+            dim,
+            weighted,
+            objs.iter().map(Obj::fig),
+            (cuts, times),
+            previous.is_some(),
+        )?;
 
         // The parts go back to the ranks that passed the points. When the root's children are
         // single ranks no object ever left its rank.
@@ -196,17 +204,6 @@ impl Hier {
                 parts[(x >> 32) as usize] = x as u32;
             }
         }
-        let mut result =
-            HierPartition::from_ranks(plan, dim, rank_weights, rank_counts, cuts, times);
-        if previous.is_some() {
-            let moved = figures
-                .iter()
-                .fold((0.0, 0), |(w, n), f| (w + f.2, n + f.3));
-            result.moved = Some(Moved {
-                weight: moved.0,
-                count: moved.1,
-            });
-        }
         Ok(result)
     }
 }
@@ -220,8 +217,64 @@ fn plan_is_one_level(plan: &Plan) -> bool {
 /// Per rank: (weight, count, moved weight, moved count) of the objects it ends with.
 type Figures = Vec<(f64, u64, f64, u64)>;
 
+/// What the figures need of an object: its global index, weight, previous and new rank.
+#[derive(Debug, Clone, Copy)]
+struct Fig {
+    gid: u64,
+    w: f64,
+    prev: u32,
+    dest: u32,
+}
+
+impl Obj {
+    fn fig(&self) -> Fig {
+        Fig {
+            gid: self.gid,
+            w: self.w,
+            prev: self.prev,
+            dest: self.dest,
+        }
+    }
+}
+
+/// Each rank's figures (unit or weighted), then the partition's summary.
+fn summarise<C: Comm>(
+    comm: &C,
+    plan: &Plan,
+    dim: usize,
+    weighted: bool,
+    objs: impl Iterator<Item = Fig>,
+    walked: (BTreeMap<NodeId, LevelCuts>, Vec<(NodeId, f64)>),
+    repartition: bool,
+) -> Result<HierPartition, Error> {
+    let (me, ranks) = (Comm::rank(comm), plan.num_ranks());
+    let figures = if weighted {
+        weighted_figures(comm, me, ranks, objs)?
+    } else {
+        unit_figures(comm, ranks, objs)?
+    };
+    let rank_weights: Vec<f64> = figures.iter().map(|f| f.0).collect();
+    let rank_counts: Vec<u64> = figures.iter().map(|f| f.1).collect();
+    let (cuts, times) = walked;
+    let mut result = HierPartition::from_ranks(plan, dim, rank_weights, rank_counts, cuts, times);
+    if repartition {
+        let moved = figures
+            .iter()
+            .fold((0.0, 0), |(w, n), f| (w + f.2, n + f.3));
+        result.moved = Some(Moved {
+            weight: moved.0,
+            count: moved.1,
+        });
+    }
+    Ok(result)
+}
+
 /// Unit weights: every sum is a count, exact in any order.
-fn unit_figures<C: Comm>(comm: &C, ranks: usize, objs: &[Obj]) -> Result<Figures, Error> {
+fn unit_figures<C: Comm>(
+    comm: &C,
+    ranks: usize,
+    objs: impl Iterator<Item = Fig>,
+) -> Result<Figures, Error> {
     let mut c = vec![0u64; 2 * ranks];
     for o in objs {
         c[2 * o.dest as usize] += 1;
@@ -240,7 +293,7 @@ fn weighted_figures<C: Comm>(
     comm: &C,
     me: usize,
     ranks: usize,
-    objs: &[Obj],
+    objs: impl Iterator<Item = Fig>,
 ) -> Result<Figures, Error> {
     let mut send: Vec<Vec<u64>> = vec![Vec::new(); ranks];
     let mut mine: Vec<(u64, f64, bool)> = Vec::new();
@@ -348,6 +401,62 @@ impl Walk<'_> {
         Ok(Walked { objs, cuts, times })
     }
 
+    /// The walk when every child of the root is one rank: the root's level runs on this
+    /// rank's own arrays (no objects built, no copies), and each point's part is its child's
+    /// rank. The same partition, figures and collectives as the general walk.
+    fn one_level<C: Comm + Reduce>(
+        &self,
+        ws: &mut hsfc::Workspace,
+        comm: &C,
+        points: Points<'_>,
+        gids: &[u64],
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        let (plan, id) = (self.plan, self.plan.root());
+        let node = plan.node(id);
+        let method = node.method.as_ref().expect("a splitting root has a method");
+        let (coords, dim, weights) = points.into_parts();
+        let n = parts.len();
+        let prev: Vec<u32> = if self.previous.is_some() {
+            parts.to_vec()
+        } else {
+            vec![u32::MAX; n]
+        };
+        // Weighted runs pass weights on every rank, empty where a rank has no points.
+        let w = self.weighted.then(|| weights.unwrap_or(&[]));
+        let t0 = Instant::now();
+        let run = self
+            .level_on(ws, comm, id, Points::new(coords, dim, w), gids, &prev)
+            .map_err(|e| e.at_level(&node.label, method.kind));
+        let (child, level) = agreed(comm, run)?;
+        let times = vec![(id, t0.elapsed().as_secs_f64())];
+        let mut cuts = BTreeMap::new();
+        if method.keep_cuts {
+            cuts.insert(id, level);
+        }
+        let rank_of: Vec<u32> = (0..node.children.len())
+            .map(|c| plan.child_ranks(id, c)[0] as u32)
+            .collect();
+        for (p, &c) in parts.iter_mut().zip(&child) {
+            *p = rank_of[c as usize];
+        }
+        let figs = (0..n).map(|i| Fig {
+            gid: gids[i],
+            w: weights.map_or(1.0, |w| w[i]),
+            prev: prev[i],
+            dest: parts[i],
+        });
+        summarise(
+            comm,
+            plan,
+            dim,
+            self.weighted,
+            figs,
+            (cuts, times),
+            self.previous.is_some(),
+        )
+    }
+
     /// Runs the level of node `id` on the group's objects: each object's child, and the cuts.
     fn level<C: Comm + Reduce>(
         &self,
@@ -356,13 +465,33 @@ impl Walk<'_> {
         id: NodeId,
         objs: &[Obj],
     ) -> Result<(Vec<u32>, LevelCuts), Error> {
+        let dim = self.dim;
+        let mut coords: Vec<f64> = Vec::with_capacity(objs.len() * dim);
+        for o in objs {
+            coords.extend_from_slice(&o.x[..dim]);
+        }
+        let w: Option<Vec<f64>> = self.weighted.then(|| objs.iter().map(|o| o.w).collect());
+        let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
+        let prev: Vec<u32> = objs.iter().map(|o| o.prev).collect();
+        let points = Points::new(&coords, dim, w.as_deref());
+        self.level_on(ws, g, id, points, &gids, &prev)
+    }
+
+    /// The level of node `id` on points with their global indices and previous ranks
+    /// (`u32::MAX` for none): each point's child, and the cuts.
+    fn level_on<C: Comm + Reduce>(
+        &self,
+        ws: &mut hsfc::Workspace,
+        g: &C,
+        id: NodeId,
+        points: Points<'_>,
+        gids: &[u64],
+        prev: &[u32],
+    ) -> Result<(Vec<u32>, LevelCuts), Error> {
         let (plan, dim) = (self.plan, self.dim);
         let node = plan.node(id);
         let method = node.method.as_ref().expect("a splitting node has a method");
-        let coords: Vec<f64> = objs.iter().flat_map(|o| o.x[..dim].to_vec()).collect();
-        let w: Option<Vec<f64>> = self.weighted.then(|| objs.iter().map(|o| o.w).collect());
-        let gids: Vec<u64> = objs.iter().map(|o| o.gid).collect();
-        let mut child = vec![0u32; objs.len()];
+        let mut child = vec![0u32; prev.len()];
         let level = Level {
             method,
             par: self.par,
@@ -381,12 +510,11 @@ impl Walk<'_> {
         };
         if from_previous {
             let lookup = rank_to_child(plan, id);
-            for (c, o) in child.iter_mut().zip(objs) {
-                *c = lookup.get(o.prev as usize).copied().unwrap_or(u32::MAX);
+            for (c, &p) in child.iter_mut().zip(prev) {
+                *c = lookup.get(p as usize).copied().unwrap_or(u32::MAX);
             }
         }
-        let points = Points::new(&coords, dim, w.as_deref());
-        let cuts = level.run(ws, g, points, Some(&gids), &mut child)?;
+        let cuts = level.run(ws, g, points, Some(gids), &mut child)?;
         Ok((child, cuts))
     }
 }
