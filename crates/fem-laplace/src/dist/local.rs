@@ -348,8 +348,17 @@ impl Local {
         };
         lap(&mut tt, "rebuild: migrate");
         self.link(&mut remote);
-        self.vowner.fill(UNKNOWN);
         let me = self.rank;
+        if self.size == 1 {
+            // One rank owns everything: no ghosts, no interface.
+            self.vowner.fill(me);
+            self.ghosts.clear();
+            self.shared.clear();
+            self.renumber();
+            lap(&mut tt, "rebuild: link, owners (one rank)");
+            return Ok(moved);
+        }
+        self.vowner.fill(UNKNOWN);
         for (tv, &o) in self.mesh.tri.iter().zip(&self.eowner) {
             if o == me {
                 for &v in tv {
