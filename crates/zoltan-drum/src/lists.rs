@@ -2,29 +2,118 @@
 //! `malloc`, freed by `Zoltan_LB_Free_Part`).
 
 use crate::error::Error;
+use crate::laps::Laps;
 use crate::params::ReturnLists;
 use crate::query::ZoltanIdType;
-use crate::zz::Assignment;
+use crate::zz::{Assignment, agreed_on};
+use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, MpiComm, ReduceOp};
 use std::ffi::c_int;
 
-/// One list: ids, processes, parts (`ZOLTAN_ID_PTR`s and `int*`s of the C API).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// An array in C's heap (`calloc`, zeroed), as `Zoltan_LB_Free_Part` frees it: the lists are
+/// built in place and handed to the caller without a copy ([`CBuf::into_raw`]).
+#[derive(Debug)]
+pub(crate) struct CBuf<T: Copy> {
+    /// NULL when empty.
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T: Copy> CBuf<T> {
+    /// `len` zeroed values (all-zero bits are a valid value of the integer types used here).
+    pub(crate) fn zeroed(len: usize) -> Result<CBuf<T>, Error> {
+        if len == 0 {
+            return Ok(CBuf {
+                ptr: std::ptr::null_mut(),
+                len,
+            });
+        }
+        // SAFETY: calloc of a non-zero count; the result is checked for NULL.
+        let ptr = unsafe { libc::calloc(len, std::mem::size_of::<T>()) }.cast::<T>();
+        if ptr.is_null() {
+            return Err(Error::Memory {
+                bytes: len.saturating_mul(std::mem::size_of::<T>()),
+            });
+        }
+        Ok(CBuf { ptr, len })
+    }
+
+    /// A copy of `v`.
+    pub(crate) fn from_slice(v: &[T]) -> Result<CBuf<T>, Error> {
+        let mut b = CBuf::zeroed(v.len())?;
+        b.copy_from_slice(v);
+        Ok(b)
+    }
+
+    /// The array for the caller, who frees it with `free` (NULL when empty).
+    pub(crate) fn into_raw(self) -> *mut T {
+        let p = self.ptr;
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl<T: Copy> std::ops::Deref for CBuf<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: `ptr` holds `len` initialised (zeroed or written) values, owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for CBuf<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        if self.ptr.is_null() {
+            return &mut [];
+        }
+        // SAFETY: as in `deref`, and `&mut self` is the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: Copy> Drop for CBuf<T> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is NULL or from calloc, freed once, here.
+        unsafe { libc::free(self.ptr.cast()) };
+    }
+}
+
+impl<T: Copy> Clone for CBuf<T> {
+    fn clone(&self) -> CBuf<T> {
+        CBuf::from_slice(self).expect("memory for a copy of a list")
+    }
+}
+
+/// One list: ids, processes, parts (`ZOLTAN_ID_PTR`s and `int*`s of the C API), in C's heap.
+#[derive(Debug, Clone)]
 pub(crate) struct List {
-    pub gids: Vec<ZoltanIdType>,
-    pub lids: Vec<ZoltanIdType>,
-    pub procs: Vec<c_int>,
-    pub parts: Vec<c_int>,
+    pub gids: CBuf<ZoltanIdType>,
+    pub lids: CBuf<ZoltanIdType>,
+    pub procs: CBuf<c_int>,
+    pub parts: CBuf<c_int>,
 }
 
 impl List {
     pub(crate) fn len(&self) -> usize {
         self.procs.len()
     }
+
+    /// A list of `n` entries, zeroed.
+    pub(crate) fn zeroed(n: usize, gid: usize, lid: usize) -> Result<List, Error> {
+        Ok(List {
+            gids: CBuf::zeroed(n * gid)?,
+            lids: CBuf::zeroed(n * lid)?,
+            procs: CBuf::zeroed(n)?,
+            parts: CBuf::zeroed(n)?,
+        })
+    }
 }
 
 /// The lists `RETURN_LISTS` asks for (`None`: not returned, count −1 in C).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Lists {
     pub import: Option<List>,
     pub export: Option<List>,
@@ -38,37 +127,33 @@ fn int(x: usize) -> c_int {
 
 /// The objects that change part or process (Zoltan's export list), and with
 /// `RETURN_LISTS=PARTS` every object.
-fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> List {
-    let listed = |i: usize| all || a.parts[i] as usize != a.input_part || a.procs[i] != a.me;
+fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Error> {
+    let listed = |i: usize| all || a.parts[i] as usize != a.input_part || a.proc(i) != a.me;
     let n = (0..a.objects.n).filter(|&i| listed(i)).count();
-    let mut l = List {
-        gids: Vec::with_capacity(n * gid),
-        lids: Vec::with_capacity(n * lid),
-        procs: Vec::with_capacity(n),
-        parts: Vec::with_capacity(n),
-    };
-    for i in (0..a.objects.n).filter(|&i| listed(i)) {
-        l.gids.extend_from_slice(&a.objects.gids[i * gid..][..gid]);
-        l.lids.extend_from_slice(&a.objects.lids[i * lid..][..lid]);
-        l.procs.push(int(a.procs[i]));
-        l.parts.push(a.parts[i] as c_int);
+    let mut l = List::zeroed(n, gid, lid)?;
+    let (gids, lids) = (&a.objects.gids, &a.objects.lids);
+    for (j, i) in (0..a.objects.n).filter(|&i| listed(i)).enumerate() {
+        l.gids[j * gid..][..gid].copy_from_slice(&gids[i * gid..][..gid]);
+        l.lids[j * lid..][..lid].copy_from_slice(&lids[i * lid..][..lid]);
+        l.procs[j] = int(a.proc(i));
+        l.parts[j] = a.parts[i] as c_int;
     }
-    l
+    Ok(l)
 }
 
 /// The import list from the export lists of every rank (collective: one alltoallv of
-/// (gid, lid, part) records to the new owners).
+/// (gid, lid, part) records, `u32` words in `comm::wire`'s format, to the new owners).
 pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Result<List, Error> {
     let size = comm.size();
-    let rec = gid + lid + 1;
-    // The records grouped by destination in export order: a counting sort.
+    let rec = 4 * (gid + lid + 1);
+    // The records grouped by destination in export order: a counting sort of the indices.
     let mut counts = vec![0usize; size];
     for (i, &p) in ex.procs.iter().enumerate() {
         let dest = usize::try_from(p)
             .ok()
             .filter(|&d| d < size)
             .ok_or_else(|| Error::BadInput(format!("export {i}: process {p} out of range")))?;
-        counts[dest] += rec;
+        counts[dest] += 1;
     }
     let mut at: Vec<usize> = counts
         .iter()
@@ -78,38 +163,57 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
             Some(start)
         })
         .collect();
-    let mut send = vec![0u32; ex.len() * rec];
+    let mut order = vec![0u32; ex.len()];
     for (i, &p) in ex.procs.iter().enumerate() {
-        let o = &mut at[p as usize];
-        let r = &mut send[*o..*o + rec];
-        r[..gid].copy_from_slice(&ex.gids[i * gid..][..gid]);
-        r[gid..gid + lid].copy_from_slice(&ex.lids[i * lid..][..lid]);
-        r[gid + lid] = ex.parts[i] as u32;
-        *o += rec;
+        order[at[p as usize]] = i as u32;
+        at[p as usize] += 1;
     }
-    let got = comm.alltoallv::<u32>(&send, &counts)?;
-    drop(send);
-    let total: usize = got.iter().map(|p| p.len() / rec).sum();
-    let mut im = List {
-        gids: Vec::with_capacity(total * gid),
-        lids: Vec::with_capacity(total * lid),
-        procs: Vec::with_capacity(total),
-        parts: Vec::with_capacity(total),
-    };
+    let mut w = Writer::with_capacity(ex.len() * rec);
+    for &i in &order {
+        let i = i as usize;
+        for &x in &ex.gids[i * gid..][..gid] {
+            w.u32(x);
+        }
+        for &x in &ex.lids[i * lid..][..lid] {
+            w.u32(x);
+        }
+        w.u32(ex.parts[i] as u32);
+    }
+    drop(order);
+    let byte_counts: Vec<usize> = counts.iter().map(|c| c * rec).collect();
+    let got = comm.alltoallv_bytes(w.as_bytes(), &byte_counts)?;
+    drop(w);
+    let mut total = 0;
     for (src, piece) in got.iter().enumerate() {
         if piece.len() % rec != 0 {
             return Err(Error::BadInput(format!(
-                "rank {src} sent {} id words, not a whole number of {rec}-word records \
+                "rank {src} sent {} id words, not a whole number of {}-word records \
                  (do all ranks set the same NUM_GID_ENTRIES and NUM_LID_ENTRIES?)",
-                piece.len()
+                piece.len() / 4,
+                rec / 4
             )));
         }
-        for r in piece.chunks_exact(rec) {
-            im.gids.extend_from_slice(&r[..gid]);
-            im.lids.extend_from_slice(&r[gid..gid + lid]);
-            im.procs.push(int(src));
-            im.parts.push(r[gid + lid] as c_int);
-        }
+        total += piece.len() / rec;
+    }
+    let mut im = List::zeroed(total, gid, lid)?;
+    let mut j = 0;
+    for (src, piece) in got.iter().enumerate() {
+        let mut r = Reader::new(piece, "an import record");
+        let mut read = || -> Result<(), WireError> {
+            while !r.done() {
+                for x in &mut im.gids[j * gid..][..gid] {
+                    *x = r.u32()?;
+                }
+                for x in &mut im.lids[j * lid..][..lid] {
+                    *x = r.u32()?;
+                }
+                im.parts[j] = r.u32()? as c_int;
+                im.procs[j] = int(src);
+                j += 1;
+            }
+            Ok(())
+        };
+        read().map_err(|source| Error::Message { from: src, source })?;
     }
     Ok(im)
 }
@@ -121,10 +225,13 @@ pub(crate) fn lists(
     mode: ReturnLists,
     gid: usize,
     lid: usize,
+    laps: &mut Laps,
 ) -> Result<Lists, Error> {
-    let ex = exports(a, gid, lid, false);
+    let ex = agreed_on(comm, exports(a, gid, lid, false))?;
+    laps.lap("exports");
     let mut moved = [u64::from(ex.len() > 0)];
     comm.allreduce_u64(ReduceOp::Max, &mut moved)?;
+    laps.lap("changes");
     let changes = moved[0] > 0;
     let need_import = matches!(mode, ReturnLists::All | ReturnLists::Import);
     let import = if need_import {
@@ -132,9 +239,13 @@ pub(crate) fn lists(
     } else {
         None
     };
+    laps.lap("imports");
     let export = match mode {
         ReturnLists::All | ReturnLists::Export => Some(ex),
-        ReturnLists::Parts => Some(exports(a, gid, lid, true)),
+        ReturnLists::Parts => {
+            drop(ex);
+            Some(agreed_on(comm, exports(a, gid, lid, true))?)
+        }
         ReturnLists::Import | ReturnLists::None => None,
     };
     Ok(Lists {
@@ -144,28 +255,11 @@ pub(crate) fn lists(
     })
 }
 
-/// `v` in a `malloc`ed array the caller frees with `free` (NULL when empty).
-pub(crate) fn c_array<T: Copy>(v: &[T]) -> Result<*mut T, Error> {
-    if v.is_empty() {
-        return Ok(std::ptr::null_mut());
-    }
-    let bytes = std::mem::size_of_val(v);
-    // SAFETY: malloc of a non-zero size; the result is checked for NULL.
-    let p = unsafe { libc::malloc(bytes) }.cast::<T>();
-    if p.is_null() {
-        return Err(Error::Memory { bytes });
-    }
-    // SAFETY: `p` holds `v.len()` values of T (malloc's alignment suffices for these
-    // primitive types) and does not overlap `v`.
-    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p, v.len()) };
-    Ok(p)
-}
-
-/// Frees an array from [`c_array`] (or NULL) and sets the pointer to NULL; a NULL `p` is
+/// Frees an array from [`CBuf::into_raw`] (or NULL) and sets the pointer to NULL; a NULL `p` is
 /// passed over.
 ///
 /// # Safety
-/// `p` is NULL, or `*p` is NULL or an array from [`c_array`] not freed yet.
+/// `p` is NULL, or `*p` is NULL or an array from [`CBuf::into_raw`] not freed yet.
 pub(crate) unsafe fn c_free<T>(p: *mut *mut T) {
     // SAFETY: the caller's contract: `p` is NULL or valid.
     let Some(p) = (unsafe { p.as_mut() }) else {
