@@ -7,7 +7,7 @@ use crate::params::ReturnLists;
 use crate::query::ZoltanIdType;
 use crate::zz::{Assignment, agreed_on};
 use comm::wire::{Reader, WireError, Writer};
-use comm::{Comm, MpiComm, ReduceOp};
+use comm::{Comm, MpiComm, ReduceOp, Scalar};
 use std::ffi::c_int;
 
 /// An array in C's heap (`calloc`, zeroed), as `Zoltan_LB_Free_Part` frees it: the lists are
@@ -128,59 +128,89 @@ fn int(x: usize) -> c_int {
 /// The objects that change part or process (Zoltan's export list), and with
 /// `RETURN_LISTS=PARTS` every object.
 fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Error> {
-    let listed = |i: usize| all || a.parts[i] as usize != a.input_part || a.proc(i) != a.me;
-    let n = (0..a.objects.n).filter(|&i| listed(i)).count();
+    let (me, parts) = (a.me, &a.parts);
+    // Parts are processes: an object moves when its part is not this process.
+    let identity = a.dist.identity && a.input_part == me;
+    let listed = |i: usize| {
+        all || (!a.stay
+            && if identity {
+                parts[i] as usize != me
+            } else {
+                parts[i] as usize != a.input_part || a.proc(i) != me
+            })
+    };
+    let n = if all {
+        a.objects.n
+    } else if identity && !a.stay {
+        parts.iter().filter(|&&p| p as usize != me).count()
+    } else {
+        (0..a.objects.n).filter(|&i| listed(i)).count()
+    };
     let mut l = List::zeroed(n, gid, lid)?;
     let (gids, lids) = (&a.objects.gids, &a.objects.lids);
     for (j, i) in (0..a.objects.n).filter(|&i| listed(i)).enumerate() {
-        l.gids[j * gid..][..gid].copy_from_slice(&gids[i * gid..][..gid]);
-        l.lids[j * lid..][..lid].copy_from_slice(&lids[i * lid..][..lid]);
-        l.procs[j] = int(a.proc(i));
-        l.parts[j] = a.parts[i] as c_int;
+        if gid == 1 && lid == 1 {
+            l.gids[j] = gids[i];
+            l.lids[j] = lids[i];
+        } else {
+            l.gids[j * gid..][..gid].copy_from_slice(&gids[i * gid..][..gid]);
+            l.lids[j * lid..][..lid].copy_from_slice(&lids[i * lid..][..lid]);
+        }
+        l.procs[j] = int(if identity {
+            parts[i] as usize
+        } else {
+            a.proc(i)
+        });
+        l.parts[j] = parts[i] as c_int;
     }
     Ok(l)
 }
 
-/// The import list from the export lists of every rank (collective: one alltoallv of
-/// (gid, lid, part) records, `u32` words in `comm::wire`'s format, to the new owners).
+/// The import list from the export lists of every rank (collective: one alltoallv). The
+/// message to a rank, in `comm::wire`'s format, holds the records of its objects in export
+/// order as three runs: their global ids, their local ids (`u32` words each), their parts
+/// (`i32`).
 pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Result<List, Error> {
     let size = comm.size();
     let rec = 4 * (gid + lid + 1);
     // The records grouped by destination in export order: a counting sort of the indices.
-    let mut counts = vec![0usize; size];
+    let mut counts = vec![0usize; size + 1];
     for (i, &p) in ex.procs.iter().enumerate() {
         let dest = usize::try_from(p)
             .ok()
             .filter(|&d| d < size)
             .ok_or_else(|| Error::BadInput(format!("export {i}: process {p} out of range")))?;
-        counts[dest] += 1;
+        counts[dest + 1] += 1;
     }
-    let mut at: Vec<usize> = counts
-        .iter()
-        .scan(0usize, |sum, &c| {
-            let start = *sum;
-            *sum += c;
-            Some(start)
-        })
-        .collect();
+    let mut start = counts.clone();
+    for d in 0..size {
+        start[d + 1] += start[d];
+    }
+    let mut at = start.clone();
     let mut order = vec![0u32; ex.len()];
     for (i, &p) in ex.procs.iter().enumerate() {
         order[at[p as usize]] = i as u32;
         at[p as usize] += 1;
     }
     let mut w = Writer::with_capacity(ex.len() * rec);
-    for &i in &order {
-        let i = i as usize;
-        for &x in &ex.gids[i * gid..][..gid] {
-            w.u32(x);
+    for d in 0..size {
+        let mine = &order[start[d]..start[d + 1]];
+        for &i in mine {
+            for &x in &ex.gids[i as usize * gid..][..gid] {
+                w.u32(x);
+            }
         }
-        for &x in &ex.lids[i * lid..][..lid] {
-            w.u32(x);
+        for &i in mine {
+            for &x in &ex.lids[i as usize * lid..][..lid] {
+                w.u32(x);
+            }
         }
-        w.u32(ex.parts[i] as u32);
+        for &i in mine {
+            w.i32(ex.parts[i as usize]);
+        }
     }
     drop(order);
-    let byte_counts: Vec<usize> = counts.iter().map(|c| c * rec).collect();
+    let byte_counts: Vec<usize> = counts[1..].iter().map(|c| c * rec).collect();
     let got = comm.alltoallv_bytes(w.as_bytes(), &byte_counts)?;
     drop(w);
     let mut total = 0;
@@ -198,22 +228,17 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
     let mut im = List::zeroed(total, gid, lid)?;
     let mut j = 0;
     for (src, piece) in got.iter().enumerate() {
-        let mut r = Reader::new(piece, "an import record");
+        let k = piece.len() / rec;
+        let mut r = Reader::new(piece, "an import message");
         let mut read = || -> Result<(), WireError> {
-            while !r.done() {
-                for x in &mut im.gids[j * gid..][..gid] {
-                    *x = r.u32()?;
-                }
-                for x in &mut im.lids[j * lid..][..lid] {
-                    *x = r.u32()?;
-                }
-                im.parts[j] = r.u32()? as c_int;
-                im.procs[j] = int(src);
-                j += 1;
-            }
+            u32::copy_from_bytes(r.bytes(4 * k * gid)?, &mut im.gids[j * gid..][..k * gid]);
+            u32::copy_from_bytes(r.bytes(4 * k * lid)?, &mut im.lids[j * lid..][..k * lid]);
+            i32::copy_from_bytes(r.bytes(4 * k)?, &mut im.parts[j..j + k]);
             Ok(())
         };
         read().map_err(|source| Error::Message { from: src, source })?;
+        im.procs[j..j + k].fill(int(src));
+        j += k;
     }
     Ok(im)
 }

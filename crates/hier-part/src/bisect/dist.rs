@@ -278,8 +278,14 @@ impl<C: Comm> DistJob<'_, C> {
         let (len, total) = (set.len, set.total);
         let k = counts.len();
         let half = k / 2;
-        let keys: Vec<f64> = v.iter().map(|d| key.key(&d.x)).collect();
-        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, (p0, k), set)?;
+        // The keys are computed where needed, never stored (as in the serial bisection).
+        let keys = |i: usize| key.key(&v[i].x);
+        // RCB's key is a coordinate: its range over the set is the set's box.
+        let range = match plane {
+            Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
+            _ => None,
+        };
+        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, range, (p0, k), set)?;
         let side = LowSide {
             m,
             len,
@@ -291,6 +297,17 @@ impl<C: Comm> DistJob<'_, C> {
         let last_low = || self.last_low(v, &keys, &low);
         let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
         let mid = cut.high.start;
+        if k == 2 {
+            // Both sides are single parts (what `split` does for each, without moving the
+            // objects).
+            counts[0] = m as usize;
+            counts[1] = (len - m) as usize;
+            for (d, &l) in v.iter().zip(&low) {
+                out.parts[d.id as usize] = if l { p0 } else { mid };
+            }
+            out.cuts.push(cut);
+            return Ok(());
+        }
 
         // Low objects to the front.
         let mut nl = 0;
@@ -301,7 +318,6 @@ impl<C: Comm> DistJob<'_, C> {
             }
         }
         drop(low);
-        drop(keys);
         let (vl, vh) = v.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
         let at = out.cuts.len();
@@ -338,7 +354,7 @@ impl<C: Comm> DistJob<'_, C> {
         self.split(high, out)
     }
 
-    /// The low side of the local dots `v` (keys `keys`) of the set `set` of
+    /// The low side of the local dots `v` (key of dot `i`: `keys(i)`) of the set `set` of
     /// parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest its goal
     /// ([`low_goal`], through [`DistJob::crossing`]); with `keep_ties`, every object with the
     /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
@@ -346,7 +362,8 @@ impl<C: Comm> DistJob<'_, C> {
     fn low_side<const D: usize>(
         &self,
         v: &[Dot<D>],
-        keys: &[f64],
+        keys: &impl Fn(usize) -> f64,
+        range: Option<(f64, f64)>,
         (p0, k): (u32, usize),
         set: Set<D>,
     ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
@@ -361,30 +378,41 @@ impl<C: Comm> DistJob<'_, C> {
             Goal::Tau(t) => t,
             _ => 0,
         };
-        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) = match goal {
-            Goal::Nothing => (0, 0, Box::new(|_| false)),
-            Goal::Everything => (len, sel_total, Box::new(|_| true)),
+        // Everything low or nothing, or the objects before the pivot (and it with `take`).
+        let (mut m, mut p, all, pivot) = match goal {
+            Goal::Nothing => (0, 0, false, None),
+            Goal::Everything => (len, sel_total, true, None),
             Goal::Tau(tau) => {
-                let (below_n, below_w, pv) = self.crossing(v, keys, len, tau, unit)?;
+                let (below_n, below_w, pv) = self.crossing(v, keys, range, len, tau, unit)?;
                 let take = below_w + pv.w - tau < tau - below_w;
                 let (m, p) = if take {
                     (below_n + 1, below_w + pv.w)
                 } else {
                     (below_n, below_w)
                 };
-                (
-                    m,
-                    p,
-                    Box::new(move |i: usize| {
-                        let g = ids.of(v[i].id);
-                        pv.after(&v[i], keys[i], g) || (take && g == pv.g)
-                    }),
-                )
+                (m, p, false, Some((pv, take)))
             }
         };
-        let mut low: Vec<bool> = (0..v.len()).map(&low_of).collect();
-        drop(low_of);
-        let (mut sl, mut sh) = side_stats(comm, v, keys, &low)?;
+        let low_of = |i: usize| match pivot {
+            None => all,
+            Some((pv, take)) => {
+                let g = ids.of(v[i].id);
+                pv.after(&v[i], keys(i), g) || (take && g == pv.g)
+            }
+        };
+        // The sides and their statistics in one pass.
+        let mut low: Vec<bool> = Vec::with_capacity(v.len());
+        let (mut l, mut h) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
+        for (i, d) in v.iter().enumerate() {
+            let is_low = low_of(i);
+            low.push(is_low);
+            if is_low {
+                l.add(d, keys(i));
+            } else {
+                h.add(d, keys(i));
+            }
+        }
+        let (mut sl, mut sh) = (reduce_stats(comm, l)?, reduce_stats(comm, h)?);
 
         if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
             // `keep_ties`: move every object with key `kv` to the side that leaves the low
@@ -392,7 +420,7 @@ impl<C: Comm> DistJob<'_, C> {
             let kv = sl.kmax;
             let mut t = [0u64; 4];
             for (i, d) in v.iter().enumerate() {
-                if keys[i] == kv {
+                if keys(i) == kv {
                     let s = if low[i] { 0 } else { 2 };
                     t[s] += 1;
                     t[s + 1] += w_of(d);
@@ -403,7 +431,7 @@ impl<C: Comm> DistJob<'_, C> {
             let (p_up, p_down) = (p + wb, p - wa);
             let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
             for (i, l) in low.iter_mut().enumerate() {
-                if keys[i] == kv {
+                if keys(i) == kv {
                     *l = up;
                 }
             }
@@ -419,7 +447,8 @@ impl<C: Comm> DistJob<'_, C> {
     fn crossing<const D: usize>(
         &self,
         v: &[Dot<D>],
-        keys: &[f64],
+        keys: &impl Fn(usize) -> f64,
+        range: Option<(f64, f64)>,
         len: u64,
         tau: u64,
         unit: bool,
@@ -432,16 +461,22 @@ impl<C: Comm> DistJob<'_, C> {
         let mut j = 0usize;
         let mut count = len;
         let ids = self.ids;
-        let comp = |i: usize, j: usize| component(&v[i], keys[i], ids.of(v[i].id), j);
+        let comp = |i: usize, j: usize| component(&v[i], keys(i), ids.of(v[i].id), j);
         let mut hist: Vec<u64> = Vec::new();
+        // The range of the first component (the key) over all objects, when known.
+        let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
         while count > 1 {
             let mut r = [u64::MAX, u64::MAX];
-            each(cand.as_deref(), v.len(), |i| {
-                let c = comp(i, j);
-                r[0] = r[0].min(c);
-                r[1] = r[1].min(!c);
-            });
-            comm.allreduce_u64(ReduceOp::Min, &mut r)?;
+            if let Some(k) = known.take() {
+                r = k;
+            } else {
+                each(cand.as_deref(), v.len(), |i| {
+                    let c = comp(i, j);
+                    r[0] = r[0].min(c);
+                    r[1] = r[1].min(!c);
+                });
+                comm.allreduce_u64(ReduceOp::Min, &mut r)?;
+            }
             let (lo, hi) = (r[0], !r[1]);
             if lo == hi {
                 // Every candidate has this component: order by the next one.
@@ -489,7 +524,7 @@ impl<C: Comm> DistJob<'_, C> {
         };
         if let Some(i) = first {
             rec[0] = 1;
-            rec[1] = keys[i].to_bits();
+            rec[1] = keys(i).to_bits();
             for a in 0..D {
                 rec[2 + a] = v[i].x[a].to_bits();
             }
@@ -518,7 +553,7 @@ impl<C: Comm> DistJob<'_, C> {
     fn last_low<const D: usize>(
         &self,
         v: &[Dot<D>],
-        keys: &[f64],
+        keys: &impl Fn(usize) -> f64,
         low: &[bool],
     ) -> Result<[f64; 3], Error> {
         // The local last one, as (present, order components, coordinates).
@@ -529,12 +564,12 @@ impl<C: Comm> DistJob<'_, C> {
             best = match best {
                 Some(b)
                     if !Pivot {
-                        k: keys[b],
+                        k: keys(b),
                         x: v[b].x,
                         g: g(b),
                         w: 0,
                     }
-                    .after(&v[i], keys[i], g(i)) =>
+                    .after(&v[i], keys(i), g(i)) =>
                 {
                     Some(i)
                 }
@@ -546,7 +581,7 @@ impl<C: Comm> DistJob<'_, C> {
         if let Some(b) = best {
             mine[0] = 1;
             for j in 0..D + 2 {
-                mine[1 + j] = component(&v[b], keys[b], g(b), j);
+                mine[1 + j] = component(&v[b], keys(b), g(b), j);
             }
             for a in 0..D {
                 mine[D + 3 + a] = v[b].x[a].to_bits();
@@ -580,15 +615,15 @@ fn each(cand: Option<&[u32]>, n: usize, mut f: impl FnMut(usize)) {
 fn side_stats<const D: usize, C: Comm>(
     comm: &C,
     v: &[Dot<D>],
-    keys: &[f64],
+    keys: &impl Fn(usize) -> f64,
     low: &[bool],
 ) -> Result<(Stats<D>, Stats<D>), Error> {
     let (mut sl, mut sh) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
     for (i, d) in v.iter().enumerate() {
         if low[i] {
-            sl.add(d, keys[i]);
+            sl.add(d, keys(i));
         } else {
-            sh.add(d, keys[i]);
+            sh.add(d, keys(i));
         }
     }
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
@@ -706,16 +741,21 @@ pub(crate) fn bisect_dist<C: Comm>(
     }?;
     // Part weights from exact integer sums, the same on every rank.
     let k = targets.len();
-    let mut sums = vec![0u64; k];
-    for (i, &p) in parts.iter().enumerate() {
-        sums[p as usize] += match weights {
-            Some(w) if !input.unit => input.quantize(w[i]) as u64,
-            // Weights given, all zero.
-            Some(_) => 0,
-            None => 1,
-        };
-    }
-    comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+    let sums: Vec<u64> = if weights.is_none() {
+        // Unit weights: the global part counts.
+        counts.iter().map(|&c| c as u64).collect()
+    } else {
+        let mut sums = vec![0u64; k];
+        for (i, &p) in parts.iter().enumerate() {
+            sums[p as usize] += match weights {
+                Some(w) if !input.unit => input.quantize(w[i]) as u64,
+                // Weights given, all zero.
+                _ => 0,
+            };
+        }
+        comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+        sums
+    };
     let part_weights: Vec<f64> = sums
         .iter()
         .map(|&s| {
