@@ -1,5 +1,5 @@
-//! Zoltan's import and export lists, and the C arrays they are returned in (allocated with
-//! `malloc`, freed by `Zoltan_LB_Free_Part`).
+//! Zoltan's import and export lists, built in the C arrays they are returned in (allocated
+//! with `calloc`, freed by `Zoltan_LB_Free_Part`).
 
 use crate::error::Error;
 use crate::laps::Laps;
