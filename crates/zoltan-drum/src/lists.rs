@@ -168,72 +168,74 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
 
 /// The import list from the export lists of every rank (collective: one alltoallv). The
 /// message to a rank, in `comm::wire`'s format, holds the records of its objects in export
-/// order as three runs: their global ids, their local ids (`u32` words each), their parts
-/// (`i32`).
+/// order: a flag byte (1: their parts follow; 0: every part is the receiving rank's number, as
+/// when parts are processes), then their global ids and their local ids (`u32` words each),
+/// then with the flag their parts (`i32`). No records, no message.
 pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Result<List, Error> {
     let size = comm.size();
-    let rec = 4 * (gid + lid + 1);
-    // The records grouped by destination in export order: a counting sort of the indices.
-    let mut counts = vec![0usize; size + 1];
-    for (i, &p) in ex.procs.iter().enumerate() {
-        let dest = usize::try_from(p)
-            .ok()
-            .filter(|&d| d < size)
-            .ok_or_else(|| Error::BadInput(format!("export {i}: process {p} out of range")))?;
-        counts[dest + 1] += 1;
-    }
-    let mut start = counts.clone();
-    for d in 0..size {
-        start[d + 1] += start[d];
-    }
-    let mut at = start.clone();
-    let mut order = vec![0u32; ex.len()];
-    for (i, &p) in ex.procs.iter().enumerate() {
-        order[at[p as usize]] = i as u32;
-        at[p as usize] += 1;
-    }
-    let mut w = Writer::with_capacity(ex.len() * rec);
-    for d in 0..size {
-        let mine = &order[start[d]..start[d + 1]];
-        for &i in mine {
-            for &x in &ex.gids[i as usize * gid..][..gid] {
+    let order = by_destination(ex, size)?;
+    let mut byte_counts = vec![0usize; size];
+    let mut w = Writer::with_capacity(size + ex.len() * 4 * (gid + lid + 1));
+    for (d, mine) in order.groups().enumerate() {
+        if mine.count_left() == 0 {
+            continue;
+        }
+        let before = w.len();
+        let parts = mine.clone().any(|i| ex.parts[i] as usize != d);
+        w.u8(u8::from(parts));
+        for i in mine.clone() {
+            for &x in &ex.gids[i * gid..][..gid] {
                 w.u32(x);
             }
         }
-        for &i in mine {
-            for &x in &ex.lids[i as usize * lid..][..lid] {
+        for i in mine.clone() {
+            for &x in &ex.lids[i * lid..][..lid] {
                 w.u32(x);
             }
         }
-        for &i in mine {
-            w.i32(ex.parts[i as usize]);
+        if parts {
+            for i in mine {
+                w.i32(ex.parts[i]);
+            }
         }
+        byte_counts[d] = w.len() - before;
     }
     drop(order);
-    let byte_counts: Vec<usize> = counts[1..].iter().map(|c| c * rec).collect();
     let got = comm.alltoallv_bytes(w.as_bytes(), &byte_counts)?;
     drop(w);
-    let mut total = 0;
+    // (flag, records) of each message.
+    let mut shape = Vec::with_capacity(size);
     for (src, piece) in got.iter().enumerate() {
-        if piece.len() % rec != 0 {
+        let flag = piece.first().copied().unwrap_or(0);
+        let per = 4 * (gid + lid + usize::from(flag == 1));
+        if flag > 1 || (!piece.is_empty() && (piece.len() - 1) % per != 0) {
             return Err(Error::BadInput(format!(
-                "rank {src} sent {} id words, not a whole number of {}-word records \
-                 (do all ranks set the same NUM_GID_ENTRIES and NUM_LID_ENTRIES?)",
-                piece.len() / 4,
-                rec / 4
+                "rank {src} sent an import message of {} bytes that is not a whole number of \
+                 records (do all ranks set the same NUM_GID_ENTRIES and NUM_LID_ENTRIES?)",
+                piece.len()
             )));
         }
-        total += piece.len() / rec;
+        shape.push((flag == 1, piece.len().saturating_sub(1) / per));
     }
+    let total = shape.iter().map(|s| s.1).sum();
     let mut im = List::zeroed(total, gid, lid)?;
+    let me = int(comm.rank());
     let mut j = 0;
     for (src, piece) in got.iter().enumerate() {
-        let k = piece.len() / rec;
+        let (parts, k) = shape[src];
+        if k == 0 {
+            continue;
+        }
         let mut r = Reader::new(piece, "an import message");
         let mut read = || -> Result<(), WireError> {
+            r.u8()?;
             u32::copy_from_bytes(r.bytes(4 * k * gid)?, &mut im.gids[j * gid..][..k * gid]);
             u32::copy_from_bytes(r.bytes(4 * k * lid)?, &mut im.lids[j * lid..][..k * lid]);
-            i32::copy_from_bytes(r.bytes(4 * k)?, &mut im.parts[j..j + k]);
+            if parts {
+                i32::copy_from_bytes(r.bytes(4 * k)?, &mut im.parts[j..j + k]);
+            } else {
+                im.parts[j..j + k].fill(me);
+            }
             Ok(())
         };
         read().map_err(|source| Error::Message { from: src, source })?;
@@ -241,6 +243,81 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
         j += k;
     }
     Ok(im)
+}
+
+/// The entries of an export list grouped by destination, each group in list order.
+enum ByDestination {
+    /// The processes are non-decreasing (one destination, say): group `d` is
+    /// `start[d]..start[d + 1]`.
+    InPlace(Vec<usize>),
+    /// A counting sort: group `d` is `order[start[d]..start[d + 1]]`.
+    Counted(Vec<usize>, Vec<u32>),
+}
+
+/// One group of [`ByDestination`]: the list's indices.
+#[derive(Clone)]
+enum Group<'a> {
+    Range(std::ops::Range<usize>),
+    Picked(std::iter::Copied<std::slice::Iter<'a, u32>>),
+}
+
+impl Iterator for Group<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Group::Range(r) => r.next(),
+            Group::Picked(p) => p.next().map(|i| i as usize),
+        }
+    }
+}
+
+impl Group<'_> {
+    /// The number of entries left.
+    fn count_left(&self) -> usize {
+        match self {
+            Group::Range(r) => r.len(),
+            Group::Picked(p) => p.len(),
+        }
+    }
+}
+
+impl ByDestination {
+    /// The groups in destination order.
+    fn groups(&self) -> impl Iterator<Item = Group<'_>> {
+        let (start, order) = match self {
+            ByDestination::InPlace(s) => (s, None),
+            ByDestination::Counted(s, o) => (s, Some(o)),
+        };
+        start.windows(2).map(move |w| match order {
+            None => Group::Range(w[0]..w[1]),
+            Some(o) => Group::Picked(o[w[0]..w[1]].iter().copied()),
+        })
+    }
+}
+
+/// Groups the export list `ex` by destination (its processes checked against `size`).
+fn by_destination(ex: &List, size: usize) -> Result<ByDestination, Error> {
+    let mut start = vec![0usize; size + 1];
+    for (i, &p) in ex.procs.iter().enumerate() {
+        let dest = usize::try_from(p)
+            .ok()
+            .filter(|&d| d < size)
+            .ok_or_else(|| Error::BadInput(format!("export {i}: process {p} out of range")))?;
+        start[dest + 1] += 1;
+    }
+    for d in 0..size {
+        start[d + 1] += start[d];
+    }
+    if ex.procs.windows(2).all(|w| w[0] <= w[1]) {
+        return Ok(ByDestination::InPlace(start));
+    }
+    let mut at = start.clone();
+    let mut order = vec![0u32; ex.len()];
+    for (i, &p) in ex.procs.iter().enumerate() {
+        order[at[p as usize]] = i as u32;
+        at[p as usize] += 1;
+    }
+    Ok(ByDestination::Counted(start, order))
 }
 
 /// The lists of an assignment as `RETURN_LISTS` asks (collective).
