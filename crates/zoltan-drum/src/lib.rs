@@ -24,6 +24,7 @@
 pub mod drum;
 mod drum_state;
 pub mod error;
+mod laps;
 mod lists;
 mod migrate;
 mod params;

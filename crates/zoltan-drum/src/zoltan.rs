@@ -3,7 +3,8 @@
 //! together with the real `zoltan.h`, so the signatures are Zoltan's).
 
 use crate::error::{Done, Error, ZOLTAN_OK, zoltan_guard};
-use crate::lists::{List, Lists, c_array, c_free, lists};
+use crate::laps::Laps;
+use crate::lists::{CBuf, List, Lists, c_free, lists};
 use crate::query::{
     Registered, ZoltanGeomFn, ZoltanGeomMultiFn, ZoltanIdPtr, ZoltanMidMigratePpFn,
     ZoltanNumGeomFn, ZoltanNumObjFn, ZoltanObjListFn, ZoltanObjSizeFn, ZoltanObjSizeMultiFn,
@@ -334,12 +335,12 @@ impl ListOut {
         ListOut { to_part, ..self }
     }
 
-    /// Writes the list (or −1 and NULLs) into the caller's pointers; on a failed
-    /// allocation frees what it allocated.
+    /// Hands the list (or −1 and NULLs) to the caller's pointers (its arrays, without a
+    /// copy; the part array is freed when not asked for).
     ///
     /// # Safety
     /// The pointers are writable (`to_part` may be NULL).
-    unsafe fn write(&self, l: Option<&List>) -> Result<(), Error> {
+    unsafe fn write(&self, l: Option<List>) -> Result<(), Error> {
         // SAFETY: the pointers are writable (the caller's contract); NULL is written first so
         // that a failure leaves nothing dangling.
         unsafe {
@@ -355,28 +356,23 @@ impl ListOut {
             };
             *self.num = c_int::try_from(l.len())
                 .map_err(|_| Error::BadInput("more than 2^31 objects in a list".into()))?;
-            let done = (|| -> Result<(), Error> {
-                *self.gids = c_array(&l.gids)?;
-                *self.lids = c_array(&l.lids)?;
-                *self.procs = c_array(&l.procs)?;
-                if !self.to_part.is_null() {
-                    *self.to_part = c_array(&l.parts)?;
-                }
-                Ok(())
-            })();
-            if done.is_err() {
-                free_list(self);
+            *self.gids = l.gids.into_raw();
+            *self.lids = l.lids.into_raw();
+            *self.procs = l.procs.into_raw();
+            if !self.to_part.is_null() {
+                *self.to_part = l.parts.into_raw();
             }
-            done
+            Ok(())
         }
     }
 }
 
 /// The shared body of `Zoltan_LB_Partition` and `Zoltan_LB_Balance`.
 fn partition(zz: &mut ZoltanStruct, out: &Outputs) -> Result<Done, Error> {
+    zz.laps = Laps::start();
     let a = zz.assign()?;
     let (gid, lid) = (zz.params.num_gid, zz.params.num_lid);
-    let l: Lists = lists(&zz.comm, &a, zz.params.return_lists, gid, lid)?;
+    let l: Lists = lists(&zz.comm, &a, zz.params.return_lists, gid, lid, &mut zz.laps)?;
     if zz.params.auto_migrate {
         // Zoltan's AUTO_MIGRATE: the application's pack and unpack functions move the
         // objects before the lists are returned.
@@ -387,12 +383,16 @@ fn partition(zz: &mut ZoltanStruct, out: &Outputs) -> Result<Done, Error> {
         *out.changes = c_int::from(l.changes);
         *out.num_gid = gid as c_int;
         *out.num_lid = lid as c_int;
-        out.import.write(l.import.as_ref())?;
-        if let Err(e) = out.export.write(l.export.as_ref()) {
+        out.import.write(l.import)?;
+        if let Err(e) = out.export.write(l.export) {
             free_list(&out.import);
             return Err(e);
         }
     }
+    let warning = a.warning.clone();
+    drop(a);
+    zz.laps.lap("write+free");
+    zz.laps.print(zz.rank());
     if zz.params.debug_level >= 1 && zz.rank() == 0 && !zz.params.given.is_empty() {
         let set: Vec<String> = zz
             .params
@@ -403,7 +403,7 @@ fn partition(zz: &mut ZoltanStruct, out: &Outputs) -> Result<Done, Error> {
         eprintln!("zoltan-drum: parameters set: {}", set.join(" "));
         zz.params.given.clear();
     }
-    Ok(match a.warning {
+    Ok(match warning {
         Some(w) if zz.rank() == 0 => Done::Warn(w),
         Some(_) => Done::Warn(String::new()),
         None => Done::Ok,
@@ -564,12 +564,12 @@ unsafe fn list_in(
     if n > 0 && (g.is_null() || p.is_null() || (lid > 0 && l.is_null())) {
         return Err(Error::Null("a list's global ids, local ids or processes"));
     }
-    let copy = |ptr: *mut u32, len: usize| -> Vec<u32> {
+    let copy = |ptr: *mut u32, len: usize| -> Result<CBuf<u32>, Error> {
         if len == 0 || ptr.is_null() {
-            vec![0; len]
+            CBuf::zeroed(len)
         } else {
             // SAFETY: non-NULL, and holds len values (the caller's contract).
-            unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
+            CBuf::from_slice(unsafe { std::slice::from_raw_parts(ptr, len) })
         }
     };
     let procs: Vec<c_int> = if n == 0 {
@@ -592,10 +592,10 @@ unsafe fn list_in(
         unsafe { std::slice::from_raw_parts(t, n) }.to_vec()
     };
     Ok(Some(List {
-        gids: copy(g, n * gid),
-        lids: copy(l, n * lid),
-        procs,
-        parts,
+        gids: copy(g, n * gid)?,
+        lids: copy(l, n * lid)?,
+        procs: CBuf::from_slice(&procs)?,
+        parts: CBuf::from_slice(&parts)?,
     }))
 }
 

@@ -3,6 +3,7 @@
 
 use crate::drum_state::{DrumParams, DrumState};
 use crate::error::{Done, Error};
+use crate::laps::Laps;
 use crate::params::{Changed, Method, ParamError, Params};
 use crate::partdist::PartDist;
 use crate::query::{Callbacks, Layout, Objects};
@@ -46,6 +47,8 @@ pub struct ZoltanStruct {
     pub(crate) kept: Option<Kept>,
     pub(crate) drum: Option<DrumState>,
     hsfc_ws: hsfc::Workspace,
+    /// The phases of the current partition (`ZD_DEBUG_TIMES`).
+    pub(crate) laps: Laps,
 }
 
 /// A partition of this process's objects.
@@ -54,8 +57,12 @@ pub(crate) struct Assignment {
     pub objects: Objects,
     /// New part of each object.
     pub parts: Vec<u32>,
-    /// New process of each object.
-    pub procs: Vec<usize>,
+    /// Which process holds which part (an object's new process: [`Assignment::proc`]).
+    pub dist: PartDist,
+    /// Nothing moves (`LB_METHOD=NONE`).
+    pub stay: bool,
+    /// Words of a global id.
+    pub num_gid: usize,
     /// The part each object is in now (Zoltan without a part query function: this rank).
     pub input_part: usize,
     /// This rank.
@@ -74,6 +81,7 @@ impl ZoltanStruct {
             kept: None,
             drum: None,
             hsfc_ws: hsfc::Workspace::default(),
+            laps: Laps::default(),
         }
     }
 
@@ -111,10 +119,7 @@ impl ZoltanStruct {
     /// Makes a local outcome collective (`part_api::agreed`): every rank gets its value, or
     /// an error when any rank failed.
     pub(crate) fn agreed<T>(&self, local: Result<T, Error>) -> Result<T, Error> {
-        agreed(&self.comm, local, |ranks, first| Error::OtherRank {
-            ranks,
-            first,
-        })
+        agreed_on(&self.comm, local)
     }
 
     fn layout(&self) -> Layout {
@@ -133,9 +138,12 @@ impl ZoltanStruct {
             self.params.num_global_parts,
             self.params.num_local_parts,
         )?;
+        self.laps.lap("partdist");
         let method = self.params.method;
         let local = self.cb.objects(self.layout(), method != Method::None);
-        let objects = self.agreed(local)?;
+        self.laps.lap("queries");
+        let mut objects = self.agreed(local)?;
+        self.laps.lap("agreed");
         let me = self.rank();
         // Zoltan without a part query function: an object's current part is its rank.
         let input_part = me;
@@ -144,23 +152,20 @@ impl ZoltanStruct {
         } else {
             self.check_dim(&objects)?;
             let (targets, size_warning) = self.targets(&dist)?;
+            self.laps.lap("dim+targets");
             let (parts, warning) = self.run_method(&objects, &targets, &dist)?;
+            // Freed before the lists are built, which may reuse the memory.
+            objects.coords = Vec::new();
+            objects.weights = Vec::new();
+            self.laps.lap("method");
             (parts, join(size_warning, warning))
-        };
-        let gid = self.params.num_gid;
-        let procs = if method == Method::None {
-            vec![me; objects.n] // nothing moves
-        } else {
-            parts
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| dist.proc_of(p as usize, Some(&objects.gids[i * gid..][..gid]), me))
-                .collect()
         };
         Ok(Assignment {
             objects,
             parts,
-            procs,
+            dist,
+            stay: method == Method::None,
+            num_gid: self.params.num_gid,
             input_part,
             me,
             warning,
@@ -242,6 +247,32 @@ impl ZoltanStruct {
             format!("a part size was set for part {p}, but there are {k} parts; it is ignored")
         });
         Ok((t, warning))
+    }
+}
+
+/// Makes a local outcome collective over `comm` (`part_api::agreed`): every rank gets its
+/// value, or an error when any rank failed.
+pub(crate) fn agreed_on<T>(comm: &MpiComm, local: Result<T, Error>) -> Result<T, Error> {
+    agreed(comm, local, |ranks, first| Error::OtherRank {
+        ranks,
+        first,
+    })
+}
+
+impl Assignment {
+    /// The new process of object `i` (Zoltan's: the process of its part; for a part spread
+    /// over processes, this one if it holds the part, else one chosen by the global id).
+    pub(crate) fn proc(&self, i: usize) -> usize {
+        let p = self.parts[i] as usize;
+        if self.stay {
+            self.me
+        } else if self.dist.identity {
+            p
+        } else {
+            let g = self.num_gid;
+            self.dist
+                .proc_of(p, Some(&self.objects.gids[i * g..][..g]), self.me)
+        }
     }
 }
 

@@ -73,6 +73,27 @@ impl<const D: usize> Pivot<D> {
     }
 }
 
+/// The global id of each local object, by its local index ([`Dot::id`]): its place in the
+/// order of the union, the last component of the order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum GlobalIds<'a> {
+    /// The ranks' objects taken in rank order: this rank's object `i` is `offset + i`.
+    Offset(u64),
+    /// Given per object.
+    Given(&'a [u64]),
+}
+
+impl GlobalIds<'_> {
+    /// The global id of the local object `id`.
+    #[inline(always)]
+    fn of(self, id: u32) -> u64 {
+        match self {
+            GlobalIds::Offset(o) => o + u64::from(id),
+            GlobalIds::Given(g) => g[id as usize],
+        }
+    }
+}
+
 /// A set of objects being split, as every rank knows it: object count, weight (as the
 /// selection counts it) and statistics.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +110,8 @@ pub(crate) struct DistJob<'a, C: Comm> {
     pub(crate) keep_ties: bool,
     pub(crate) input: &'a Input,
     pub(crate) par: Par,
+    /// The objects' global ids.
+    pub(crate) ids: GlobalIds<'a>,
 }
 
 /// Global `(total weight, count, bounding box)` of the dots (the box's key range unset).
@@ -161,11 +184,10 @@ fn reduce_moments<const D: usize, C: Comm>(
     Ok(out)
 }
 
-/// One segment of the distributed recursion: the local dots `v` (global ids `g`, same order)
-/// of the set `set` that goes to the parts `p0..p0 + counts.len()`, at depth `depth`.
+/// One segment of the distributed recursion: the local dots `v` of the set `set` that goes to
+/// the parts `p0..p0 + counts.len()`, at depth `depth`.
 struct Seg<'s, const D: usize> {
     v: &'s mut [Dot<D>],
-    g: &'s mut [u64],
     counts: &'s mut [usize],
     p0: u32,
     set: Set<D>,
@@ -179,13 +201,11 @@ struct Out<'o> {
 }
 
 impl<C: Comm> DistJob<'_, C> {
-    /// Bisects the local dots `v` (global ids `g`, same order) among all parts, collectively;
-    /// writes each local object's part into `parts` (by `Dot::id`) and returns the cuts and the
-    /// global part counts.
+    /// Bisects the local dots `v` among all parts, collectively; writes each local object's
+    /// part into `parts` (by `Dot::id`) and returns the cuts and the global part counts.
     pub(crate) fn run<const D: usize>(
         &self,
         v: &mut [Dot<D>],
-        g: &mut [u64],
         parts: &mut [u32],
     ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
         let (total, len, st) = global_stats(self.comm, v, self.input.unit)?;
@@ -194,7 +214,6 @@ impl<C: Comm> DistJob<'_, C> {
         let mut cuts = Vec::new();
         let root = Seg {
             v,
-            g,
             counts: &mut counts,
             p0: 0,
             set: Set { len, total, st },
@@ -251,7 +270,6 @@ impl<C: Comm> DistJob<'_, C> {
     ) -> Result<(), Error> {
         let Seg {
             v,
-            g,
             counts,
             p0,
             set,
@@ -260,8 +278,14 @@ impl<C: Comm> DistJob<'_, C> {
         let (len, total) = (set.len, set.total);
         let k = counts.len();
         let half = k / 2;
-        let keys: Vec<f64> = v.iter().map(|d| key.key(&d.x)).collect();
-        let (m, p, low, [sl, sh]) = self.low_side(v, g, &keys, (p0, k), set)?;
+        // The keys are computed where needed, never stored (as in the serial bisection).
+        let keys = |i: usize| key.key(&v[i].x);
+        // RCB's key is a coordinate: its range over the set is the set's box.
+        let range = match plane {
+            Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
+            _ => None,
+        };
+        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, range, (p0, k), set)?;
         let side = LowSide {
             m,
             len,
@@ -270,21 +294,31 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
-        let last_low = || self.last_low(v, g, &keys, &low);
+        let last_low = || self.last_low(v, &keys, &low);
         let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
         let mid = cut.high.start;
+        if k == 2 {
+            // Both sides are single parts (what `split` does for each, without moving the
+            // objects).
+            counts[0] = m as usize;
+            counts[1] = (len - m) as usize;
+            for (d, &l) in v.iter().zip(&low) {
+                out.parts[d.id as usize] = if l { p0 } else { mid };
+            }
+            out.cuts.push(cut);
+            return Ok(());
+        }
 
-        // Low objects to the front, with their ids.
+        // Low objects to the front.
         let mut nl = 0;
         for i in 0..v.len() {
             if low[i] {
                 v.swap(i, nl);
-                g.swap(i, nl);
                 nl += 1;
             }
         }
+        drop(low);
         let (vl, vh) = v.split_at_mut(nl);
-        let (gl, gh) = g.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
         let at = out.cuts.len();
         out.cuts.push(cut);
@@ -293,7 +327,6 @@ impl<C: Comm> DistJob<'_, C> {
         }
         let low = Seg {
             v: vl,
-            g: gl,
             counts: cl,
             p0,
             set: Set {
@@ -309,7 +342,6 @@ impl<C: Comm> DistJob<'_, C> {
         }
         let high = Seg {
             v: vh,
-            g: gh,
             counts: ch,
             p0: mid,
             set: Set {
@@ -322,7 +354,7 @@ impl<C: Comm> DistJob<'_, C> {
         self.split(high, out)
     }
 
-    /// The low side of the local dots `v` (global ids `g`, keys `keys`) of the set `set` of
+    /// The low side of the local dots `v` (key of dot `i`: `keys(i)`) of the set `set` of
     /// parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest its goal
     /// ([`low_goal`], through [`DistJob::crossing`]); with `keep_ties`, every object with the
     /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
@@ -330,12 +362,12 @@ impl<C: Comm> DistJob<'_, C> {
     fn low_side<const D: usize>(
         &self,
         v: &[Dot<D>],
-        g: &[u64],
-        keys: &[f64],
+        keys: &impl Fn(usize) -> f64,
+        range: Option<(f64, f64)>,
         (p0, k): (u32, usize),
         set: Set<D>,
     ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
-        let comm = self.comm;
+        let (comm, ids) = (self.comm, self.ids);
         let (len, total) = (set.len, set.total);
         let unit = self.input.unit || total == 0;
         let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
@@ -346,29 +378,41 @@ impl<C: Comm> DistJob<'_, C> {
             Goal::Tau(t) => t,
             _ => 0,
         };
-        let (mut m, mut p, low_of): (u64, u64, Box<dyn Fn(usize) -> bool>) = match goal {
-            Goal::Nothing => (0, 0, Box::new(|_| false)),
-            Goal::Everything => (len, sel_total, Box::new(|_| true)),
+        // Everything low or nothing, or the objects before the pivot (and it with `take`).
+        let (mut m, mut p, all, pivot) = match goal {
+            Goal::Nothing => (0, 0, false, None),
+            Goal::Everything => (len, sel_total, true, None),
             Goal::Tau(tau) => {
-                let (below_n, below_w, pv) = self.crossing(v, g, keys, len, tau, unit)?;
+                let (below_n, below_w, pv) = self.crossing(v, keys, range, len, tau, unit)?;
                 let take = below_w + pv.w - tau < tau - below_w;
                 let (m, p) = if take {
                     (below_n + 1, below_w + pv.w)
                 } else {
                     (below_n, below_w)
                 };
-                (
-                    m,
-                    p,
-                    Box::new(move |i: usize| {
-                        pv.after(&v[i], keys[i], g[i]) || (take && g[i] == pv.g)
-                    }),
-                )
+                (m, p, false, Some((pv, take)))
             }
         };
-        let mut low: Vec<bool> = (0..v.len()).map(&low_of).collect();
-        drop(low_of);
-        let (mut sl, mut sh) = side_stats(comm, v, keys, &low)?;
+        let low_of = |i: usize| match pivot {
+            None => all,
+            Some((pv, take)) => {
+                let g = ids.of(v[i].id);
+                pv.after(&v[i], keys(i), g) || (take && g == pv.g)
+            }
+        };
+        // The sides and their statistics in one pass.
+        let mut low: Vec<bool> = Vec::with_capacity(v.len());
+        let (mut l, mut h) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
+        for (i, d) in v.iter().enumerate() {
+            let is_low = low_of(i);
+            low.push(is_low);
+            if is_low {
+                l.add(d, keys(i));
+            } else {
+                h.add(d, keys(i));
+            }
+        }
+        let (mut sl, mut sh) = (reduce_stats(comm, l)?, reduce_stats(comm, h)?);
 
         if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
             // `keep_ties`: move every object with key `kv` to the side that leaves the low
@@ -376,7 +420,7 @@ impl<C: Comm> DistJob<'_, C> {
             let kv = sl.kmax;
             let mut t = [0u64; 4];
             for (i, d) in v.iter().enumerate() {
-                if keys[i] == kv {
+                if keys(i) == kv {
                     let s = if low[i] { 0 } else { 2 };
                     t[s] += 1;
                     t[s + 1] += w_of(d);
@@ -387,7 +431,7 @@ impl<C: Comm> DistJob<'_, C> {
             let (p_up, p_down) = (p + wb, p - wa);
             let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
             for (i, l) in low.iter_mut().enumerate() {
-                if keys[i] == kv {
+                if keys(i) == kv {
                     *l = up;
                 }
             }
@@ -403,28 +447,36 @@ impl<C: Comm> DistJob<'_, C> {
     fn crossing<const D: usize>(
         &self,
         v: &[Dot<D>],
-        g: &[u64],
-        keys: &[f64],
+        keys: &impl Fn(usize) -> f64,
+        range: Option<(f64, f64)>,
         len: u64,
         tau: u64,
         unit: bool,
     ) -> Result<(u64, u64, Pivot<D>), Error> {
         let comm = self.comm;
         let w_of = |i: usize| if unit { 1 } else { v[i].w as u64 };
-        let mut cand: Vec<u32> = (0..v.len() as u32).collect();
+        // The candidates: every local object until the first round narrows them.
+        let mut cand: Option<Vec<u32>> = None;
         let (mut below_n, mut below_w) = (0u64, 0u64);
         let mut j = 0usize;
         let mut count = len;
-        let comp = |i: usize, j: usize| component(&v[i], keys[i], g[i], j);
+        let ids = self.ids;
+        let comp = |i: usize, j: usize| component(&v[i], keys(i), ids.of(v[i].id), j);
         let mut hist: Vec<u64> = Vec::new();
+        // The range of the first component (the key) over all objects, when known.
+        let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
         while count > 1 {
             let mut r = [u64::MAX, u64::MAX];
-            for &i in &cand {
-                let c = comp(i as usize, j);
-                r[0] = r[0].min(c);
-                r[1] = r[1].min(!c);
+            if let Some(k) = known.take() {
+                r = k;
+            } else {
+                each(cand.as_deref(), v.len(), |i| {
+                    let c = comp(i, j);
+                    r[0] = r[0].min(c);
+                    r[1] = r[1].min(!c);
+                });
+                comm.allreduce_u64(ReduceOp::Min, &mut r)?;
             }
-            comm.allreduce_u64(ReduceOp::Min, &mut r)?;
             let (lo, hi) = (r[0], !r[1]);
             if lo == hi {
                 // Every candidate has this component: order by the next one.
@@ -437,11 +489,11 @@ impl<C: Comm> DistJob<'_, C> {
             let nb = ((span >> shift) + 1) as usize;
             hist.clear();
             hist.resize(2 * nb, 0);
-            for &i in &cand {
-                let b = ((comp(i as usize, j) - lo) >> shift) as usize;
-                hist[b] += w_of(i as usize);
+            each(cand.as_deref(), v.len(), |i| {
+                let b = ((comp(i, j) - lo) >> shift) as usize;
+                hist[b] += w_of(i);
                 hist[nb + b] += 1;
-            }
+            });
             comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
             let mut chosen = nb - 1;
             let mut acc = below_w;
@@ -455,18 +507,28 @@ impl<C: Comm> DistJob<'_, C> {
             }
             below_w = acc;
             count = hist[nb + chosen];
-            cand.retain(|&i| ((comp(i as usize, j) - lo) >> shift) as usize == chosen);
+            let keep = |&i: &u32| ((comp(i as usize, j) - lo) >> shift) as usize == chosen;
+            cand = Some(match cand {
+                None => (0..v.len() as u32).filter(keep).collect(),
+                Some(mut c) => {
+                    c.retain(keep);
+                    c
+                }
+            });
         }
         // One candidate left on one rank: everybody learns it.
         let mut rec = vec![0u64; D + 4];
-        if let Some(&i) = cand.first() {
-            let i = i as usize;
+        let first = match &cand {
+            None => (!v.is_empty()).then_some(0),
+            Some(c) => c.first().map(|&i| i as usize),
+        };
+        if let Some(i) = first {
             rec[0] = 1;
-            rec[1] = keys[i].to_bits();
+            rec[1] = keys(i).to_bits();
             for a in 0..D {
                 rec[2 + a] = v[i].x[a].to_bits();
             }
-            rec[2 + D] = g[i];
+            rec[2 + D] = ids.of(v[i].id);
             rec[3 + D] = w_of(i);
         }
         comm.allreduce_u64(ReduceOp::Max, &mut rec)?;
@@ -491,23 +553,23 @@ impl<C: Comm> DistJob<'_, C> {
     fn last_low<const D: usize>(
         &self,
         v: &[Dot<D>],
-        g: &[u64],
-        keys: &[f64],
+        keys: &impl Fn(usize) -> f64,
         low: &[bool],
     ) -> Result<[f64; 3], Error> {
         // The local last one, as (present, order components, coordinates).
         let width = 2 * D + 3;
+        let g = |i: usize| self.ids.of(v[i].id);
         let mut best: Option<usize> = None;
         for i in (0..v.len()).filter(|&i| low[i]) {
             best = match best {
                 Some(b)
                     if !Pivot {
-                        k: keys[b],
+                        k: keys(b),
                         x: v[b].x,
-                        g: g[b],
+                        g: g(b),
                         w: 0,
                     }
-                    .after(&v[i], keys[i], g[i]) =>
+                    .after(&v[i], keys(i), g(i)) =>
                 {
                     Some(i)
                 }
@@ -519,7 +581,7 @@ impl<C: Comm> DistJob<'_, C> {
         if let Some(b) = best {
             mine[0] = 1;
             for j in 0..D + 2 {
-                mine[1 + j] = component(&v[b], keys[b], g[b], j);
+                mine[1 + j] = component(&v[b], keys(b), g(b), j);
             }
             for a in 0..D {
                 mine[D + 3 + a] = v[b].x[a].to_bits();
@@ -540,19 +602,28 @@ impl<C: Comm> DistJob<'_, C> {
     }
 }
 
+/// Calls `f` with each candidate: every index below `n` when `cand` is `None`.
+#[inline(always)]
+fn each(cand: Option<&[u32]>, n: usize, mut f: impl FnMut(usize)) {
+    match cand {
+        None => (0..n).for_each(f),
+        Some(c) => c.iter().for_each(|&i| f(i as usize)),
+    }
+}
+
 /// Global statistics of the low and the high side (by `low[i]`).
 fn side_stats<const D: usize, C: Comm>(
     comm: &C,
     v: &[Dot<D>],
-    keys: &[f64],
+    keys: &impl Fn(usize) -> f64,
     low: &[bool],
 ) -> Result<(Stats<D>, Stats<D>), Error> {
     let (mut sl, mut sh) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
     for (i, d) in v.iter().enumerate() {
         if low[i] {
-            sl.add(d, keys[i]);
+            sl.add(d, keys(i));
         } else {
-            sh.add(d, keys[i]);
+            sh.add(d, keys(i));
         }
     }
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
@@ -577,17 +648,19 @@ pub(crate) fn validate_dist<C: Comm>(
     coords: &[f64],
     dim: usize,
     weights: Option<&[f64]>,
-    gids: &[u64],
+    gids: GlobalIds<'_>,
     targets: &[f64],
     parts_len: usize,
 ) -> Result<Input, Error> {
     let n = coords.len() / dim.max(1);
     let local = (|| {
         check_points(coords, dim, weights, parts_len, Par::Seq)?;
-        if gids.len() != n {
+        if let GlobalIds::Given(g) = gids
+            && g.len() != n
+        {
             return Err(Error::LengthMismatch {
                 what: "global ids",
-                got: gids.len(),
+                got: g.len(),
                 expected: n,
                 per: "point",
             });
@@ -647,7 +720,7 @@ pub(crate) fn bisect_dist<C: Comm>(
     comm: &C,
     b: &Bisector,
     points: Points<'_>,
-    gids: &[u64],
+    gids: GlobalIds<'_>,
     targets: &[f64],
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
@@ -659,24 +732,30 @@ pub(crate) fn bisect_dist<C: Comm>(
         keep_ties: b.keep_ties,
         input: &input,
         par: b.par,
+        ids: gids,
     };
     let (cuts, counts) = match dim {
-        1 => run_dim::<1, C>(&job, coords, weights, gids, parts),
-        2 => run_dim::<2, C>(&job, coords, weights, gids, parts),
-        _ => run_dim::<3, C>(&job, coords, weights, gids, parts),
+        1 => run_dim::<1, C>(&job, coords, weights, parts),
+        2 => run_dim::<2, C>(&job, coords, weights, parts),
+        _ => run_dim::<3, C>(&job, coords, weights, parts),
     }?;
     // Part weights from exact integer sums, the same on every rank.
     let k = targets.len();
-    let mut sums = vec![0u64; k];
-    for (i, &p) in parts.iter().enumerate() {
-        sums[p as usize] += match weights {
-            Some(w) if !input.unit => input.quantize(w[i]) as u64,
-            // Weights given, all zero.
-            Some(_) => 0,
-            None => 1,
-        };
-    }
-    comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+    let sums: Vec<u64> = if weights.is_none() {
+        // Unit weights: the global part counts.
+        counts.iter().map(|&c| c as u64).collect()
+    } else {
+        let mut sums = vec![0u64; k];
+        for (i, &p) in parts.iter().enumerate() {
+            sums[p as usize] += match weights {
+                Some(w) if !input.unit => input.quantize(w[i]) as u64,
+                // Weights given, all zero.
+                _ => 0,
+            };
+        }
+        comm.allreduce_u64(ReduceOp::Sum, &mut sums)?;
+        sums
+    };
     let part_weights: Vec<f64> = sums
         .iter()
         .map(|&s| {
@@ -701,13 +780,11 @@ fn run_dim<const D: usize, C: Comm>(
     job: &DistJob<'_, C>,
     coords: &[f64],
     weights: Option<&[f64]>,
-    gids: &[u64],
     parts: &mut [u32],
 ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
     let n = coords.len() / D;
     let mut dots: Vec<Dot<D>> = (0..n)
         .map(|i| Dot::of(coords, weights, job.input, i))
         .collect();
-    let mut g = gids.to_vec();
-    job.run(&mut dots, &mut g, parts)
+    job.run(&mut dots, parts)
 }

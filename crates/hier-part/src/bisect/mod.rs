@@ -164,8 +164,9 @@ impl Bisector {
                 .par
                 .install(|| serial::bisect(self, points, targets, parts, false))?;
         }
-        let gids = rank_order_ids(group, points.len())?;
-        dist::bisect_dist(group, self, points, &gids, targets, parts)
+        let offset = rank_offset(group, points.len())?;
+        let ids = dist::GlobalIds::Offset(offset);
+        dist::bisect_dist(group, self, points, ids, targets, parts)
     }
 }
 
@@ -225,10 +226,16 @@ bisection_partitioner!(Rib, Method::Rib);
 
 /// Global ids of this rank's `n` objects when the ranks' objects are taken in rank order.
 pub(crate) fn rank_order_ids<C: comm::Comm>(comm: &C, n: usize) -> Result<Vec<u64>, Error> {
+    let offset = rank_offset(comm, n)?;
+    Ok((offset..offset + n as u64).collect())
+}
+
+/// The global id of this rank's first object when the ranks' `n` objects are taken in rank
+/// order.
+pub(crate) fn rank_offset<C: comm::Comm>(comm: &C, n: usize) -> Result<u64, Error> {
     let mut all = vec![0u64; comm.size()];
     comm.allgather(&[n as u64], &mut all)?;
-    let offset: u64 = all[..comm.rank()].iter().sum();
-    Ok((offset..offset + n as u64).collect())
+    Ok(all[..comm.rank()].iter().sum())
 }
 
 impl Bisection {

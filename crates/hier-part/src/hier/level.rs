@@ -3,7 +3,8 @@
 //! distributed walk alike.
 
 use super::{Diffused, LevelCuts, LevelMethod};
-use crate::bisect::{Bisector, dist::bisect_dist};
+use crate::bisect::Bisector;
+use crate::bisect::dist::{GlobalIds, bisect_dist};
 use crate::{Error, Method, Par};
 use comm::ReduceOp;
 use drum_model::PartitionMethod;
@@ -67,7 +68,10 @@ impl Level<'_> {
             PartitionMethod::Rib => bisector(Method::Rib),
         };
         Ok(LevelCuts::Bisection(match gids {
-            Some(gids) => bisect_dist(group, &b, points, gids, self.targets, out)?,
+            Some(gids) => {
+                let ids = GlobalIds::Given(gids);
+                bisect_dist(group, &b, points, ids, self.targets, out)?
+            }
             // The serial walk checked every point at the root.
             None => b.run_checked(points, self.targets, out)?,
         }))
