@@ -351,11 +351,14 @@ fn distributed_equals_serial_on_every_machine_file() {
 /// repartition after moving some points equal the serial ones, with the same figures.
 #[test]
 fn distributed_equals_serial_without_weights() {
-    for (i, f) in machine_files().into_iter().enumerate() {
+    // 3,000 points take the small-input path on one-level machines (all points gathered);
+    // 40,000 on the two-core machine the one-level walk on each rank's own arrays.
+    let mut cases: Vec<(PathBuf, usize)> = machine_files().into_iter().map(|f| (f, 3000)).collect();
+    cases.push((machines_dir().join("local-2core-hetero.xml"), 40_000));
+    for (i, (f, n)) in cases.into_iter().enumerate() {
         let m = keep_all_cuts(&Machine::from_file(&f).unwrap());
         let plan = plan_of(&m);
         let ranks = plan.num_ranks();
-        let n = 3000;
         let (x, _) = points_with(
             &mut Xoshiro256::new(70 + i as u64),
             n,

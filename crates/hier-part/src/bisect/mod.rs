@@ -224,12 +224,6 @@ macro_rules! bisection_partitioner {
 bisection_partitioner!(Rcb, Method::Rcb);
 bisection_partitioner!(Rib, Method::Rib);
 
-/// Global ids of this rank's `n` objects when the ranks' objects are taken in rank order.
-pub(crate) fn rank_order_ids<C: comm::Comm>(comm: &C, n: usize) -> Result<Vec<u64>, Error> {
-    let offset = rank_offset(comm, n)?;
-    Ok((offset..offset + n as u64).collect())
-}
-
 /// The global id of this rank's first object when the ranks' `n` objects are taken in rank
 /// order.
 pub(crate) fn rank_offset<C: comm::Comm>(comm: &C, n: usize) -> Result<u64, Error> {

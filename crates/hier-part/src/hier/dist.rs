@@ -11,12 +11,12 @@ use super::level::Level;
 use super::serial::rank_to_child;
 use super::{Child, Hier, HierPartition, LevelCuts, Moved, Plan};
 use crate::bisect::dist::agreed;
-use crate::bisect::rank_order_ids;
 use crate::{Error, Par};
+use comm::wire::{Reader, Writer};
 use comm::{Comm, ReduceOp};
 use drum_model::{NodeId, PartitionMethod};
-use part_api::Points;
 use part_api::Reduce;
+use part_api::{Failed, Points};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -128,20 +128,41 @@ impl Hier {
                 }
                 Ok(n)
             });
-        let n = agreed(comm, local)?;
+        // One round: every rank's check, whether it passes weights, and its object count.
+        let size = Comm::size(comm);
+        let mut sums = vec![0u64; 2 + size];
+        if let Ok(n) = &local {
+            sums[0] = u64::from(*n > 0 && weights.is_some());
+            sums[1] = u64::from(*n > 0 && weights.is_none());
+            sums[2 + me] = *n as u64;
+        }
+        let n = match part_api::agree(&comm::AsReduce(comm), local, &mut sums)? {
+            Ok(n) => n,
+            Err(Failed::Here(e)) => return Err(e),
+            Err(Failed::Elsewhere { ranks, first }) => {
+                return Err(Error::InvalidOnOtherRank {
+                    ranks,
+                    rank: first as u64,
+                });
+            }
+        };
         // Weighted iff some rank with points passes weights; mixing is an error.
-        let mut has = [
-            u64::from(n > 0 && weights.is_some()),
-            u64::from(n > 0 && weights.is_none()),
-        ];
-        comm.allreduce_u64(ReduceOp::Sum, &mut has)?;
-        if has[0] > 0 && has[1] > 0 {
+        if sums[0] > 0 && sums[1] > 0 {
             return Err(Error::Inconsistent {
                 what: "some ranks pass weights and others do not",
             });
         }
-        let weighted = has[0] > 0;
-        let gids = rank_order_ids(comm, n)?;
+        let weighted = sums[0] > 0;
+        let counts = &sums[2..];
+        let offset: u64 = counts[..me].iter().sum();
+        let total: u64 = counts.iter().sum();
+        let root = plan.node(plan.root());
+        let one_level = root.method.is_some() && root.children.len() > 1 && plan_is_one_level(plan);
+        if one_level && total <= SMALL {
+            let points = Points::new(coords, dim, weights);
+            return self.small(comm, plan, previous, points, weighted, counts, parts);
+        }
+        let gids: Vec<u64> = (offset..offset + n as u64).collect();
         let walk = Walk {
             plan,
             previous,
@@ -149,8 +170,7 @@ impl Hier {
             dim,
             weighted,
         };
-        let root = plan.node(plan.root());
-        if root.method.is_some() && root.children.len() > 1 && plan_is_one_level(plan) {
+        if one_level {
             // One level of single ranks: the level runs on the caller's arrays as they are.
             let points = Points::new(coords, dim, weights);
             return walk.one_level(ws, comm, points, &gids, parts);
@@ -204,6 +224,86 @@ impl Hier {
                 parts[(x >> 32) as usize] = x as u32;
             }
         }
+        Ok(result)
+    }
+}
+
+/// Points in all up to which a one-level walk gathers every point on every rank and runs the
+/// serial walk there ([`Hier::small`]): two collectives instead of the distributed level's
+/// dozen, which on a rank sharing its core cost more than partitioning this many points.
+const SMALL: u64 = 32_768;
+
+impl Hier {
+    /// A one-level walk of at most [`SMALL`] points in all: every rank gathers every rank's
+    /// points, weights and previous parts (one `allgatherv`) and runs the serial walk on their
+    /// concatenation in rank order, which the distributed walk equals by construction (the
+    /// same parts, figures and cuts on every rank); each rank keeps its own slice of the parts.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the walk's inputs as run_dist has them; one call site"
+    )]
+    fn small<C: Comm>(
+        &self,
+        comm: &C,
+        plan: &Plan,
+        previous: Option<&HierPartition>,
+        points: Points<'_>,
+        weighted: bool,
+        counts: &[u64],
+        parts: &mut [u32],
+    ) -> Result<HierPartition, Error> {
+        let (coords, dim, weights) = points.into_parts();
+        let n = parts.len();
+        let mut w = Writer::with_capacity(n * (8 * dim + 12));
+        for &x in coords {
+            w.f64(x);
+        }
+        if weighted {
+            for i in 0..n {
+                w.f64(weights.map_or(1.0, |w| w[i]));
+            }
+        }
+        if previous.is_some() {
+            for &p in parts.iter() {
+                w.u32(p);
+            }
+        }
+        let all = comm.allgatherv_bytes(w.as_bytes())?;
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let mut x = Vec::with_capacity(total * dim);
+        let mut wt = Vec::with_capacity(if weighted { total } else { 0 });
+        let mut prev = Vec::with_capacity(if previous.is_some() { total } else { 0 });
+        for (r, &c) in counts.iter().enumerate() {
+            let mut rd = Reader::new(all.get(r), "a rank's points for a small partition");
+            let mut read = |rd: &mut Reader<'_>| -> Result<(), comm::wire::WireError> {
+                for _ in 0..c as usize * dim {
+                    x.push(rd.f64()?);
+                }
+                if weighted {
+                    for _ in 0..c {
+                        wt.push(rd.f64()?);
+                    }
+                }
+                if previous.is_some() {
+                    for _ in 0..c {
+                        prev.push(rd.u32()?);
+                    }
+                }
+                Ok(())
+            };
+            read(&mut rd).map_err(comm::CommError::from)?;
+        }
+        let offset: usize = counts[..Comm::rank(comm)].iter().map(|&c| c as usize).sum();
+        let mut all_parts = if previous.is_some() {
+            prev
+        } else {
+            vec![u32::MAX; total]
+        };
+        let points = Points::new(&x, dim, weighted.then_some(&wt[..]));
+        let mut ws = super::Workspace::default();
+        let result =
+            super::serial::partition(self.par, &mut ws, plan, points, &mut all_parts, previous)?;
+        parts.copy_from_slice(&all_parts[offset..offset + n]);
         Ok(result)
     }
 }
