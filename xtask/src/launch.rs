@@ -208,7 +208,11 @@ impl Launcher {
             .arg(np.to_string())
             .arg(program)
             .args(args);
+        // `cargo xtask` runs under `cargo run`, which puts target/debug and its deps on
+        // LD_LIBRARY_PATH; that path outranks a program's own run path, so a C program linked
+        // against target/release/libzoltan_drum.so would load a stale debug build instead.
         cmd.current_dir(project_root())
+            .env_remove("LD_LIBRARY_PATH")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         eprintln!("xtask: [{:7.1} s] running {cmd:?}", crate::elapsed_s());
