@@ -352,9 +352,9 @@ fn distributed_equals_serial_on_every_machine_file() {
 #[test]
 fn distributed_equals_serial_without_weights() {
     // 3,000 points take the small-input path on one-level machines (all points gathered);
-    // 40,000 on the two-core machine the one-level walk on each rank's own arrays.
+    // 80,000 on the two-core machine the one-level walk on each rank's own arrays.
     let mut cases: Vec<(PathBuf, usize)> = machine_files().into_iter().map(|f| (f, 3000)).collect();
-    cases.push((machines_dir().join("local-2core-hetero.xml"), 40_000));
+    cases.push((machines_dir().join("local-2core-hetero.xml"), 80_000));
     for (i, (f, n)) in cases.into_iter().enumerate() {
         let m = keep_all_cuts(&Machine::from_file(&f).unwrap());
         let plan = plan_of(&m);

@@ -231,7 +231,7 @@ impl Hier {
 /// Points in all up to which a one-level walk gathers every point on every rank and runs the
 /// serial walk there ([`Hier::small`]): two collectives instead of the distributed level's
 /// dozen, which on a rank sharing its core cost more than partitioning this many points.
-const SMALL: u64 = 32_768;
+const SMALL: u64 = 65_536;
 
 impl Hier {
     /// A one-level walk of at most [`SMALL`] points in all: every rank gathers every rank's
