@@ -128,41 +128,9 @@ impl Hier {
                 }
                 Ok(n)
             });
-        // One round: every rank's check, whether it passes weights, and its object count.
-        let size = Comm::size(comm);
-        let mut sums = vec![0u64; 2 + size];
-        if let Ok(n) = &local {
-            sums[0] = u64::from(*n > 0 && weights.is_some());
-            sums[1] = u64::from(*n > 0 && weights.is_none());
-            sums[2 + me] = *n as u64;
-        }
-        let n = match part_api::agree(&comm::AsReduce(comm), local, &mut sums)? {
-            Ok(n) => n,
-            Err(Failed::Here(e)) => return Err(e),
-            Err(Failed::Elsewhere { ranks, first }) => {
-                return Err(Error::InvalidOnOtherRank {
-                    ranks,
-                    rank: first as u64,
-                });
-            }
-        };
-        // Weighted iff some rank with points passes weights; mixing is an error.
-        if sums[0] > 0 && sums[1] > 0 {
-            return Err(Error::Inconsistent {
-                what: "some ranks pass weights and others do not",
-            });
-        }
-        let weighted = sums[0] > 0;
-        let counts = &sums[2..];
+        let (n, weighted, counts) = census(comm, local, weights.is_some())?;
         let offset: u64 = counts[..me].iter().sum();
         let total: u64 = counts.iter().sum();
-        let root = plan.node(plan.root());
-        let one_level = root.method.is_some() && root.children.len() > 1 && plan_is_one_level(plan);
-        if one_level && total <= SMALL {
-            let points = Points::new(coords, dim, weights);
-            return self.small(comm, plan, previous, points, weighted, counts, parts);
-        }
-        let gids: Vec<u64> = (offset..offset + n as u64).collect();
         let walk = Walk {
             plan,
             previous,
@@ -170,6 +138,12 @@ impl Hier {
             dim,
             weighted,
         };
+        let root = plan.node(plan.root());
+        let one_level = root.method.is_some() && root.children.len() > 1 && plan_is_one_level(plan);
+        if one_level && total <= SMALL {
+            return walk.small(comm, Points::new(coords, dim, weights), &counts, parts);
+        }
+        let gids: Vec<u64> = (offset..offset + n as u64).collect();
         if one_level {
             // One level of single ranks: the level runs on the caller's arrays as they are.
             let points = Points::new(coords, dim, weights);
@@ -228,6 +202,40 @@ impl Hier {
     }
 }
 
+/// The walk's first round, in one collective: every rank's input check (an error on every
+/// rank if one failed), whether ranks with points pass weights (mixing is an error), and
+/// every rank's number of points. Returns this rank's count, whether the walk is weighted,
+/// and the counts.
+fn census<C: Comm>(
+    comm: &C,
+    local: Result<usize, Error>,
+    has_weights: bool,
+) -> Result<(usize, bool, Vec<u64>), Error> {
+    let (me, size) = (Comm::rank(comm), Comm::size(comm));
+    let mut sums = vec![0u64; 2 + size];
+    if let Ok(n) = &local {
+        sums[0] = u64::from(*n > 0 && has_weights);
+        sums[1] = u64::from(*n > 0 && !has_weights);
+        sums[2 + me] = *n as u64;
+    }
+    let n = match part_api::agree(&comm::AsReduce(comm), local, &mut sums)? {
+        Ok(n) => n,
+        Err(Failed::Here(e)) => return Err(e),
+        Err(Failed::Elsewhere { ranks, first }) => {
+            return Err(Error::InvalidOnOtherRank {
+                ranks,
+                rank: first as u64,
+            });
+        }
+    };
+    if sums[0] > 0 && sums[1] > 0 {
+        return Err(Error::Inconsistent {
+            what: "some ranks pass weights and others do not",
+        });
+    }
+    Ok((n, sums[0] > 0, sums.split_off(2)))
+}
+
 /// Points in all up to which a one-level walk gathers every point on every rank and runs the
 /// serial walk there ([`Hier::small`]): two collectives instead of the distributed level's
 /// dozen. Measured on the two-core machine with a competing process on one core, a
@@ -235,25 +243,20 @@ impl Hier {
 /// core: they cross near 25,000 points.
 const SMALL: u64 = 16_384;
 
-impl Hier {
+impl Walk<'_> {
     /// A one-level walk of at most [`SMALL`] points in all: every rank gathers every rank's
     /// points, weights and previous parts (one `allgatherv`) and runs the serial walk on their
     /// concatenation in rank order, which the distributed walk equals by construction (the
     /// same parts, figures and cuts on every rank); each rank keeps its own slice of the parts.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the walk's inputs as run_dist has them; one call site"
-    )]
+    /// `counts`: every rank's number of points.
     fn small<C: Comm>(
         &self,
         comm: &C,
-        plan: &Plan,
-        previous: Option<&HierPartition>,
         points: Points<'_>,
-        weighted: bool,
         counts: &[u64],
         parts: &mut [u32],
     ) -> Result<HierPartition, Error> {
+        let (plan, previous, weighted) = (self.plan, self.previous, self.weighted);
         let (coords, dim, weights) = points.into_parts();
         let n = parts.len();
         let mut w = Writer::with_capacity(n * (8 * dim + 12));
