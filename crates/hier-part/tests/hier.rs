@@ -180,13 +180,23 @@ fn repartition_serial(
     w: &[f64],
     parts: &mut [u32],
 ) -> HierPartition {
+    repartition_points(plan, previous, Points::new(x, 2, Some(w)), parts)
+}
+
+/// A serial repartition of `points`.
+fn repartition_points(
+    plan: &Plan,
+    previous: &HierPartition,
+    points: Points<'_>,
+    parts: &mut [u32],
+) -> HierPartition {
     Hier::default()
         .repartition(
             &mut Workspace::default(),
             &Serial,
             plan,
             previous,
-            Points::new(x, 2, Some(w)),
+            points,
             parts,
         )
         .unwrap()
@@ -262,16 +272,7 @@ fn check_dist_equals_serial(m: &Machine, dim: usize, n: usize, seed: u64) {
         .collect();
     let (want, r) = run_serial(&plan, &x, dim, Some(&w), Par::Seq);
     let mut want2 = want.clone();
-    let r2 = Hier::default()
-        .repartition(
-            &mut Workspace::default(),
-            &Serial,
-            &plan,
-            &r,
-            Points::new(&x, dim, Some(&w2)),
-            &mut want2,
-        )
-        .unwrap();
+    let r2 = repartition_points(&plan, &r, Points::new(&x, dim, Some(&w2)), &mut want2);
     let b = spread(n, ranks, seed);
     let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
         let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);
@@ -366,22 +367,14 @@ fn distributed_equals_serial_without_weights() {
             Distribution::Corner { rmin: 1e-6 },
             WeightKind::Unit,
         );
-        // The second call sees every tenth point moved a little: some cuts move.
+        // The second call sees every twentieth point moved halfway to the corner: some cuts
+        // move.
         let x2: Vec<f64> = (x.iter().enumerate())
             .map(|(j, v)| if j % 20 == 0 { v * 0.5 } else { *v })
             .collect();
         let (want, r) = run_serial(&plan, &x, 2, None, Par::Seq);
         let mut want2 = want.clone();
-        let r2 = Hier::default()
-            .repartition(
-                &mut Workspace::default(),
-                &Serial,
-                &plan,
-                &r,
-                Points::new(&x2, 2, None),
-                &mut want2,
-            )
-            .unwrap();
+        let r2 = repartition_points(&plan, &r, Points::new(&x2, 2, None), &mut want2);
         let b = spread(n, ranks, i as u64);
         let out = ThreadComm::run(ranks, &ThreadOptions::default(), |c| {
             let (lo, hi) = (b[c.rank()], b[c.rank() + 1]);

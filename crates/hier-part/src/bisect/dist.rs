@@ -633,12 +633,23 @@ fn side_stats<const D: usize, C: Comm>(
 /// [`Error::InvalidOnOtherRank`] when only other ranks failed, or the value when none did (so
 /// no rank is left waiting in a later collective).
 pub(crate) fn agreed<C: Comm, T>(comm: &C, local: Result<T, Error>) -> Result<T, Error> {
-    part_api::agreed(&comm::AsReduce(comm), local, |ranks, first| {
-        Error::InvalidOnOtherRank {
+    agreed_summing(comm, local, &mut [])
+}
+
+/// [`agreed`] with `sums` summed over the ranks in the same collective (`part_api::agree`).
+pub(crate) fn agreed_summing<C: Comm, T>(
+    comm: &C,
+    local: Result<T, Error>,
+    sums: &mut [u64],
+) -> Result<T, Error> {
+    match part_api::agree(&comm::AsReduce(comm), local, sums)? {
+        Ok(x) => Ok(x),
+        Err(part_api::Failed::Here(e)) => Err(e),
+        Err(part_api::Failed::Elsewhere { ranks, first }) => Err(Error::InvalidOnOtherRank {
             ranks,
             rank: first as u64,
-        }
-    })
+        }),
+    }
 }
 
 /// Validates the local part of a distributed bisection collectively and builds the shared

@@ -10,13 +10,13 @@
 use super::level::Level;
 use super::serial::rank_to_child;
 use super::{Child, Hier, HierPartition, LevelCuts, Moved, Plan};
-use crate::bisect::dist::agreed;
+use crate::bisect::dist::{agreed, agreed_summing};
 use crate::{Error, Par};
 use comm::wire::{Reader, Writer};
 use comm::{Comm, ReduceOp};
 use drum_model::{NodeId, PartitionMethod};
+use part_api::Points;
 use part_api::Reduce;
-use part_api::{Failed, Points};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -218,16 +218,7 @@ fn census<C: Comm>(
         sums[1] = u64::from(*n > 0 && !has_weights);
         sums[2 + me] = *n as u64;
     }
-    let n = match part_api::agree(&comm::AsReduce(comm), local, &mut sums)? {
-        Ok(n) => n,
-        Err(Failed::Here(e)) => return Err(e),
-        Err(Failed::Elsewhere { ranks, first }) => {
-            return Err(Error::InvalidOnOtherRank {
-                ranks,
-                rank: first as u64,
-            });
-        }
-    };
+    let n = agreed_summing(comm, local, &mut sums)?;
     if sums[0] > 0 && sums[1] > 0 {
         return Err(Error::Inconsistent {
             what: "some ranks pass weights and others do not",
@@ -237,7 +228,7 @@ fn census<C: Comm>(
 }
 
 /// Points in all up to which a one-level walk gathers every point on every rank and runs the
-/// serial walk there ([`Hier::small`]): two collectives instead of the distributed level's
+/// serial walk there (`Walk::small`): two collectives instead of the distributed level's
 /// dozen. Measured on the two-core machine with a competing process on one core, a
 /// collective costs about 0.5 ms and the serial walk about 240 ns per point on the loaded
 /// core: they cross near 25,000 points.
