@@ -15,6 +15,9 @@
 //!
 //! `DRUM_REPRO_DEBUG=TEXT` simulates only the cases whose `study config variant` contains
 //! TEXT and prints each simulated step (elements, repartition, migration, compute, waiting).
+//! `DRUM_REPRO_REUSE=DIR` reads the measured runs' files from `DIR` (an earlier
+//! reproduction's `runs/`, of the same scale and repeats) instead of running them again:
+//! the calibration, the simulations and the report are made afresh from them.
 //!
 //! ```no_run
 //! use repro::{Options, Scale};
@@ -304,15 +307,27 @@ fn measure_all(
 /// The simulator's calibration and which measured runs it was fitted on.
 struct Calibrated {
     calib: calib::Calib,
-    /// The dedicated uniform 2-rank run (per-element costs, bytes, the host link).
-    calib_i: usize,
+    /// The dedicated 2-rank runs (per-element costs, waiting, bytes), uniform or DRUM.
+    calib_runs: Vec<usize>,
     /// The monitored run with one competitor on core 1 (κ), if the scale has it.
     stall_i: Option<usize>,
 }
 
-/// Calibrates the simulator on the dedicated uniform 2-rank run, then fits κ (the stall of a
-/// rank sharing its core) so that the loaded monitored run's simulated time equals its
-/// measured time (the simulated time is linear in κ).
+/// Whether each rank of a measured 2-rank case had its core to itself at each step.
+fn free_cores(c: &Case, steps: usize) -> Vec<Vec<bool>> {
+    (0..steps)
+        .map(|k| {
+            (0..2)
+                .map(|r| !c.loads.iter().any(|l| l.rank == r && l.active_at(k)))
+                .collect()
+        })
+        .collect()
+}
+
+/// Calibrates the simulator on the dedicated 2-rank runs (each step's costs the median over
+/// them), fits the migration's CPU per element on every measured step that moved many
+/// elements, then fits κ (the stall of a rank sharing its core) so that the loaded monitored
+/// run's simulated time equals its measured time (the simulated time is linear in κ).
 fn calibrate(
     cases: &[Case],
     runs: &[Option<measured::Measured>],
@@ -320,15 +335,17 @@ fn calibrate(
     host_mflops: f64,
     progress: &mut dyn Progress,
 ) -> Result<Calibrated> {
-    let calib_i = cases
+    let two = |c: &Case| c.host_run().is_some_and(|h| h.ranks == 2);
+    let calib_runs: Vec<usize> = (0..cases.len())
+        .filter(|&i| two(&cases[i]) && cases[i].loads.is_empty() && runs[i].is_some())
+        .collect();
+    if calib_runs.is_empty() {
+        bail!("no dedicated 2-rank run to calibrate on");
+    }
+    let cal_steps: Vec<&[serde_json::Value]> = calib_runs
         .iter()
-        .position(|c| {
-            c.host_run().is_some_and(|h| h.ranks == 2)
-                && c.loads.is_empty()
-                && c.sizing == drum_loop::Sizing::Uniform
-        })
-        .context("no dedicated uniform 2-rank run to calibrate on")?;
-    let calib_run = runs[calib_i].as_ref().expect("measured");
+        .map(|&i| runs[i].as_ref().expect("measured").steps.as_slice())
+        .collect();
     let overheads: Vec<f64> = runs
         .iter()
         .flatten()
@@ -346,16 +363,19 @@ fn calibrate(
             beta: 1.0 / 6e9,
         }
     });
-    let mut calib = calib::calibrate(
-        &calib_run.steps,
-        seq,
-        |k| cuts[k],
-        p,
-        host_mflops,
-        overhead,
-        link,
-    )
-    .context("calibrating the simulator")?;
+    let mut calib = calib::calibrate(&cal_steps, seq, |k| cuts[k], p, host_mflops, overhead, link)
+        .context("calibrating the simulator")?;
+    let moving: Vec<(&[serde_json::Value], Vec<Vec<bool>>)> = (0..cases.len())
+        .filter(|&i| two(&cases[i]))
+        .filter_map(|i| {
+            let m = runs[i].as_ref()?;
+            Some((m.steps.as_slice(), free_cores(&cases[i], m.steps.len())))
+        })
+        .collect();
+    let (c_move, move_samples) =
+        calib::migration_cost(&cal_steps, &moving).context("the migration's cost")?;
+    calib.c_move = c_move;
+    calib.c_move_samples = move_samples;
     let stall_i = cases.iter().position(|c| {
         c.host_run().is_some_and(|h| h.ranks == 2)
             && c.loads.len() == 1
@@ -380,7 +400,7 @@ fn calibrate(
     }
     Ok(Calibrated {
         calib,
-        calib_i,
+        calib_runs,
         stall_i,
     })
 }
@@ -413,13 +433,24 @@ fn simulate_all(
         let base = record(c, &cfg, rc_ideal, h_cpu);
         match &runs[i] {
             Some(m) => {
-                validation.push(Validation {
+                let mut v = Validation {
                     config: format!("{} | {} | {}", c.study, c.config, c.variant),
                     measured_s: m.time_s,
                     simulated_s: s.time_s,
                     rel_err: (s.time_s - m.time_s) / m.time_s,
-                    calibration: i == cal.calib_i || Some(i) == cal.stall_i,
-                });
+                    calibration: cal.calib_runs.contains(&i) || Some(i) == cal.stall_i,
+                    spread_s: (
+                        m.times_s.first().copied().unwrap_or(m.time_s),
+                        m.times_s.last().copied().unwrap_or(m.time_s),
+                    ),
+                    shared: calib::effective_shares(&m.steps, &cal.calib, |k| {
+                        sim::rank_shares(&cfg, k)
+                    })
+                    .with_context(|| format!("{} {} {}", c.study, c.config, c.variant))?,
+                    mechanism: None,
+                };
+                v.explain();
+                validation.push(v);
                 records.push(Record {
                     time_s: m.time_s,
                     times_s: m.times_s.clone(),

@@ -106,10 +106,25 @@ pub fn run(
     target: usize,
     repeats: usize,
 ) -> Result<Measured> {
+    let reuse = std::env::var_os("DRUM_REPRO_REUSE").map(PathBuf::from);
     let mut reps = Vec::new();
     for rep in 0..repeats {
         let jsonl = dir.join(format!("{tag}-{rep}.jsonl"));
         let summary = dir.join(format!("{tag}-{rep}.summary.json"));
+        if let Some(from) = &reuse {
+            for f in [&jsonl, &summary] {
+                let src = from.join(f.file_name().expect("a file name"));
+                std::fs::copy(&src, f).with_context(|| {
+                    format!(
+                        "DRUM_REPRO_REUSE: copying {} to {}",
+                        src.display(),
+                        f.display()
+                    )
+                })?;
+            }
+            reps.push(read_repeat(&jsonl, &summary)?);
+            continue;
+        }
         let mut cmd = Command::new(fem);
         cmd.arg("--machine")
             .arg(machine)
@@ -139,37 +154,7 @@ pub fn run(
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        let s: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&summary)
-                .with_context(|| format!("reading {}", summary.display()))?,
-        )
-        .with_context(|| format!("{}: not JSON", summary.display()))?;
-        let steps: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
-            .with_context(|| format!("reading {}", jsonl.display()))?
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(serde_json::from_str)
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("{}: not JSON lines", jsonl.display()))?;
-        let imb = s["imbalance"]
-            .as_array()
-            .context("summary without imbalance")?;
-        let overheads: Vec<f64> = s["per_rank"]
-            .as_array()
-            .context("summary without per_rank")?
-            .iter()
-            .filter_map(|r| r["end"]["monitor"]["overhead"].as_f64())
-            .collect();
-        reps.push(Measured {
-            time_s: s["wall_s"].as_f64().context("summary without wall_s")?,
-            times_s: Vec::new(),
-            rebalances: s["rebalances"].as_u64().unwrap_or(0) as usize,
-            migrated_elements: s["migrated_elements"].as_u64().unwrap_or(0),
-            migrated_bytes: s["migrated_bytes"].as_f64().unwrap_or(0.0),
-            imbalance: imb.iter().filter_map(|v| v.as_f64()).sum::<f64>() / imb.len().max(1) as f64,
-            monitor_overhead: overheads.iter().sum::<f64>() / overheads.len().max(1) as f64,
-            steps,
-        });
+        reps.push(read_repeat(&jsonl, &summary)?);
     }
     let mut times: Vec<f64> = reps.iter().map(|r| r.time_s).collect();
     let mut order: Vec<usize> = (0..reps.len()).collect();
@@ -179,4 +164,39 @@ pub fn run(
     times.sort_by(f64::total_cmp);
     m.times_s = times;
     Ok(m)
+}
+
+/// One repeat's figures from its step lines and summary.
+fn read_repeat(jsonl: &Path, summary: &Path) -> Result<Measured> {
+    let s: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(summary)
+            .with_context(|| format!("reading {}", summary.display()))?,
+    )
+    .with_context(|| format!("{}: not JSON", summary.display()))?;
+    let steps: Vec<serde_json::Value> = std::fs::read_to_string(jsonl)
+        .with_context(|| format!("reading {}", jsonl.display()))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{}: not JSON lines", jsonl.display()))?;
+    let imb = s["imbalance"]
+        .as_array()
+        .context("summary without imbalance")?;
+    let overheads: Vec<f64> = s["per_rank"]
+        .as_array()
+        .context("summary without per_rank")?
+        .iter()
+        .filter_map(|r| r["end"]["monitor"]["overhead"].as_f64())
+        .collect();
+    Ok(Measured {
+        time_s: s["wall_s"].as_f64().context("summary without wall_s")?,
+        times_s: Vec::new(),
+        rebalances: s["rebalances"].as_u64().unwrap_or(0) as usize,
+        migrated_elements: s["migrated_elements"].as_u64().unwrap_or(0),
+        migrated_bytes: s["migrated_bytes"].as_f64().unwrap_or(0.0),
+        imbalance: imb.iter().filter_map(|v| v.as_f64()).sum::<f64>() / imb.len().max(1) as f64,
+        monitor_overhead: overheads.iter().sum::<f64>() / overheads.len().max(1) as f64,
+        steps,
+    })
 }

@@ -45,6 +45,47 @@ pub(crate) struct Validation {
     pub rel_err: f64,
     /// The run the model was calibrated on (its error says little).
     pub calibration: bool,
+    /// The fastest and slowest repeat.
+    pub spread_s: (f64, f64),
+    /// The ranks of the median repeat that shared their core, with the CPU share the model
+    /// gives them and the share they got.
+    pub shared: Vec<crate::calib::SharedRank>,
+    /// Beyond 15 %: what the model lacks there, as far as the figures show.
+    pub mechanism: Option<String>,
+}
+
+impl Validation {
+    /// What the model lacks where it misses by more than 15 %: the repeats' own spread, a
+    /// shared core that gave its rank another CPU share than the model's (in the direction
+    /// of the error), or nothing identified.
+    pub fn explain(&mut self) {
+        if self.calibration || self.rel_err.abs() <= 0.15 {
+            self.mechanism = None;
+            return;
+        }
+        let (lo, hi) = self.spread_s;
+        let worst = self
+            .shared
+            .iter()
+            .filter(|s| (s.effective - s.nominal).abs() >= 0.05)
+            // Measured faster than the model (error > 0): a rank got more than its share.
+            .filter(|s| (s.effective > s.nominal) == (self.rel_err > 0.0))
+            .max_by(|a, b| {
+                (a.effective - a.nominal)
+                    .abs()
+                    .total_cmp(&(b.effective - b.nominal).abs())
+            });
+        self.mechanism = Some(if (lo..=hi).contains(&self.simulated_s) {
+            format!("within the repeats' spread ({lo:.3}–{hi:.3} s)")
+        } else if let Some(s) = worst {
+            format!(
+                "the shared core gave rank {} {:.2} of a CPU, the model {:.2}",
+                s.rank, s.effective, s.nominal
+            )
+        } else {
+            "not identified".to_string()
+        });
+    }
 }
 
 /// Writes a file of the reproduction whole or not at all (`part_api::file::write_atomic`):

@@ -107,7 +107,7 @@ pub struct SimLoad {
 }
 
 impl SimLoad {
-    fn active_at(&self, k: usize) -> bool {
+    pub(crate) fn active_at(&self, k: usize) -> bool {
         k >= self.from && self.until.is_none_or(|u| k < u)
     }
 }
@@ -166,6 +166,14 @@ fn shares(nodes: &[NodeSpec], loads: &[SimLoad], rank_node: &[usize], k: usize) 
         .zip(&extra)
         .map(|(n, &e)| (n.cpus as f64 / (n.procs + e) as f64).min(1.0))
         .collect()
+}
+
+/// Each rank's CPU share under `cfg`'s loads at step `k` (its node's: `cpus` over its
+/// processes and competitors, at most 1).
+pub(crate) fn rank_shares(cfg: &SimConfig, k: usize) -> Vec<f64> {
+    let rn = rank_nodes(&cfg.nodes);
+    let share = shares(&cfg.nodes, &cfg.loads, &rn, k);
+    rn.iter().map(|&n| share[n]).collect()
 }
 
 /// The machine the partitioner sees (the ratings times the CPU shares DRUM measured, for
@@ -400,7 +408,13 @@ impl<'a> Run<'a> {
                 .map(|&p| self.owner[p as usize])
                 .collect()
         };
-        self.sense(k);
+        let mut before = vec![0.0; self.ranks];
+        for &p in &inherited {
+            before[p as usize] += 1.0;
+        }
+        let share = shares(&self.cfg.nodes, &self.cfg.loads, &self.rn, k);
+        let pre_s = self.pre_phase(k, &before, &share);
+        self.sense(k, pre_s, &share);
         self.renew_plan()?;
         let sizes = self.current.as_ref().expect("just set").1.parts.clone();
         let delta = self.calib.p * n as f64 / self.ranks as f64;
@@ -419,8 +433,7 @@ impl<'a> Run<'a> {
         for &p in &self.owner {
             work[p as usize] += 1.0;
         }
-        let share = shares(&self.cfg.nodes, &self.cfg.loads, &self.rn, k);
-        let times = self.times(k, &work, &share, &moves, partition_s);
+        let times = self.times(k, [&before, &work], &share, &moves, partition_s);
         if std::env::var_os("DRUM_REPRO_DEBUG").is_some() {
             eprintln!(
                 "step {k}: {n} elements, repartition {rebalance}, {} moved, slowest rank \
@@ -429,14 +442,32 @@ impl<'a> Run<'a> {
                 moves.total, times.slowest.1, times.slowest.2, times.wait, sizes
             );
         }
-        self.record(k, &times, moves.total, &share);
+        self.record(k, &times, moves.total, &share, pre_s);
         Ok(())
     }
 
-    /// The rebalance point of a monitored run: the window since the last sensing becomes the
-    /// CPU shares seen, if the sensing is due.
-    fn sense(&mut self, k: usize) {
+    /// The seconds step `k` spends before its rebalance point (marking and refining the
+    /// inherited elements `before`, at the CPU `share`s of step `k`): the slowest rank's.
+    fn pre_phase(&self, k: usize, before: &[f64], share: &[f64]) -> f64 {
+        let c = self.calib;
+        (0..self.ranks)
+            .map(|r| {
+                let node = &self.cfg.nodes[self.rn[r]];
+                c.a[k] * c.pre[k] * before[r] * (c.host_mflops / node.mflops) / share[self.rn[r]]
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// The rebalance point of a monitored run: the window since the last sensing, which
+    /// reaches into step `k` (its first `pre_s` seconds, marking and refining at the CPU
+    /// `share`s of step `k`, as the real monitors' window does), becomes the CPU shares
+    /// seen, if the sensing is due.
+    fn sense(&mut self, k: usize, pre_s: f64, share: &[f64]) {
         if k > 0 && self.cfg.sizing == Sizing::Monitored {
+            for (a, s) in self.acc.iter_mut().zip(share) {
+                *a += pre_s * s;
+            }
+            self.acc_t += pre_s;
             self.since += 1;
             if self.cfg.sensing.due(self.sensed, self.since) && self.acc_t > 0.0 {
                 self.seen_share = self.acc.iter().map(|a| a / self.acc_t).collect();
@@ -514,13 +545,16 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Step `k`'s times: each rank's compute (its `work` elements at its node's speed and
-    /// CPU `share`, the repartition's `partition_s`) and communication (halo and reductions
-    /// on a switched network, its migration over its slowest link), then the common waiting.
+    /// Step `k`'s times: each rank's compute (at its node's speed and CPU `share`: the
+    /// marking and refinement on the elements it inherited, `work[0]`, the rest on its
+    /// elements after the repartition, `work[1]`, the repartition's `partition_s`, and the
+    /// CPU its migration takes per element it sends or receives) and communication (halo
+    /// and reductions on a switched network, its migration over its slowest link), then the
+    /// common waiting.
     fn times(
         &self,
         k: usize,
-        work: &[f64],
+        [before, work]: [&[f64]; 2],
         share: &[f64],
         moves: &Moves,
         partition_s: f64,
@@ -540,9 +574,10 @@ impl<'a> Run<'a> {
         let mut computes = Vec::with_capacity(ranks);
         for r in 0..ranks {
             let node = &nodes[rn[r]];
-            let compute = calib.a[k] * work[r] * (calib.host_mflops / node.mflops) / share[rn[r]]
-                * overhead
-                + partition_s / share[rn[r]];
+            let elements = calib.pre[k] * before[r] + (1.0 - calib.pre[k]) * work[r];
+            let cpu = (calib.a[k] * elements * overhead + calib.c_move * moves.by_rank[r])
+                * (calib.host_mflops / node.mflops);
+            let compute = cpu / share[rn[r]] + partition_s / share[rn[r]];
             let mut comm = 0.0;
             if let Net::Switched { alpha, .. } = cfg.net {
                 for s in (0..ranks).filter(|&s| cut[r * ranks + s] > 0.0) {
@@ -608,8 +643,9 @@ impl<'a> Run<'a> {
             }
     }
 
-    /// Adds step `k` to the result and its CPU shares to the sensing window.
-    fn record(&mut self, k: usize, t: &StepTimes, moved: u64, share: &[f64]) {
+    /// Adds step `k` to the result and its CPU shares after its first `pre_s` seconds (which
+    /// [`Run::sense`] counted) to the sensing window.
+    fn record(&mut self, k: usize, t: &StepTimes, moved: u64, share: &[f64], pre_s: f64) {
         let step = t.slowest.0 + t.wait;
         let out = &mut self.out;
         let mean = t.computes.iter().sum::<f64>() / self.ranks as f64;
@@ -623,10 +659,15 @@ impl<'a> Run<'a> {
             out.migrated_elements += moved;
             out.migrated_bytes += moved as f64 * self.calib.bytes_per_element;
         }
+        let counted = if k > 0 && self.cfg.sizing == Sizing::Monitored {
+            pre_s.min(step)
+        } else {
+            0.0
+        };
         for (a, s) in self.acc.iter_mut().zip(share) {
-            *a += step * s;
+            *a += (step - counted) * s;
         }
-        self.acc_t += step;
+        self.acc_t += step - counted;
         self.last_step_s = step;
     }
 }
@@ -700,6 +741,9 @@ mod tests {
     fn calib(steps: usize) -> Calib {
         Calib {
             a: vec![1e-6; steps],
+            pre: vec![0.0; steps],
+            c_move: 0.0,
+            c_move_samples: 0,
             l: vec![1e-4; steps],
             p: 1e-7,
             host_mflops: 100.0,
@@ -724,6 +768,70 @@ mod tests {
             rebalance: RebalanceMode::Policy,
             sensing: Sensing::Every(1),
             policy: Policy::default(),
+        }
+    }
+
+    /// The sizes a monitored run uses at each step, from `seq[..steps]`.
+    fn sizes_per_step(seq: &[StepMesh], c: &Calib, cfg: &SimConfig, steps: usize) -> Vec<f64> {
+        let mut run = Run::new(seq, c, cfg);
+        (0..steps)
+            .map(|k| {
+                run.step(k).unwrap();
+                run.current.as_ref().unwrap().1.parts[1]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_monitors_window_reaches_into_the_step_that_repartitions() {
+        // A load on rank 1 from step 5: the real monitors see it at step 5's rebalance point,
+        // after the step's marking and refinement ran under it; with no marking time (pre 0)
+        // the model's window ends before step 5 and sees it only at step 6.
+        let seq = sequence(3_000, |_, _| {}).unwrap();
+        let nodes = vec![
+            NodeSpec::new("a", 100.0, 1, 1),
+            NodeSpec::new("b", 100.0, 1, 1),
+        ];
+        let loads = vec![SimLoad {
+            rank: 1,
+            procs: 1,
+            from: 5,
+            until: None,
+        }];
+        let cfg = config(nodes, Sizing::Monitored, loads);
+        let mut c = calib(seq.len());
+        let late = sizes_per_step(&seq, &c, &cfg, 7);
+        assert!((late[5] - 0.5).abs() < 1e-9 && late[6] < 0.45, "{late:?}");
+        c.pre = vec![0.3; seq.len()];
+        let early = sizes_per_step(&seq, &c, &cfg, 7);
+        // Step 5's window: step 4 unloaded, then step 5's marking and refinement loaded.
+        assert!(early[4] == 0.5 && early[5] < 0.49, "{early:?}");
+    }
+
+    #[test]
+    fn marking_falls_on_the_inherited_elements_and_moves_cost_cpu() {
+        let seq = sequence(3_000, |_, _| {}).unwrap();
+        let nodes = vec![
+            NodeSpec::new("a", 100.0, 1, 1),
+            NodeSpec::new("b", 100.0, 1, 1),
+        ];
+        let cfg = config(nodes, Sizing::Uniform, Vec::new());
+        let mut c = calib(seq.len());
+        let mut run = Run::new(&seq, &c, &cfg);
+        run.owner = vec![0; seq[1].elements()];
+        let moves = Moves::between(&[0, 0, 0, 1], &[0, 1, 1, 1], 2, 1);
+        let t = run.times(1, [&[3.0, 1.0], &[1.0, 3.0]], &[1.0, 1.0], &moves, 0.0);
+        assert_eq!(t.computes, [1e-6, 3e-6]);
+        c.pre = vec![0.5; seq.len()];
+        c.c_move = 1e-5;
+        let mut run = Run::new(&seq, &c, &cfg);
+        run.owner = vec![0; seq[1].elements()];
+        let t = run.times(1, [&[3.0, 1.0], &[1.0, 3.0]], &[1.0, 0.5], &moves, 0.0);
+        // Each rank: half of a_k on 2 + 2 elements, and 2 moved elements at c_move (rank 1
+        // at half a CPU).
+        let expect = [2e-6 + 2e-5, (2e-6 + 2e-5) / 0.5];
+        for (got, want) in t.computes.iter().zip(expect) {
+            assert!((got - want).abs() < 1e-15, "{:?}", t.computes);
         }
     }
 

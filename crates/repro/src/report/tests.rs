@@ -178,6 +178,9 @@ fn the_report_of_fixed_records_is_the_snapshot() {
         host_mflops: 1000.0,
         calibration: Calib {
             a: vec![1e-6, 2e-6],
+            pre: vec![0.1, 0.2],
+            c_move: 4e-7,
+            c_move_samples: 5,
             l: vec![1e-3, 2e-3],
             p: 3e-7,
             host_mflops: 1000.0,
@@ -199,6 +202,9 @@ fn the_report_of_fixed_records_is_the_snapshot() {
             simulated_s: 3.1,
             rel_err: 0.1 / 3.0,
             calibration: true,
+            spread_s: (2.9, 3.2),
+            shared: Vec::new(),
+            mechanism: None,
         },
         Validation {
             config: "host-2 monitored".into(),
@@ -206,8 +212,32 @@ fn the_report_of_fixed_records_is_the_snapshot() {
             simulated_s: 1.9,
             rel_err: -0.05,
             calibration: false,
+            spread_s: (1.95, 2.1),
+            shared: Vec::new(),
+            mechanism: None,
+        },
+        Validation {
+            config: "host-2 moving load".into(),
+            measured_s: 4.0,
+            simulated_s: 3.0,
+            rel_err: -0.25,
+            calibration: false,
+            spread_s: (3.8, 4.4),
+            shared: vec![crate::calib::SharedRank {
+                rank: 1,
+                nominal: 1.0 / 3.0,
+                effective: 0.2,
+            }],
+            mechanism: None,
         },
     ];
+    let validation: Vec<Validation> = validation
+        .into_iter()
+        .map(|mut v| {
+            v.explain();
+            v
+        })
+        .collect();
     let dir = std::env::temp_dir().join(format!("repro-report-{}", std::process::id()));
     write(
         &dir,
