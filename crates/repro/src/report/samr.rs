@@ -150,6 +150,15 @@ fn time_claims(doc: &mut Doc, recs: &[&SamrRecord]) -> Result<()> {
             let off = (0..a.ranks)
                 .map(|k| (a.work_share[k] - a.reference[k]).abs())
                 .fold(0.0, f64::max);
+            // ACE fills the processors in increasing capacity (ties by rank); the last takes
+            // what is left, so every other processor's shortfall below its L_k lands on it.
+            let last = (0..a.ranks)
+                .max_by(|&x, &y| a.reference[x].total_cmp(&a.reference[y]))
+                .unwrap_or(0);
+            let short: f64 = (0..a.ranks)
+                .filter(|&k| k != last)
+                .map(|k| (a.reference[k] - a.work_share[k]).max(0.0))
+                .sum();
             verdict(
                 &mut doc.md,
                 &format!(
@@ -157,10 +166,17 @@ fn time_claims(doc: &mut Doc, recs: &[&SamrRecord]) -> Result<()> {
                 ),
                 Some(off < 0.05 && max_of(&d.imbalance_percent) > max_of(&a.imbalance_percent)),
                 format!(
-                    "ACE's shares within {:.1} points of the capacities; max I_k {:.1} % (ACE) vs {:.1} % (default)",
+                    "ACE's shares within {:.1} points of the capacities; max I_k {:.1} % (ACE) vs {:.1} % (default); \
+                     the processor filled last (rank {last}) holds {:.1} % for a capacity of {:.1} %: \
+                     the {} others ended {:.1} points short of their L_k in all (each stops within a strip of a \
+                     box below it, and what is left goes to the last)",
                     100.0 * off,
                     max_of(&a.imbalance_percent),
-                    max_of(&d.imbalance_percent)
+                    max_of(&d.imbalance_percent),
+                    100.0 * a.work_share[last],
+                    100.0 * a.reference[last],
+                    a.ranks - 1,
+                    100.0 * short
                 ),
             );
         }
