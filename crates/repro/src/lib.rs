@@ -377,7 +377,7 @@ fn calibrate(
     calib.c_move = c_move;
     calib.c_move_samples = move_samples;
     let stall_i = cases.iter().position(|c| {
-        c.host_run().is_some_and(|h| h.ranks == 2)
+        two(c)
             && c.loads.len() == 1
             && c.loads[0].from == 0
             && c.loads[0].until.is_none()
