@@ -39,10 +39,20 @@ use comm::wire::{Outbox, Reader, WireError, Writer};
 use comm::{Comm, CommError};
 use std::collections::HashMap;
 
-/// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`).
+/// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`): the wall time since `t`,
+/// and the CPU time this thread ran since its previous lap.
 pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
     if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
-        eprintln!("    {what}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+        thread_local! {
+            static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+        }
+        let cpu = thread_cpu_s();
+        let since = cpu - LAST.with(|c| c.replace(cpu));
+        eprintln!(
+            "    {what}: {:.2} ms ({:.2} ms CPU since the last lap)",
+            t.elapsed().as_secs_f64() * 1e3,
+            since * 1e3
+        );
     }
     *t = std::time::Instant::now();
 }
