@@ -273,11 +273,12 @@ impl Local {
             }
         }
         // Room for the elements and vertices a migration and the ghost layer will bring, so
-        // that the arrays grow once per step.
-        let spare = if self.size > 1 { total / 32 + 1024 } else { 0 };
+        // that the arrays grow once per step: a large migration (a rank's part growing by
+        // half) fits without copying them. Room no element takes is address space only.
+        let spare = if self.size > 1 { total / 2 + 1024 } else { 0 };
         let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
         let room = if self.size > 1 {
-            new_vertices + new_vertices / 16 + 1024
+            new_vertices + (self.mesh.coords.len() + new_vertices) / 2 + 1024
         } else {
             0
         };
