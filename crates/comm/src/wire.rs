@@ -248,8 +248,13 @@ impl Outbox {
     }
 
     /// The concatenated bytes and the count per destination, as `alltoallv_bytes` takes them.
+    /// A message to one rank only (a migration over two ranks) is not copied.
     pub fn flatten(self) -> (Vec<u8>, Vec<usize>) {
         let counts = self.to.iter().map(Writer::len).collect();
+        if self.to.iter().filter(|w| !w.is_empty()).count() <= 1 {
+            let only = self.to.into_iter().find(|w| !w.is_empty());
+            return (only.map(|w| w.buf).unwrap_or_default(), counts);
+        }
         let mut all = Vec::with_capacity(self.to.iter().map(Writer::len).sum());
         for w in self.to {
             all.extend_from_slice(&w.buf);
@@ -323,5 +328,10 @@ mod tests {
         let (all, counts) = o.flatten();
         assert_eq!(counts, vec![2, 0, 1]);
         assert_eq!(all, vec![1, 0, 5]);
+        // One destination (its buffer handed over as it is), and none.
+        let mut o = Outbox::new(3);
+        o.to(1).u16(0x0201);
+        assert_eq!(o.flatten(), (vec![1, 2], vec![0, 2, 0]));
+        assert_eq!(Outbox::new(2).flatten(), (vec![], vec![0, 0]));
     }
 }

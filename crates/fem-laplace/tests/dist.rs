@@ -26,11 +26,11 @@ fn serial(exact: &dyn ExactSolution, cfg: AdaptConfig) -> Trace {
 
 fn dist(
     exact: &(dyn ExactSolution + Sync),
-    cfg: AdaptConfig,
+    cfg: &DistConfig,
     ranks: usize,
 ) -> (Trace, Vec<DistStepReport>) {
     let results = ThreadComm::run(ranks, &ThreadOptions::default(), |comm| {
-        let mut run = RankRun::new(comm, exact, DistConfig::new(cfg), Balancer::flat())?;
+        let mut run = RankRun::new(comm, exact, cfg.clone(), Balancer::flat())?;
         let mut reports = Vec::new();
         while let Some(r) = run.step()? {
             reports.push(r);
@@ -56,25 +56,37 @@ fn dist(
 fn check(exact: &(dyn ExactSolution + Sync), cfg: AdaptConfig, ranks: &[usize]) {
     let want = serial(exact, cfg);
     for &r in ranks {
-        let (got, reports) = dist(exact, cfg, r);
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g, w,
-                "{} ranks, step {k}: (hash, error, estimate, cg) differ",
-                r
-            );
-        }
-        assert_eq!(got.len(), want.len(), "{r} ranks: number of steps");
-        for rep in &reports {
-            assert!(rep.migration.count_ok && rep.migration.checksum_ok);
-            assert_eq!(rep.ranks.len(), r);
-            let owned: usize = rep.ranks.iter().map(|x| x.owned).sum();
-            assert_eq!(owned, rep.base.elements);
-            let verts: usize = rep.ranks.iter().map(|x| x.owned_vertices).sum();
-            assert_eq!(verts, rep.base.vertices);
-            rounds_within_bounds(rep);
-        }
+        same_as_serial(&want, exact, &DistConfig::new(cfg), r);
     }
+}
+
+/// Runs over `r` ranks and checks every step against the serial trace `want`, and the
+/// migration and counts of every step; returns the reports.
+fn same_as_serial(
+    want: &Trace,
+    exact: &(dyn ExactSolution + Sync),
+    cfg: &DistConfig,
+    r: usize,
+) -> Vec<DistStepReport> {
+    let (got, reports) = dist(exact, cfg, r);
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(
+            g, w,
+            "{} ranks, step {k}: (hash, error, estimate, cg) differ",
+            r
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{r} ranks: number of steps");
+    for rep in &reports {
+        assert!(rep.migration.count_ok && rep.migration.checksum_ok);
+        assert_eq!(rep.ranks.len(), r);
+        let owned: usize = rep.ranks.iter().map(|x| x.owned).sum();
+        assert_eq!(owned, rep.base.elements);
+        let verts: usize = rep.ranks.iter().map(|x| x.owned_vertices).sum();
+        assert_eq!(verts, rep.base.vertices);
+        rounds_within_bounds(rep);
+    }
+    reports
 }
 
 /// Every rank's calls into the communicator stay within the rounds the algorithms need,
@@ -136,6 +148,29 @@ fn corner_double_is_bit_identical_for_1_to_4_and_8_ranks() {
         ..AdaptConfig::default()
     };
     check(&CornerSingularity, cfg, &[1, 2, 3, 4, 8]);
+}
+
+#[test]
+fn a_large_forced_move_and_its_return_keep_the_serial_bits() {
+    let cfg = AdaptConfig {
+        target_vertices: 3_000,
+        ..AdaptConfig::default()
+    };
+    let want = serial(&CornerSingularity, cfg);
+    let mut dc = DistConfig::new(cfg);
+    dc.shift_at = Some((7, 0.6));
+    for ranks in [2, 3] {
+        let reports = same_as_serial(&want, &CornerSingularity, &dc, ranks);
+        // Step 7 moves 60 % of every rank's elements but the last's; step 8's balancer moves
+        // most of them back.
+        for k in [7, 8] {
+            let (moved, elements) = (reports[k].migration.elements, reports[k].base.elements);
+            assert!(
+                moved as f64 >= 0.2 * elements as f64,
+                "{ranks} ranks, step {k}: {moved} of {elements} elements moved"
+            );
+        }
+    }
 }
 
 #[test]

@@ -144,6 +144,29 @@ impl Keys {
             merge_in_place(lo, kept, rest, slots);
         }
     }
+    /// [`Keys::lower_bound`] by doubling steps from the start of `range`, then a binary
+    /// search in the last step: cheap when the answer is near the start (the places of a
+    /// run of arriving elements, one after the other).
+    pub(crate) fn gallop(&self, range: std::ops::Range<usize>, k: EKey) -> usize {
+        let (mut lo, end) = (range.start, range.end);
+        let mut step = 1usize;
+        while lo < end && self.get(lo) < k {
+            let next = lo + step;
+            if next >= end || self.get(next) >= k {
+                return self.lower_bound(lo + 1..next.min(end), k);
+            }
+            lo = next + 1;
+            step *= 2;
+        }
+        lo
+    }
+    /// Room for `n` more keys.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.hi.reserve(n);
+        if let Some(lo) = &mut self.lo {
+            lo.reserve(n);
+        }
+    }
     /// The first index in `range` whose key is not below `k` (keys sorted there).
     pub(crate) fn lower_bound(&self, range: std::ops::Range<usize>, k: EKey) -> usize {
         let (mut lo, mut hi) = (range.start, range.end);
@@ -332,6 +355,15 @@ mod tests {
         assert!(k.lo.is_some());
         assert_eq!((k.get(0), k.get(1), k.get(2)), (shallow, root_key(3), deep));
         assert_eq!(k.lower_bound(0..2, root_key(2)), 1);
+        let sorted: Keys = (0..3).map(root_key).chain([deep, root_key(3)]).collect();
+        for a in 0..5 {
+            for b in a..=5 {
+                for x in [0, 2, 3] {
+                    let k = root_key(x) + 1;
+                    assert_eq!(sorted.gallop(a..b, k), sorted.lower_bound(a..b, k));
+                }
+            }
+        }
     }
 
     #[test]

@@ -39,12 +39,31 @@ use comm::wire::{Outbox, Reader, WireError, Writer};
 use comm::{Comm, CommError};
 use std::collections::HashMap;
 
-/// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`).
+/// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`): the wall time since `t`,
+/// and the CPU time this thread ran since its previous lap.
 pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
     if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
-        eprintln!("    {what}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+        thread_local! {
+            static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+        }
+        let cpu = thread_cpu_s();
+        let since = cpu - LAST.with(|c| c.replace(cpu));
+        eprintln!(
+            "    {what}: {:.2} ms ({:.2} ms CPU since the last lap)",
+            t.elapsed().as_secs_f64() * 1e3,
+            since * 1e3
+        );
     }
     *t = std::time::Instant::now();
+}
+
+/// CPU seconds this thread has run (the kernel's schedstat; 0 where it is not available):
+/// the debug timing's CPU figures (`FEM_DEBUG_TIMES=1`), which a busy host leaves valid.
+pub(crate) fn thread_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 * 1e-9)
 }
 
 /// Owner of a vertex not (yet) known on this rank.
@@ -101,6 +120,34 @@ struct VertexRecord {
     current: bool,
     u: f64,
     owner: u32,
+}
+
+/// Scratch of the batches of one round of [`Local::write_elements`]: for each vertex of the
+/// table, the destination it was last written for (`stamp`) and its index in that batch
+/// (`vpos`); for each element, its index in the batch being written (`epos`, [`NONE`]
+/// outside it). Arrays instead of hash maps: a large migration looks up every vertex and
+/// neighbour of every element it sends.
+struct Batches {
+    stamp: Vec<u32>,
+    vpos: Vec<u32>,
+    epos: Vec<u32>,
+}
+
+impl Batches {
+    /// Scratch for a table of `nv` vertices and `ne` elements.
+    fn new(nv: usize, ne: usize) -> Batches {
+        Batches {
+            stamp: vec![u32::MAX; nv],
+            vpos: vec![NONE; nv],
+            epos: vec![NONE; ne],
+        }
+    }
+}
+
+/// Bytes a batch of `n` elements takes about (41 per element, 55 per vertex record, about
+/// half a vertex per element): its writer is sized once.
+fn batch_bytes(n: usize) -> usize {
+    72 * n + 64
 }
 
 impl Local {
@@ -226,11 +273,12 @@ impl Local {
             }
         }
         // Room for the elements and vertices a migration and the ghost layer will bring, so
-        // that the arrays grow once per step.
-        let spare = if self.size > 1 { total / 32 + 1024 } else { 0 };
+        // that the arrays grow once per step: a large migration (a rank's part growing by
+        // half) fits without copying them. Room no element takes is address space only.
+        let spare = if self.size > 1 { total / 2 + 1024 } else { 0 };
         let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
         let room = if self.size > 1 {
-            new_vertices + new_vertices / 16 + 1024
+            new_vertices + (self.mesh.coords.len() + new_vertices) / 2 + 1024
         } else {
             0
         };
@@ -427,11 +475,13 @@ impl Local {
         }
         let mut out = Outbox::new(self.size);
         let mut moved = Moved::default();
-        let mut stamp = vec![u32::MAX; self.mesh.coords.len()];
+        let mut scratch = Batches::new(self.mesh.coords.len(), ne);
         for (d, elems) in groups.iter().enumerate() {
             if !elems.is_empty() {
                 moved.elements += elems.len();
-                self.write_elements(out.to(d), elems, d as u32, &mut stamp, false);
+                let w = out.to(d);
+                *w = Writer::with_capacity(batch_bytes(elems.len()));
+                self.write_elements(w, elems, d as u32, &mut scratch, false);
             }
         }
         moved.bytes = out.total_len();
@@ -466,18 +516,19 @@ impl Local {
     }
 
     /// Writes elements `elems` (in key order) for rank `dest`: their vertices and ancestors,
-    /// then the elements with links inside the batch. `stamp` marks the vertices written for
-    /// `dest` already. Ghost batches (`ghost`) carry vertex owners.
+    /// then the elements with links inside the batch. `scratch` marks the vertices written
+    /// for `dest` already. Ghost batches (`ghost`) carry vertex owners.
     fn write_elements(
         &self,
         w: &mut Writer,
         elems: &[u32],
         dest: u32,
-        stamp: &mut [u32],
+        scratch: &mut Batches,
         ghost: bool,
     ) {
         // Vertices of the elements (their solution values are current; an ancestor's may be
         // stale), then their ancestors, each once.
+        let stamp = &mut scratch.stamp;
         let mut verts: Vec<(u32, bool)> = Vec::new();
         for &t in elems {
             for &v in &self.mesh.tri[t as usize] {
@@ -498,12 +549,11 @@ impl Local {
             i += 1;
         }
         // Birth order puts parents before children.
-        verts.sort_unstable_by_key(|&(v, _)| self.birth(v as usize));
-        let pos: HashMap<u32, u32> = verts
-            .iter()
-            .enumerate()
-            .map(|(i, &(v, _))| (v, i as u32))
-            .collect();
+        let verts = self.in_birth_order(verts);
+        let vpos = &mut scratch.vpos;
+        for (i, &(v, _)) in verts.iter().enumerate() {
+            vpos[v as usize] = i as u32;
+        }
         w.u32(verts.len() as u32);
         for &(v, current) in &verts {
             let vu = v as usize;
@@ -511,7 +561,7 @@ impl Local {
             w.u128(self.bkey[vu]);
             w.u128(vertex_key(self.mesh.coords[vu]));
             for a in self.mesh.parents[vu] {
-                w.u32(if a == NONE { NONE } else { pos[&a] });
+                w.u32(if a == NONE { NONE } else { vpos[a as usize] });
             }
             w.u8(u8::from(self.mesh.boundary[vu]) | (u8::from(current) << 1));
             w.f64(self.u[vu]);
@@ -521,27 +571,51 @@ impl Local {
                 UNKNOWN
             });
         }
-        let epos: HashMap<u32, u32> = elems
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| (t, i as u32))
-            .collect();
+        let epos = &mut scratch.epos;
+        for (i, &t) in elems.iter().enumerate() {
+            epos[t as usize] = i as u32;
+        }
         w.u32(elems.len() as u32);
         for &t in elems {
             let tu = t as usize;
             w.u128(self.ekey.get(tu));
             w.u8(self.mesh.level[tu]);
             for v in self.mesh.tri[tu] {
-                w.u32(pos[&v]);
+                w.u32(vpos[v as usize]);
             }
             for n in self.mesh.nbr[tu] {
                 // Inside the batch: its batch index; the boundary: NONE; else unlinked.
                 w.u32(match n {
                     NONE => NONE,
-                    n => epos.get(&n).copied().unwrap_or(REMOTE),
+                    REMOTE => REMOTE,
+                    n => match epos[n as usize] {
+                        NONE => REMOTE,
+                        i => i,
+                    },
                 });
             }
         }
+        for &t in elems {
+            epos[t as usize] = NONE;
+        }
+    }
+
+    /// `verts` (distinct vertices with a flag) in birth order: sorted by index, cut along
+    /// the table's runs (each sorted by birth), and the pieces merged.
+    fn in_birth_order(&self, mut verts: Vec<(u32, bool)>) -> Vec<(u32, bool)> {
+        verts.sort_unstable_by_key(|&(v, _)| v);
+        let mut pieces: Vec<Vec<(u32, bool)>> = Vec::with_capacity(self.runs.len());
+        for run in &self.runs {
+            let a = verts.partition_point(|x| x.0 < run.start);
+            let b = a + verts[a..].partition_point(|x| x.0 < run.end);
+            pieces.push(verts[a..b].to_vec());
+        }
+        if pieces.iter().map(Vec::len).sum::<usize>() != verts.len() {
+            // Runs that do not cover the table (not expected): sort by birth directly.
+            verts.sort_unstable_by_key(|&(v, _)| self.birth(v as usize));
+            return verts;
+        }
+        merge_sorted(pieces, |&(v, _)| self.birth(v as usize))
     }
 
     /// Adds batches written by [`Local::write_elements`] (one per sender): the vertices are
@@ -601,6 +675,14 @@ impl Local {
         );
         let mut local: Vec<Vec<u32>> = recs.iter().map(|v| vec![NONE; v.len()]).collect();
         let nv0 = self.mesh.coords.len();
+        let fresh = found.iter().filter(|&&f| f == NONE).count();
+        self.mesh.coords.reserve(fresh);
+        self.mesh.parents.reserve(fresh);
+        self.mesh.boundary.reserve(fresh);
+        self.bsg.reserve(fresh);
+        self.bkey.reserve(fresh);
+        self.vowner.reserve(fresh);
+        self.u.reserve(fresh);
         let mut j = 0;
         for (d, &birth) in distinct.iter().enumerate() {
             let first = all[j];
@@ -661,6 +743,14 @@ impl Local {
         let ne = r.u32()? as usize;
         let base = self.ekey.len() as u32;
         runs.push(base as usize);
+        // Room for the batch at once (an element takes 41 bytes on the wire): a large
+        // migration grows the arrays once, not by doubling.
+        let room = ne.min(r.remaining() / 41);
+        self.ekey.reserve(room);
+        self.eowner.reserve(room);
+        self.mesh.tri.reserve(room);
+        self.mesh.nbr.reserve(room);
+        self.mesh.level.reserve(room);
         for i in 0..ne {
             self.ekey.push(r.u128()?);
             self.mesh.level.push(r.u8()?);
@@ -861,14 +951,14 @@ impl Local {
             }
         }
         let mut out = Outbox::new(self.size);
-        let mut stamp = vec![u32::MAX; self.mesh.coords.len()];
+        let mut scratch = Batches::new(self.mesh.coords.len(), self.ekey.len());
         for (r, elems) in to.iter_mut().enumerate() {
             if elems.is_empty() {
                 continue;
             }
             elems.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
             elems.dedup();
-            self.write_elements(out.to(r), elems, r as u32, &mut stamp, true);
+            self.write_elements(out.to(r), elems, r as u32, &mut scratch, true);
         }
         let (bytes, counts) = out.flatten();
         let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
@@ -892,8 +982,15 @@ impl Local {
             return;
         }
         let mut t0 = std::time::Instant::now();
-        let mut rest: Vec<u32> = (first_end as u32..ne as u32).collect();
-        rest.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
+        // The arriving runs are each in key order: merged, not sorted.
+        let ends = runs[1..].iter().skip(1).copied().chain(std::iter::once(ne));
+        let pieces: Vec<Vec<u32>> = runs[1..]
+            .iter()
+            .zip(ends)
+            .map(|(&a, b)| (a as u32..b as u32).collect())
+            .collect();
+        let rest = merge_sorted(pieces, |&t| self.ekey.get(t as usize));
+        debug_assert_eq!(rest.len(), ne - first_end);
         lap(&mut t0, "      merge: sort arriving");
         // The runs of the first run that stay, how many of those come before each arriving
         // element, and the new index of every element (NONE for the departed): a kept one
@@ -930,9 +1027,7 @@ impl Local {
         };
         let mut i = 0usize;
         for &t in &rest {
-            let at = self
-                .ekey
-                .lower_bound(i..first_end, self.ekey.get(t as usize));
+            let at = self.ekey.gallop(i..first_end, self.ekey.get(t as usize));
             keep_run(i, at, slots.len(), &mut n_kept);
             slots.push(n_kept);
             i = at;
@@ -959,44 +1054,6 @@ impl Local {
         self.ekey.merge_in_place(&kept, &rest, &slots);
         merge_in_place(&mut self.eowner, &kept, &rest, &slots);
         lap(&mut tt, "      merge: keys, owners");
-    }
-
-    /// Merges lists of vertices, each sorted by birth, into one sorted list: the smaller
-    /// lists first, each merged into the larger by searching its elements' places and copying
-    /// the runs between them.
-    fn merge_by_birth(&self, mut lists: Vec<Vec<u32>>) -> Vec<u32> {
-        lists.retain(|l| !l.is_empty());
-        lists.sort_by_key(Vec::len);
-        let mut acc: Vec<u32> = Vec::new();
-        for l in lists {
-            let (small, big) = if acc.len() <= l.len() {
-                (acc, l)
-            } else {
-                (l, acc)
-            };
-            if small.is_empty() {
-                acc = big;
-                continue;
-            }
-            let b = |v: u32| self.birth(v as usize);
-            if b(*big.last().expect("non-empty")) < b(small[0]) {
-                acc = big;
-                acc.extend_from_slice(&small);
-                continue;
-            }
-            let mut out = Vec::with_capacity(big.len() + small.len());
-            let mut from = 0usize;
-            for &v in &small {
-                let bv = b(v);
-                let at = from + big[from..].partition_point(|&w| b(w) < bv);
-                out.extend_from_slice(&big[from..at]);
-                out.push(v);
-                from = at;
-            }
-            out.extend_from_slice(&big[from..]);
-            acc = out;
-        }
-        acc
     }
 
     /// Renumbers the table: the owned vertices first, then the other vertices of the elements
@@ -1057,8 +1114,8 @@ impl Local {
             owned_runs.push(o);
             other_runs.push(x);
         }
-        let owned = self.merge_by_birth(owned_runs);
-        let other = self.merge_by_birth(other_runs);
+        let owned = merge_sorted(owned_runs, |&v| self.birth(v as usize));
+        let other = merge_sorted(other_runs, |&v| self.birth(v as usize));
         lap(&mut tt, "    renumber: lists");
         let n_owned = owned.len();
         let n_initial = owned
@@ -1100,6 +1157,62 @@ impl Local {
         }
         lap(&mut tt, "    renumber: permute");
     }
+}
+
+/// Merges lists, each sorted by `key` (distinct keys), into one sorted list: the smaller
+/// lists first, each merged into the larger by galloping to its entries' places and
+/// copying the stretches between them (a list of a few entries costs a few searches, two
+/// lists of similar length one pass).
+fn merge_sorted<T: Copy, K: Ord>(mut lists: Vec<Vec<T>>, key: impl Fn(&T) -> K) -> Vec<T> {
+    lists.retain(|l| !l.is_empty());
+    lists.sort_by_key(Vec::len);
+    let mut acc: Vec<T> = Vec::new();
+    for l in lists {
+        let (small, big) = if acc.len() <= l.len() {
+            (acc, l)
+        } else {
+            (l, acc)
+        };
+        if small.is_empty() {
+            acc = big;
+            continue;
+        }
+        if key(big.last().expect("non-empty")) < key(&small[0]) {
+            acc = big;
+            acc.extend_from_slice(&small);
+            continue;
+        }
+        let mut out = Vec::with_capacity(big.len() + small.len());
+        let mut from = 0usize;
+        for x in &small {
+            let kx = key(x);
+            let at = from + gallop(&big[from..], |y| key(y) < kx);
+            out.extend_from_slice(&big[from..at]);
+            out.push(*x);
+            from = at;
+        }
+        out.extend_from_slice(&big[from..]);
+        acc = out;
+    }
+    acc
+}
+
+/// The first index of `s` where `below` is false (`below` true on a prefix of `s`),
+/// found by doubling steps from the start and a binary search in the last step: cheap when
+/// the answer is near the start.
+pub(crate) fn gallop<T>(s: &[T], below: impl Fn(&T) -> bool) -> usize {
+    let mut lo = 0usize;
+    let mut step = 1usize;
+    while lo < s.len() && below(&s[lo]) {
+        let next = lo + step;
+        if next >= s.len() || !below(&s[next]) {
+            let hi = next.min(s.len());
+            return lo + 1 + s[lo + 1..hi].partition_point(&below);
+        }
+        lo = next + 1;
+        step *= 2;
+    }
+    lo
 }
 
 /// One batch's vertex records (their count first), as [`Local::write_elements`] wrote them.

@@ -3,7 +3,7 @@
 use super::halo::Halo;
 use super::hash;
 use super::keys::mix;
-use super::local::{Local, Moved};
+use super::local::{Local, Moved, thread_cpu_s};
 use super::skeleton::Skeleton;
 use super::timed::{Phase, Timed, Traffic};
 use super::{Balancer, global_sums};
@@ -31,6 +31,11 @@ pub struct DistConfig {
     pub mesh_hash: bool,
     /// For tests of failure handling: this rank panics at the start of this step.
     pub fail_at: Option<(usize, usize)>,
+    /// For tests of migration: at the rebalance point of step `.0` every rank but the last
+    /// hands the last fraction `.1` (in curve order) of its elements to the next rank,
+    /// whatever the balancer says: a large move of contiguous parts, as when the part sizes
+    /// jump, checked like any migration; the balancer's next point moves most of it back.
+    pub shift_at: Option<(usize, f64)>,
 }
 
 impl DistConfig {
@@ -40,6 +45,7 @@ impl DistConfig {
             adapt,
             mesh_hash: true,
             fail_at: None,
+            shift_at: None,
         }
     }
 }
@@ -785,10 +791,25 @@ impl<'a, C: Comm> RankRun<'a, C> {
         // Nothing moves when the balancer kept the partition, or DRUM's policy did (the same
         // decision on every rank): no migration round.
         let kept = keep || (fig.balance.as_ref()).is_some_and(|b| !b.decision.rebalance);
+        let shifted = self.shift(&mut parts);
+        let kept = kept && !shifted;
+        let debug = std::env::var_os("FEM_DEBUG_TIMES").is_some();
+        let cpu0 = if debug { thread_cpu_s() } else { 0.0 };
         fig.moved = self
             .l
             .rebuild(&self.comm, (!kept).then_some(parts.as_slice()))?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
+        if debug {
+            let cpu = thread_cpu_s() - cpu0;
+            eprintln!(
+                "    migrate: rank {} step {} sent {} elements: {:.2} ms, {:.2} ms CPU",
+                self.comm.rank(),
+                self.step,
+                fig.moved.elements,
+                fig.times.migrate * 1e3,
+                cpu * 1e3
+            );
+        }
         // The census after, what moved and the step's counts (the owned vertices are
         // `0..n_owned`), summed in the set-up's gather ([`RankRun::finish_migration`]).
         let [c0, c1] = self.local_census();
@@ -807,6 +828,28 @@ impl<'a, C: Comm> RankRun<'a, C> {
             fig.times.partition.to_bits(),
         ];
         Ok(Pending { before, local })
+    }
+
+    /// [`DistConfig::shift_at`]: at its step, every rank but the last gives the last
+    /// fraction of its elements to the next rank (`parts`); whether it did.
+    fn shift(&self, parts: &mut [u32]) -> bool {
+        let Some((step, fraction)) = self.cfg.shift_at else {
+            return false;
+        };
+        let (rank, size) = (self.comm.rank(), self.comm.size());
+        if step != self.step || size == 1 {
+            return false;
+        }
+        let ne = parts.len();
+        let keep = ne - ((ne as f64 * fraction.clamp(0.0, 1.0)) as usize).min(ne);
+        for (t, p) in parts.iter_mut().enumerate() {
+            *p = if t < keep || rank + 1 == size {
+                rank
+            } else {
+                rank + 1
+            } as u32;
+        }
+        true
     }
 
     /// The migration's checks and figures from every rank's census after it (`extras`, by
