@@ -286,7 +286,7 @@ impl Ctx<'_> {
         debug_assert_eq!(next.iter().sum::<usize>(), n);
         // Every rank child's objects are counted here (and, for unit weights, weighed).
         for (c, kid) in node.children.iter().enumerate() {
-            if let Child::Rank(rank) = *kid {
+            if let Some(rank) = self.rank_of(kid) {
                 acc.rank_n[rank] += next[c] as u64;
                 if self.weights.is_none() {
                     acc.rank_w[rank] += next[c] as f64;
@@ -297,9 +297,9 @@ impl Ctx<'_> {
         let mut at = 0;
         for (c, kid) in node.children.iter().enumerate() {
             let count = next[c];
-            next[c] = match kid {
-                Child::Rank(_) => usize::MAX,
-                Child::Node(_) => {
+            next[c] = match self.rank_of(kid) {
+                Some(_) => usize::MAX,
+                None => {
                     lens.push(count);
                     at += count;
                     at - count
@@ -326,8 +326,8 @@ impl Ctx<'_> {
             .children
             .iter()
             .filter_map(|c| match c {
-                Child::Node(id) => Some(*id),
-                Child::Rank(_) => None,
+                Child::Node(id) if self.rank_of(c).is_none() => Some(*id),
+                _ => None,
             })
             .collect();
         let (ranges, _) = r.split_at(at, dim);
@@ -365,10 +365,7 @@ impl Ctx<'_> {
         };
         let rank_of: Vec<u32> = children
             .iter()
-            .map(|c| match c {
-                Child::Rank(r) => *r as u32,
-                Child::Node(_) => u32::MAX,
-            })
+            .map(|c| self.rank_of(c).map_or(u32::MAX, |r| r as u32))
             .collect();
         let out = Out {
             rank_of: &rank_of,
@@ -564,6 +561,21 @@ impl Ctx<'_> {
                 Ok(())
             }
             Child::Node(next) => self.walk(acc, par, next, src, r),
+        }
+    }
+
+    /// The rank a child is: a rank, or a computing node with one rank (no method: its
+    /// objects would only be copied to get that rank). `None` for a node that splits.
+    fn rank_of(&self, child: &Child) -> Option<usize> {
+        match *child {
+            Child::Rank(r) => Some(r),
+            Child::Node(id) => {
+                let n = self.plan.node(id);
+                n.method
+                    .is_none()
+                    .then(|| n.ranks.first().copied())
+                    .flatten()
+            }
         }
     }
 
