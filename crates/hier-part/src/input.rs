@@ -38,6 +38,37 @@ impl Input {
     }
 }
 
+/// Whether every value of `v` is finite (and, with `non_negative`, at least 0): branch-free and
+/// lane-wise, so that it vectorises (`x·0` is 0 for finite `x` and NaN otherwise, and NaN
+/// survives the sum). Only a set that fails is then searched for its first bad index.
+fn all_good(v: &[f64], non_negative: bool) -> bool {
+    const L: usize = 8;
+    let mut bad = [0.0f64; L];
+    let mut min = [0.0f64; L];
+    let mut lanes = v.chunks_exact(L);
+    for q in &mut lanes {
+        for ((b, m), &x) in bad.iter_mut().zip(min.iter_mut()).zip(q) {
+            *b += x * 0.0;
+            *m = if x < *m { x } else { *m };
+        }
+    }
+    for &x in lanes.remainder() {
+        bad[0] += x * 0.0;
+        min[0] = if x < min[0] { x } else { min[0] };
+    }
+    bad.iter().all(|&b| b == 0.0) && (!non_negative || min.iter().all(|&m| m >= 0.0))
+}
+
+/// [`all_good`] over `v`, in fixed chunks on `par`'s pool when it has threads (a boolean, so
+/// the same answer for every `par`).
+fn all_good_par(v: &[f64], non_negative: bool, par: Par) -> Result<bool, Error> {
+    if par.is_parallel() && v.len() >= 4 * CHUNK {
+        Ok(par.install(|| v.par_chunks(CHUNK).all(|c| all_good(c, non_negative)))?)
+    } else {
+        Ok(all_good(v, non_negative))
+    }
+}
+
 /// Returns the first index in `0..n` for which `bad(i)` holds, the same index whatever `par`.
 ///
 /// In parallel, fixed chunks of [`CHUNK`] indices are scanned with a plain sequential loop
@@ -174,7 +205,9 @@ pub(crate) fn check_points(
             per: "point",
         });
     }
-    if let Some(i) = first_bad(coords.len(), par, |i| !coords[i].is_finite())? {
+    if all_good_par(coords, false, par)? {
+        // Every coordinate is finite: no need to look for the first that is not.
+    } else if let Some(i) = first_bad(coords.len(), par, |i| !coords[i].is_finite())? {
         return Err(Error::NonFiniteCoord {
             point: i / dim,
             axis: i % dim,
@@ -196,6 +229,9 @@ pub(crate) fn check_weights(w: &[f64], n: usize, per: &'static str, par: Par) ->
             expected: n,
             per,
         });
+    }
+    if all_good_par(w, true, par)? {
+        return Ok(());
     }
     if let Some(index) = first_bad(n, par, |i| !(w[i].is_finite() && w[i] >= 0.0))? {
         return Err(Error::BadWeight {

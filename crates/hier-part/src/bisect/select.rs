@@ -5,11 +5,15 @@
 //! the target's weighted quantile with high probability; one partition pass (two Hoare sweeps)
 //! leaves a small middle in which the search continues. Ranges of at most [`SMALL`] objects are
 //! sorted. The sweeps also gather the bounding box and key range of each final side, so a
-//! split costs about one pass over its objects. Everything is sequential and depends only on
-//! the slice's contents and order, so the result (and the order objects are left in) is
-//! deterministic.
+//! split costs about one pass over its objects. On long ranges with threads the passes run in
+//! blocks side by side ([`sweep`]): the order objects are left in then depends on the number
+//! of blocks, but the result never does. It depends only on the set of objects in the slice
+//! and their strict total order ([`before`]): `m` and `P(m)` are defined by them, the
+//! statistics are minima and maxima, and weights are integers.
 
 use super::{Dot, Key, Stats};
+use crate::Par;
+use rayon::prelude::*;
 
 /// Ranges this short are sorted.
 pub(crate) const SMALL: usize = 48;
@@ -74,11 +78,14 @@ pub(crate) struct Selected<const D: usize> {
 /// most half the weight of one element.
 ///
 /// Requires `0 < tau <= total` where `total` is the weight of `v`.
+/// The passes over long ranges run in blocks side by side on `par`'s pool ([`sweep`]); the
+/// result is the same for every `par`.
 pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
     v: &mut [Dot<D>],
     key: &K,
     tau: u64,
     total: u64,
+    par: Par,
 ) -> Selected<D> {
     assert!(
         tau > 0 && tau <= total,
@@ -98,25 +105,23 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
         }
         let (a, b) = pivots::<D, UNIT, K>(&v[lo..hi], key, tau - acc, rw, &mut sample);
         let r = &mut v[lo..hi];
-        let mut sl = Stats::EMPTY;
-        let (nl, wl) = partition::<D, UNIT>(
+        let (nl, wl, [sl, _]) = sweep::<D, UNIT>(
             r,
             |d| {
                 let k = key.key(&d.x);
                 (before(k, d, a.k, &a.d), k)
             },
-            |d, k| sl.add(d, k),
-            |_, _| {},
+            false,
+            par,
         );
-        let (mut sm, mut sh) = (Stats::EMPTY, Stats::EMPTY);
-        let (nm, wm) = partition::<D, UNIT>(
+        let (nm, wm, [sm, sh]) = sweep::<D, UNIT>(
             &mut r[nl..],
             |d| {
                 let k = key.key(&d.x);
                 (!before(b.k, &b.d, k, d), k)
             },
-            |d, k| sm.add(d, k),
-            |d, k| sh.add(d, k),
+            true,
+            par,
         );
         if nm == len {
             return finish::<D, UNIT, K>(&mut v[lo..hi], key, lo, acc, tau, low, high);
@@ -286,6 +291,83 @@ pub(crate) fn partition<const D: usize, const UNIT: bool>(
     (i, w)
 }
 
+/// Ranges at least this long are partitioned in blocks side by side when the budget allows.
+const SWEEP_PAR_MIN: usize = 1 << 13;
+
+/// [`partition`] of `v` with the statistics of the side that holds and (with `fails`) of the
+/// other, as `[holds, fails]`; on a long range with threads, in one block per thread side by side,
+/// then the elements that hold but lie past the boundary swapped, run by run, with those that
+/// fail before it. The sides (as sets), their weights and statistics are [`partition`]'s,
+/// for every `par` (integer sums, minima and maxima).
+fn sweep<const D: usize, const UNIT: bool>(
+    v: &mut [Dot<D>],
+    pred: impl Fn(&Dot<D>) -> (bool, f64) + Sync,
+    fails: bool,
+    par: Par,
+) -> (usize, u64, [Stats<D>; 2]) {
+    let len = v.len();
+    // The statistics of both sides, or (`fails` false) of the side that holds only.
+    let part = |v: &mut [Dot<D>]| {
+        let (mut y, mut f) = (Stats::EMPTY, Stats::EMPTY);
+        let (n, w) = partition::<D, UNIT>(
+            v,
+            &pred,
+            |d, k| y.add(d, k),
+            |d, k| {
+                if fails {
+                    f.add(d, k);
+                }
+            },
+        );
+        (n, w, [y, f])
+    };
+    if !par.is_parallel() || len < SWEEP_PAR_MIN {
+        return part(v);
+    }
+    let size = len.div_ceil(par.degree());
+    let blocks: Vec<(usize, u64, [Stats<D>; 2])> = v.par_chunks_mut(size).map(part).collect();
+    let (mut n, mut w) = (0usize, 0u64);
+    let (mut yes, mut no) = (Stats::EMPTY, Stats::EMPTY);
+    for (nb, wb, [y, f]) in &blocks {
+        n += nb;
+        w += wb;
+        yes = yes.merge(*y);
+        no = no.merge(*f);
+    }
+    // Block b holds `b·size..`: its elements that hold first, then those that fail. The runs
+    // that fail before `n` and the runs that hold from `n` on are equally long in all.
+    let mut fails = Vec::new();
+    let mut holds = Vec::new();
+    for (b, (nb, _, _)) in blocks.iter().enumerate() {
+        let (start, end) = (b * size, ((b + 1) * size).min(len));
+        let (mid, fail_end, hold_start) = (start + nb, end.min(n), start.max(n));
+        if mid < fail_end {
+            fails.push(mid..fail_end);
+        }
+        if hold_start < mid {
+            holds.push(hold_start..mid);
+        }
+    }
+    let (front, back) = v.split_at_mut(n);
+    let (mut f, mut h) = (fails.into_iter(), holds.into_iter());
+    let (mut fr, mut hr) = (f.next(), h.next());
+    while let (Some(a), Some(b)) = (fr.clone(), hr.clone()) {
+        let m = a.len().min(b.len());
+        front[a.start..a.start + m].swap_with_slice(&mut back[b.start - n..b.start - n + m]);
+        fr = if m == a.len() {
+            f.next()
+        } else {
+            Some(a.start + m..a.end)
+        };
+        hr = if m == b.len() {
+            h.next()
+        } else {
+            Some(b.start + m..b.end)
+        };
+    }
+    (n, w, [yes, no])
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::AxisKey;
@@ -346,7 +428,7 @@ mod tests {
             }
             let tau = 1 + (next() % total);
             let mut v = dots(&keys, &w);
-            let s = select::<1, false, _>(&mut v, &AxisKey(0), tau, total);
+            let s = select::<1, false, _>(&mut v, &AxisKey(0), tau, total, Par::Seq);
             assert_eq!((s.m, s.p), reference(&v, tau), "case {case}");
             let key = |d: &Dot<1>| d.x[0];
             let max_low = v[..s.m]

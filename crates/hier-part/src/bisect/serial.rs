@@ -102,25 +102,34 @@ impl Job<'_> {
         let n = self.input.n;
         let make = |i: usize| Dot::of(coords, weights, self.input, i);
         let mut dots: Vec<Dot<D>> = Vec::with_capacity(n);
-        if par.is_parallel() && n >= 2 * CHUNK {
+        let count = |s: &mut (u64, Stats<D>), d: &Dot<D>| {
+            s.0 += d.w as u64;
+            s.1.add(d, 0.0);
+        };
+        let (total, st) = if par.is_parallel() && n >= 2 * CHUNK {
             dots.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(make));
+            reduce(
+                &dots,
+                par,
+                (0u64, Stats::EMPTY),
+                |c| {
+                    let mut s = (0u64, Stats::EMPTY);
+                    c.iter().for_each(|d| count(&mut s, d));
+                    s
+                },
+                |a, b| (a.0 + b.0, a.1.merge(b.1)),
+            )
         } else {
-            dots.extend((0..n).map(make));
-        }
-        let (total, st) = reduce(
-            &dots,
-            par,
-            (0u64, Stats::EMPTY),
-            |c| {
-                let mut s = (0u64, Stats::EMPTY);
-                for d in c {
-                    s.0 += d.w as u64;
-                    s.1.add(d, 0.0);
-                }
-                s
-            },
-            |a, b| (a.0 + b.0, a.1.merge(b.1)),
-        );
+            // Made and counted in one pass: the same figures as the chunked reduction (an
+            // integer sum, and minima and maxima of coordinates that are never -0.0).
+            let mut s = (0u64, Stats::EMPTY);
+            dots.extend((0..n).map(|i| {
+                let d = make(i);
+                count(&mut s, &d);
+                d
+            }));
+            s
+        };
         let mut counts = vec![0usize; self.input.fractions.len()];
         let root = Seg {
             v: &mut dots,
@@ -270,8 +279,8 @@ impl Job<'_> {
                 low: st,
                 high: Stats::EMPTY,
             },
-            (Goal::Tau(tau), true) => select::<D, true, K>(v, key, tau, sel_total),
-            (Goal::Tau(tau), false) => select::<D, false, K>(v, key, tau, sel_total),
+            (Goal::Tau(tau), true) => select::<D, true, K>(v, key, tau, sel_total, par),
+            (Goal::Tau(tau), false) => select::<D, false, K>(v, key, tau, sel_total, par),
         };
         if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
             let (m, p) = if unit {

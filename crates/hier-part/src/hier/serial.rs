@@ -9,6 +9,7 @@ use crate::{Error, Par};
 use drum_model::{NodeId, PartitionMethod};
 use part_api::Points;
 use part_api::Serial;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -285,7 +286,7 @@ impl Ctx<'_> {
         debug_assert_eq!(next.iter().sum::<usize>(), n);
         // Every rank child's objects are counted here (and, for unit weights, weighed).
         for (c, kid) in node.children.iter().enumerate() {
-            if let Child::Rank(rank) = *kid {
+            if let Some(rank) = self.rank_of(kid) {
                 acc.rank_n[rank] += next[c] as u64;
                 if self.weights.is_none() {
                     acc.rank_w[rank] += next[c] as f64;
@@ -296,9 +297,9 @@ impl Ctx<'_> {
         let mut at = 0;
         for (c, kid) in node.children.iter().enumerate() {
             let count = next[c];
-            next[c] = match kid {
-                Child::Rank(_) => usize::MAX,
-                Child::Node(_) => {
+            next[c] = match self.rank_of(kid) {
+                Some(_) => usize::MAX,
+                None => {
                     lens.push(count);
                     at += count;
                     at - count
@@ -309,7 +310,14 @@ impl Ctx<'_> {
             Src::Buf(b) => 1 - b,
             Src::Caller => 0,
         };
-        self.distribute(acc, (src, dst), node.children.as_slice(), &mut next, &mut r);
+        self.distribute(
+            acc,
+            par,
+            (src, dst),
+            node.children.as_slice(),
+            &mut next,
+            &mut r,
+        );
         if keep.is_some() {
             acc.cuts.insert(id, cuts);
         }
@@ -318,8 +326,8 @@ impl Ctx<'_> {
             .children
             .iter()
             .filter_map(|c| match c {
-                Child::Node(id) => Some(*id),
-                Child::Rank(_) => None,
+                Child::Node(id) if self.rank_of(c).is_none() => Some(*id),
+                _ => None,
             })
             .collect();
         let (ranges, _) = r.split_at(at, dim);
@@ -333,6 +341,7 @@ impl Ctx<'_> {
     fn distribute(
         &self,
         acc: &mut Acc,
+        par: Par,
         (src, dst): (Src, usize),
         children: &[Child],
         next: &mut [usize],
@@ -356,20 +365,103 @@ impl Ctx<'_> {
         };
         let rank_of: Vec<u32> = children
             .iter()
-            .map(|c| match c {
-                Child::Rank(r) => *r as u32,
-                Child::Node(_) => u32::MAX,
-            })
+            .map(|c| self.rank_of(c).map_or(u32::MAX, |r| r as u32))
             .collect();
         let out = Out {
             rank_of: &rank_of,
             next,
             to,
         };
+        if par.is_parallel() && n >= DISTRIBUTE_PAR_MIN {
+            let blocks = par.degree();
+            return match dim {
+                1 => self.distribute_blocks::<1>(acc, &objs, r.child, out, blocks),
+                2 => self.distribute_blocks::<2>(acc, &objs, r.child, out, blocks),
+                _ => self.distribute_blocks::<3>(acc, &objs, r.child, out, blocks),
+            };
+        }
         match dim {
             1 => self.distribute_d::<1>(acc, &objs, r.child, out),
             2 => self.distribute_d::<2>(acc, &objs, r.child, out),
             _ => self.distribute_d::<3>(acc, &objs, r.child, out),
+        }
+    }
+
+    /// [`Ctx::distribute_d`] in `blocks` runs of consecutive objects side by side: each block
+    /// counts its objects per child, then writes them where the stable counting sort puts
+    /// them (every node child's range holds the blocks' pieces in block order, so every object
+    /// lands where the sequential pass puts it); the weights of the rank children are then
+    /// summed in index order, as there.
+    fn distribute_blocks<const D: usize>(
+        &self,
+        acc: &mut Acc,
+        objs: &Objects<'_>,
+        child: &[u32],
+        out: Out<'_, '_>,
+        blocks: usize,
+    ) {
+        let Out { rank_of, to, .. } = out;
+        let (n, kids) = (child.len(), rank_of.len());
+        let bounds = |b: usize| b * n / blocks..(b + 1) * n / blocks;
+        let counts: Vec<Vec<usize>> = (0..blocks)
+            .into_par_iter()
+            .map(|b| {
+                let mut c = vec![0usize; kids];
+                for &k in &child[bounds(b)] {
+                    c[k as usize] += 1;
+                }
+                c
+            })
+            .collect();
+        // The node children's ranges follow one another from the start of `to`, in child
+        // order; each is cut into one piece per block. Rank children get empty pieces.
+        let empty = || Copy {
+            x: &mut [],
+            w: &mut [],
+            i: &mut [],
+        };
+        let mut pieces: Vec<Vec<Copy<'_>>> = (0..blocks)
+            .map(|_| (0..kids).map(|_| empty()).collect())
+            .collect();
+        let mut rest = Copy {
+            x: &mut *to.x,
+            w: &mut *to.w,
+            i: &mut *to.i,
+        };
+        for c in (0..kids).filter(|&c| rank_of[c] == u32::MAX) {
+            for (b, p) in pieces.iter_mut().enumerate() {
+                let (piece, tail) = rest.split_at(counts[b][c], D);
+                p[c] = piece;
+                rest = tail;
+            }
+        }
+        pieces.into_par_iter().enumerate().for_each(|(b, mut p)| {
+            let mut at = vec![0usize; kids];
+            for j in bounds(b) {
+                let c = child[j] as usize;
+                let i = objs.index(j);
+                match rank_of[c] {
+                    u32::MAX => {
+                        let (to, t) = (&mut p[c], at[c]);
+                        at[c] += 1;
+                        to.x[t * D..t * D + D].copy_from_slice(&objs.xs[j * D..j * D + D]);
+                        if let Some(ws) = objs.ws {
+                            to.w[t] = ws[j];
+                        }
+                        to.i[t] = i as u32;
+                    }
+                    rank => self.parts.set(i, rank),
+                }
+            }
+        });
+        // Summed in index order; unit weights are counted by the caller.
+        if let Some(ws) = objs.ws {
+            for (&c, &w) in child.iter().zip(ws) {
+                let rank = rank_of[c as usize];
+                if rank != u32::MAX {
+                    acc.rank_w[rank as usize] += w;
+                }
+            }
         }
     }
 
@@ -472,6 +564,21 @@ impl Ctx<'_> {
         }
     }
 
+    /// The rank a child is: a rank, or a computing node with one rank (no method: its
+    /// objects would only be copied to get that rank). `None` for a node that splits.
+    fn rank_of(&self, child: &Child) -> Option<usize> {
+        match *child {
+            Child::Rank(r) => Some(r),
+            Child::Node(id) => {
+                let n = self.plan.node(id);
+                n.method
+                    .is_none()
+                    .then(|| n.ranks.first().copied())
+                    .flatten()
+            }
+        }
+    }
+
     fn take_hsfc(&self) -> hsfc::Workspace {
         let mut pool = self.hsfc.lock().unwrap_or_else(|e| e.into_inner());
         pool.pop().unwrap_or_default()
@@ -481,6 +588,10 @@ impl Ctx<'_> {
         self.hsfc.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
     }
 }
+
+/// Levels with at least this many objects hand them to their children in blocks side by side
+/// when the thread budget allows.
+const DISTRIBUTE_PAR_MIN: usize = 1 << 14;
 
 /// Sibling subtrees with at least this many objects in all run side by side when the thread
 /// budget allows.
