@@ -324,7 +324,17 @@ fn ctrl_c_leaves_no_load_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
         // A flow as well: its sink reads until the run is gone.
         let (addr, received) = sink(1);
-        let mut child = bin()
+        let mut cmd = bin();
+        // A shell that starts a job in the background (a CI runner, `cmd &`) ignores SIGINT,
+        // and its children inherit that: the run would not see the Ctrl-C this test sends.
+        // SAFETY: `signal` is async-signal-safe, as a pre-exec hook must be.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .args([
                 "--machine",
                 &machine("local-2core-hetero.xml"),
