@@ -405,6 +405,7 @@ mod tests {
                     nominal: 0.5,
                     effective,
                 }],
+                sensed_at: None,
                 mechanism: None,
             };
             v.explain();
@@ -430,6 +431,7 @@ mod tests {
             calibration: false,
             spread_s: (1.6, 2.4),
             shared: Vec::new(),
+            sensed_at: None,
             mechanism: None,
         };
         w.explain();
@@ -437,6 +439,17 @@ mod tests {
             w.mechanism.as_deref(),
             Some("within the repeats' spread (1.600–2.400 s)")
         );
+        // Sensed at other steps than the model: that before the shares.
+        w.spread_s = (1.9, 2.1);
+        w.sensed_at = Some((vec![13], vec![12]));
+        w.explain();
+        assert_eq!(
+            w.mechanism.as_deref(),
+            Some("the monitors sensed at steps [13], the model at [12]")
+        );
+        w.sensed_at = Some((vec![12], vec![12]));
+        w.explain();
+        assert_eq!(w.mechanism.as_deref(), Some("not identified"));
         w.calibration = true;
         w.explain();
         assert_eq!(w.mechanism, None);

@@ -447,6 +447,10 @@ fn simulate_all(
                         sim::rank_shares(&cfg, k)
                     })
                     .with_context(|| format!("{} {} {}", c.study, c.config, c.variant))?,
+                    // Where the sensing falls matters when a load starts or moves.
+                    sensed_at: (c.sizing == drum_loop::Sizing::Monitored
+                        && c.loads.iter().any(|l| l.from > 0 || l.until.is_some()))
+                    .then(|| (measured_sensings(&m.steps), s.sensed_at.clone())),
                     mechanism: None,
                 };
                 v.explain();
@@ -480,6 +484,15 @@ fn simulate_all(
         }
     }
     Ok((records, validation))
+}
+
+/// The steps of a measured run whose rebalance point renewed the powers (`balance.measured_s`
+/// above 0).
+fn measured_sensings(steps: &[serde_json::Value]) -> Vec<usize> {
+    (steps.iter().enumerate())
+        .filter(|(_, s)| s["balance"]["measured_s"].as_f64().is_some_and(|t| t > 0.0))
+        .map(|(k, _)| k)
+        .collect()
 }
 
 fn record(c: &Case, cfg: &sim::SimConfig, rc_ideal: f64, h_cpu: f64) -> Record {

@@ -50,14 +50,19 @@ pub(crate) struct Validation {
     /// The ranks of the median repeat that shared their core, with the CPU share the model
     /// gives them and the share they got.
     pub shared: Vec<crate::calib::SharedRank>,
+    /// Monitored runs with a load that starts or moves during the run: the steps whose
+    /// rebalance point renewed the powers, measured (the median repeat) and simulated.
+    pub sensed_at: Option<(Vec<usize>, Vec<usize>)>,
     /// Beyond 15 %: what the model lacks there, as far as the figures show.
     pub mechanism: Option<String>,
 }
 
 impl Validation {
-    /// What the model lacks where it misses by more than 15 %: the repeats' own spread, a
-    /// shared core that gave its rank another CPU share than the model's (in the direction
-    /// of the error), or nothing identified.
+    /// What the model lacks where it misses by more than 15 %: the repeats' own spread, the
+    /// monitors renewing the powers at other steps than the model's (a due sensing waits
+    /// for a long enough window: where that falls decides what the window saw), a shared
+    /// core that gave its rank another CPU share than the model's (in the direction of the
+    /// error), or nothing identified.
     pub fn explain(&mut self) {
         if self.calibration || self.rel_err.abs() <= 0.15 {
             self.mechanism = None;
@@ -75,8 +80,11 @@ impl Validation {
                     .abs()
                     .total_cmp(&(b.effective - b.nominal).abs())
             });
+        let sensed = self.sensed_at.as_ref().filter(|(m, s)| m != s);
         self.mechanism = Some(if (lo..=hi).contains(&self.simulated_s) {
             format!("within the repeats' spread ({lo:.3}–{hi:.3} s)")
+        } else if let Some((m, s)) = sensed {
+            format!("the monitors sensed at steps {m:?}, the model at {s:?}")
         } else if let Some(s) = worst {
             format!(
                 "the shared core gave rank {} {:.2} of a CPU, the model {:.2}",

@@ -503,7 +503,10 @@ fn validation_section(doc: &mut Doc, validation: &[Validation]) -> Result<()> {
         let count = |p: &str| misses.iter().filter(|m| m.starts_with(p)).count();
         let _ = writeln!(
             doc.md,
-            "Of the {} misses, {} are within the run-to-run spread of their repeats; in {} a core \
+            "Of the {} misses, {} are within the run-to-run spread of their repeats; in {} the \
+             monitors renewed the powers at other steps than the model (a due sensing waits for a \
+             window of at least 30 ms, and the step where the window crosses it decides what it \
+             saw: a load that starts or moves then is in it or not); in {} a core \
              shared with competing processes gave its rank another share of a CPU than the \
              model's 1/(k+1), in the direction of the error (Linux's scheduler credits a rank \
              that sleeps in collectives, and a rank whose competitors have just started gets \
@@ -512,6 +515,7 @@ fn validation_section(doc: &mut Doc, validation: &[Validation]) -> Result<()> {
              the rank did over the seconds it was busy.",
             misses.len(),
             count("within"),
+            count("the monitors sensed"),
             count("the shared core"),
             count("not identified"),
         );

@@ -123,6 +123,9 @@ pub struct SimConfig {
     pub rebalance: RebalanceMode,
     pub sensing: Sensing,
     pub policy: Policy,
+    /// The shortest window the monitors sense on, seconds (the loop's
+    /// `LoopConfig::min_window`): a due sensing waits until the window is this long.
+    pub min_window: f64,
 }
 
 /// What a simulated run gives.
@@ -138,6 +141,8 @@ pub struct SimResult {
     pub comm_s: f64,
     /// Repartitions (the initial one included).
     pub rebalances: usize,
+    /// The steps whose rebalance point renewed the monitored powers.
+    pub sensed_at: Vec<usize>,
     /// Elements that changed rank after step 0.
     pub migrated_elements: u64,
     /// Their bytes.
@@ -388,6 +393,7 @@ impl<'a> Run<'a> {
                 compute_s: 0.0,
                 comm_s: 0.0,
                 rebalances: 0,
+                sensed_at: Vec::new(),
                 migrated_elements: 0,
                 migrated_bytes: 0.0,
                 imbalance: 0.0,
@@ -461,7 +467,7 @@ impl<'a> Run<'a> {
     /// The rebalance point of a monitored run: the window since the last sensing, which
     /// reaches into step `k` (its first `pre_s` seconds, marking and refining at the CPU
     /// `share`s of step `k`, as the real monitors' window does), becomes the CPU shares
-    /// seen, if the sensing is due.
+    /// seen, if the sensing is due and the window at least `min_window` long.
     fn sense(&mut self, k: usize, pre_s: f64, share: &[f64]) {
         if k > 0 && self.cfg.sizing == Sizing::Monitored {
             for (a, s) in self.acc.iter_mut().zip(share) {
@@ -469,11 +475,17 @@ impl<'a> Run<'a> {
             }
             self.acc_t += pre_s;
             self.since += 1;
-            if self.cfg.sensing.due(self.sensed, self.since) && self.acc_t > 0.0 {
+            // As the real loop: a due sensing waits until the window is long enough (the
+            // early steps take milliseconds), and the count runs on meanwhile.
+            if self.cfg.sensing.due(self.sensed, self.since)
+                && self.acc_t > 0.0
+                && self.acc_t >= self.cfg.min_window
+            {
                 self.seen_share = self.acc.iter().map(|a| a / self.acc_t).collect();
                 self.acc.iter_mut().for_each(|a| *a = 0.0);
                 self.acc_t = 0.0;
                 self.sensed = true;
+                self.out.sensed_at.push(k);
                 self.since = 0;
             }
         }
@@ -768,6 +780,7 @@ mod tests {
             rebalance: RebalanceMode::Policy,
             sensing: Sensing::Every(1),
             policy: Policy::default(),
+            min_window: 0.0,
         }
     }
 
@@ -806,6 +819,17 @@ mod tests {
         let early = sizes_per_step(&seq, &c, &cfg, 7);
         // Step 5's window: step 4 unloaded, then step 5's marking and refinement loaded.
         assert!(early[4] == 0.5 && early[5] < 0.49, "{early:?}");
+        // A due sensing waits for a window of `min_window`: none of these is that long.
+        let waiting = SimConfig {
+            min_window: 1e3,
+            ..cfg.clone()
+        };
+        let none = sizes_per_step(&seq, &c, &waiting, 7);
+        assert!(none.iter().all(|&s| s == 0.5), "{none:?}");
+        let r = simulate(&seq, &c, &waiting).unwrap();
+        assert!(r.sensed_at.is_empty(), "{:?}", r.sensed_at);
+        let r = simulate(&seq, &c, &cfg).unwrap();
+        assert_eq!(r.sensed_at, (1..seq.len()).collect::<Vec<_>>());
     }
 
     #[test]

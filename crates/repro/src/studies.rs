@@ -95,6 +95,7 @@ impl Case {
             rebalance: self.rebalance,
             sensing: self.sensing,
             policy: policy(),
+            min_window: drum_loop::LoopConfig::default().min_window.as_secs_f64(),
         }
     }
 

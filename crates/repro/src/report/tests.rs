@@ -204,6 +204,7 @@ fn the_report_of_fixed_records_is_the_snapshot() {
             calibration: true,
             spread_s: (2.9, 3.2),
             shared: Vec::new(),
+            sensed_at: None,
             mechanism: None,
         },
         Validation {
@@ -214,6 +215,7 @@ fn the_report_of_fixed_records_is_the_snapshot() {
             calibration: false,
             spread_s: (1.95, 2.1),
             shared: Vec::new(),
+            sensed_at: None,
             mechanism: None,
         },
         Validation {
@@ -228,6 +230,7 @@ fn the_report_of_fixed_records_is_the_snapshot() {
                 nominal: 1.0 / 3.0,
                 effective: 0.2,
             }],
+            sensed_at: None,
             mechanism: None,
         },
     ];
