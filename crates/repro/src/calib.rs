@@ -46,6 +46,18 @@ pub struct Calib {
     pub link: LinkModel,
 }
 
+impl Calib {
+    /// One core of this host's seconds at step `k` for a rank that inherited `before`
+    /// elements (its marking and refinement, `pre[k]` of `a[k]`), holds `after` (the rest of
+    /// the step, times `overhead`: the monitors' share) and sent or received `moved` in the
+    /// migration. The simulator charges it; [`effective_shares`] divides it by what a
+    /// measured rank took.
+    pub fn cpu_seconds(&self, k: usize, before: f64, after: f64, moved: f64, overhead: f64) -> f64 {
+        let elements = self.pre[k] * before + (1.0 - self.pre[k]) * after;
+        self.a[k] * elements * overhead + self.c_move * moved
+    }
+}
+
 fn link_json<S: serde::Serializer>(l: &LinkModel, s: S) -> Result<S::Ok, S::Error> {
     (l.alpha, l.beta).serialize(s)
 }
@@ -292,7 +304,7 @@ pub fn effective_shares(
                 .as_ref()
                 .and_then(|p| p.get(r))
                 .map_or(w, |p| p * n);
-            let cpu = c.a[k] * (c.pre[k] * b + (1.0 - c.pre[k]) * w) + c.c_move * moved;
+            let cpu = c.cpu_seconds(k, b, w, moved, 1.0);
             let busy = (wall - num(&rank["wait_s"], "wait_s")?).max(0.0);
             acc[r].0 += cpu;
             acc[r].1 += busy;

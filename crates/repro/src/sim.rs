@@ -459,7 +459,8 @@ impl<'a> Run<'a> {
         (0..self.ranks)
             .map(|r| {
                 let node = &self.cfg.nodes[self.rn[r]];
-                c.a[k] * c.pre[k] * before[r] * (c.host_mflops / node.mflops) / share[self.rn[r]]
+                c.cpu_seconds(k, before[r], 0.0, 0.0, 1.0) * (c.host_mflops / node.mflops)
+                    / share[self.rn[r]]
             })
             .fold(0.0, f64::max)
     }
@@ -586,8 +587,7 @@ impl<'a> Run<'a> {
         let mut computes = Vec::with_capacity(ranks);
         for r in 0..ranks {
             let node = &nodes[rn[r]];
-            let elements = calib.pre[k] * before[r] + (1.0 - calib.pre[k]) * work[r];
-            let cpu = (calib.a[k] * elements * overhead + calib.c_move * moves.by_rank[r])
+            let cpu = calib.cpu_seconds(k, before[r], work[r], moves.by_rank[r], overhead)
                 * (calib.host_mflops / node.mflops);
             let compute = cpu / share[rn[r]] + partition_s / share[rn[r]];
             let mut comm = 0.0;
