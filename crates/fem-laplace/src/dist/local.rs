@@ -202,6 +202,9 @@ impl Local {
             n
         };
         let more = cap - len;
+        if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+            eprintln!("    room for {cap} vertices ({n} needed, {len} held)");
+        }
         self.mesh.coords.reserve(more);
         self.mesh.parents.reserve(more);
         self.mesh.boundary.reserve(more);
@@ -321,7 +324,19 @@ impl Local {
         // that the arrays grow once per step: a large migration (a rank's part growing by
         // half) fits without copying them. Room no element takes is address space only.
         let spare = if self.size > 1 { total / 2 + 1024 } else { 0 };
-        let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+        // One new vertex per marked edge: an edge between two local elements is marked on
+        // both sides (the marks are closed), a boundary edge on one.
+        let mut halves = 0usize;
+        for (&b, nb) in bits.iter().zip(&self.mesh.nbr) {
+            if b != 0 {
+                for (k, &n) in nb.iter().enumerate() {
+                    if b & (1 << k) != 0 {
+                        halves += if n == NONE { 2 } else { 1 };
+                    }
+                }
+            }
+        }
+        let new_vertices = halves.div_ceil(2);
         self.reserve_vertices(self.mesh.coords.len() + new_vertices);
         let marks = Marks::from_bits(bits, new_vertices);
         lap(&mut tt, "refine: checks, room");
