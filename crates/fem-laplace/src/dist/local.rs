@@ -96,6 +96,9 @@ pub(crate) struct Local {
     /// The number of vertices this rank is expected to hold at most in the run (0: no
     /// expectation): the per-vertex arrays get this room at once ([`Local::reserve_vertices`]).
     pub(crate) vertex_hint: usize,
+    /// Whether `vowner` gives this rank every vertex of an owned element and no element
+    /// moved since ([`Local::rebuild`] then skips that pass).
+    owners_kept: bool,
 }
 
 /// Counts of one migration.
@@ -179,6 +182,7 @@ impl Local {
             shared: Vec::new(),
             since_drop: 0,
             vertex_hint: 0,
+            owners_kept: false,
             mesh,
         }
     }
@@ -435,13 +439,21 @@ impl Local {
             lap(&mut tt, "rebuild: link, owners (one rank)");
             return Ok(moved);
         }
-        self.vowner.fill(UNKNOWN);
-        for (tv, &o) in self.mesh.tri.iter().zip(&self.eowner) {
-            if o == me {
-                for &v in tv {
-                    self.vowner[v as usize] = me;
+        // Every vertex of an owned element is this rank's until the coordinators name the
+        // owners of the interface vertices. Where no element moved since the last such pass,
+        // it still holds: a refinement keeps the ranks around every vertex (the children
+        // cover their parent), so the owners of the vertices that were there are unchanged,
+        // and it gave its new vertices this rank (the interface ones are coordinated below).
+        if parts.is_some() || !self.owners_kept {
+            self.vowner.fill(UNKNOWN);
+            for (tv, &o) in self.mesh.tri.iter().zip(&self.eowner) {
+                if o == me {
+                    for &v in tv {
+                        self.vowner[v as usize] = me;
+                    }
                 }
             }
+            self.owners_kept = true;
         }
         lap(&mut tt, "rebuild: link, owners");
         if self.size > 1 {
