@@ -393,6 +393,50 @@ mod tests {
         assert_eq!(Runs::of(&[0, 1, 2, 9, 10]).runs, vec![(0, 3), (9, 2)]);
     }
 
+    /// The children's keys and census on both paths (64-bit words while shallow, the
+    /// general one once an element is deep) against `child_key` one by one.
+    #[test]
+    fn children_keys_and_census_match_child_key() {
+        for deep in [false, true] {
+            let levels: Vec<u8> = if deep {
+                vec![3, 59, 60, 7, 61]
+            } else {
+                vec![3, 4, 5, 7, 58]
+            };
+            let mut parents = Keys::with_capacity(5);
+            let mut k = root_key(1);
+            for &l in &levels {
+                // A key with bits only above its level's.
+                k = child_key(k, l.saturating_sub(1), true)
+                    & !((1u128 << (126 - u32::from(l))) - 1);
+                parents.push(k);
+            }
+            let bits = [0u8, 2, 6, 3, 7];
+            let keep = |t: usize| t != 3;
+            let (got, census) = parents.children(&levels, &bits, keep, 16);
+            let mut want = Vec::new();
+            for t in (0..5).filter(|&t| keep(t)) {
+                let (k, l, b) = (parents.get(t), levels[t], bits[t]);
+                if b == 0 {
+                    want.push(k);
+                    continue;
+                }
+                for (second, split) in [(false, b & 4 != 0), (true, b & 1 != 0)] {
+                    let c = child_key(k, l, second);
+                    if split {
+                        want.extend([child_key(c, l + 1, false), child_key(c, l + 1, true)]);
+                    } else {
+                        want.push(c);
+                    }
+                }
+            }
+            let got: Vec<EKey> = (0..got.len()).map(|i| got.get(i)).collect();
+            assert_eq!(got, want, "deep {deep}");
+            let sum = want.iter().fold(0u64, |s, &k| s.wrapping_add(mix(k)));
+            assert_eq!(census, [want.len() as u64, sum]);
+        }
+    }
+
     #[test]
     fn merge_in_place_drops_and_inserts() {
         // Entries 0..8 kept but 2, 3 and 6; 8, 9 and 10 arrive: 10 first, 9 after 4, 8 last.
