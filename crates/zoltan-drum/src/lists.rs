@@ -151,6 +151,21 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
     };
     let mut l = List::zeroed(n, gid, lid)?;
     let (gids, lids) = (&a.objects.gids, &a.objects.lids);
+    if identity && !a.stay && !all && gid == 1 && lid == 1 {
+        // The common case in one tight pass: an object moves when its part is not this
+        // process, and its part is its process.
+        let (eg, el) = (&mut *l.gids, &mut *l.lids);
+        let (ep, et) = (&mut *l.procs, &mut *l.parts);
+        let mut j = 0;
+        for (i, &p) in parts.iter().enumerate() {
+            if p as usize != me {
+                let p = int(p as usize);
+                (eg[j], el[j], ep[j], et[j]) = (gids[i], lids[i], p, p);
+                j += 1;
+            }
+        }
+        return Ok(l);
+    }
     for (j, i) in (0..a.objects.n).filter(|&i| listed(i)).enumerate() {
         if gid == 1 && lid == 1 {
             l.gids[j] = gids[i];
