@@ -2,8 +2,8 @@
 //! thread ranks pinned to cores 0 and 1, one compute-bound competing process pinned to core
 //! 1), in one invocation, medians of R runs (round-robin over the cases, so drifts of the
 //! machine hit every case alike):
-//! - RC = 1 − t_monitored / t_uniform with the load from the start (target ≥ 0.25, goal
-//!   ≥ 0.9·RC_ideal);
+//! - RC = 1 − t_monitored / t_uniform with the load from the start (issue 20: target ≥ 0.27,
+//!   goal ≥ 0.30; also printed against RC_ideal);
 //! - the load switched on at step 12: monitored ≤ 0.85 × static;
 //! - no load: monitored ≤ 1.05 × uniform (the cost of monitoring and rebalancing);
 //! - the load from the start: monitored ≤ 0.85 × the serial run pinned to the free core 0
@@ -312,11 +312,11 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
     let rc_ideal = runs[1].first().and_then(|r| r.rc_ideal).unwrap_or(f64::NAN);
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(
-        "RC = 1 - monitored/uniform (load from the start) = {rc:.3}   target >= 0.25: {}; \
-         RC_ideal = {rc_ideal:.3}, RC/RC_ideal = {:.2} (goal >= 0.90: {})",
-        verdict(rc >= 0.25),
-        rc / rc_ideal,
-        verdict(rc >= 0.9 * rc_ideal)
+        "RC = 1 - monitored/uniform (load from the start) = {rc:.3}   target >= 0.27: {} \
+         (goal 0.30: {}); RC_ideal = {rc_ideal:.3}, RC/RC_ideal = {:.2}",
+        verdict(rc >= 0.27),
+        verdict(rc >= 0.30),
+        rc / rc_ideal
     );
     let r12 = med[3] / med[2];
     println!(

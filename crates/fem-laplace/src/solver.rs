@@ -94,22 +94,24 @@ impl Multilevel {
     pub(crate) fn restrict(&mut self, mesh: &Mesh, z: &mut [f64], scope: &impl Sweep) {
         let par = mesh.vertex_parents();
         let lr = &mut self.level_res;
-        let mut undo = |v: usize| {
+        let mut undo = |v: usize, plain: bool| {
             let [a, b] = par[v];
             let (a, b) = (a as usize, b as usize);
             let zv = 0.5 * z[v];
             lr[v] = [z[a], z[b]];
-            if scope.local(a) {
+            if plain || scope.local(a) {
                 z[a] += zv;
             }
-            if scope.local(b) {
+            if plain || scope.local(b) {
                 z[b] += zv;
             }
         };
         let (initial, later) = scope.order(mesh);
         for v in later.rev() {
-            if scope.local(v) {
-                undo(v);
+            if scope.plain(v) {
+                undo(v, true);
+            } else if scope.local(v) {
+                undo(v, false);
             }
         }
         let inv = &self.inv_diag;
@@ -129,10 +131,10 @@ impl Multilevel {
     pub(crate) fn prolongate(&self, mesh: &Mesh, z: &mut [f64], scope: &impl Sweep) {
         let par = mesh.vertex_parents();
         let (lr, inv) = (&self.level_res, &self.inv_diag);
-        let mut redo = |v: usize| {
+        let mut redo = |v: usize, plain: bool| {
             let [a, b] = par[v];
             let (a, b) = (a as usize, b as usize);
-            let (la, lb) = (scope.local(a), scope.local(b));
+            let (la, lb) = (plain || scope.local(a), plain || scope.local(b));
             let za = if la { z[a] } else { scope.parent_value(v, 0) };
             let zb = if lb { z[b] } else { scope.parent_value(v, 1) };
             z[v] = 0.5 * (za + zb) + z[v] * inv[v];
@@ -144,8 +146,10 @@ impl Multilevel {
             }
         };
         for v in scope.order(mesh).1 {
-            if scope.local(v) {
-                redo(v);
+            if scope.plain(v) {
+                redo(v, true);
+            } else if scope.local(v) {
+                redo(v, false);
             }
         }
     }
@@ -177,6 +181,9 @@ impl Multilevel {
 pub(crate) trait Sweep {
     /// Whether vertex v is swept here.
     fn local(&self, v: usize) -> bool;
+    /// Whether vertex v and both its parents are swept here (the sweeps then skip the
+    /// checks of [`Sweep::local`]; the same arithmetic either way).
+    fn plain(&self, v: usize) -> bool;
     /// For a swept vertex v whose parent in `slot` (0 or 1) is not: that parent's value at the
     /// time of v's bisection in the forward sweep.
     fn parent_value(&self, v: usize, slot: usize) -> f64;
@@ -191,6 +198,10 @@ pub(crate) struct Whole;
 impl Sweep for Whole {
     #[inline(always)]
     fn local(&self, _v: usize) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn plain(&self, _v: usize) -> bool {
         true
     }
     fn parent_value(&self, _v: usize, _slot: usize) -> f64 {

@@ -160,6 +160,81 @@ impl Keys {
         }
         lo
     }
+    /// The keys of the leaves the bisection `bits` makes of the elements with `keep(t)`
+    /// (their levels `levels`), in the order the refinement writes the children (an
+    /// element's first half, then its second; a half bisected again gives its two halves),
+    /// with room for `room` keys; and the census of the new keys (their number and the
+    /// wrapping sum of their [`mix`]). While every key fits in the high half (no element
+    /// deeper than level 60 after the bisection) the keys are written as 64-bit words.
+    pub(crate) fn children(
+        &self,
+        levels: &[u8],
+        bits: &[u8],
+        keep: impl Fn(usize) -> bool,
+        room: usize,
+    ) -> (Keys, [u64; 2]) {
+        let mut out = Keys::with_capacity(room);
+        let mut sum = 0u64;
+        let shallow = self.lo.is_none() && levels.iter().all(|&l| l <= 58);
+        if shallow {
+            // A child at level l + 1 sets bit 125 − l of the key: bit 61 − l of the high word.
+            let hi = &mut out.hi;
+            let mut push = |k: u64| {
+                sum = sum.wrapping_add(mix(u128::from(k) << 64));
+                hi.push(k);
+            };
+            for (t, (&k, (&l, &b))) in self.hi.iter().zip(levels.iter().zip(bits)).enumerate() {
+                if !keep(t) {
+                    continue;
+                }
+                if b == 0 {
+                    push(k);
+                    continue;
+                }
+                let (first, second) = (k, k | (1u64 << (61 - u32::from(l))));
+                let bit2 = 1u64 << (60 - u32::from(l));
+                if b & 4 != 0 {
+                    push(first);
+                    push(first | bit2);
+                } else {
+                    push(first);
+                }
+                if b & 1 != 0 {
+                    push(second);
+                    push(second | bit2);
+                } else {
+                    push(second);
+                }
+            }
+        } else {
+            for t in (0..self.len()).filter(|&t| keep(t)) {
+                let (k, l, b) = (self.get(t), levels[t], bits[t]);
+                let mut push = |k: EKey| {
+                    sum = sum.wrapping_add(mix(k));
+                    out.push(k);
+                };
+                if b == 0 {
+                    push(k);
+                    continue;
+                }
+                let (first, second) = (child_key(k, l, false), child_key(k, l, true));
+                if b & 4 != 0 {
+                    push(child_key(first, l + 1, false));
+                    push(child_key(first, l + 1, true));
+                } else {
+                    push(first);
+                }
+                if b & 1 != 0 {
+                    push(child_key(second, l + 1, false));
+                    push(child_key(second, l + 1, true));
+                } else {
+                    push(second);
+                }
+            }
+        }
+        let n = out.len() as u64;
+        (out, [n, sum])
+    }
     /// Room for `n` more keys.
     pub(crate) fn reserve(&mut self, n: usize) {
         self.hi.reserve(n);
@@ -206,13 +281,32 @@ impl Runs {
             len: indices.len(),
         }
     }
-    /// `v` at the indices, in order.
-    pub(crate) fn gather<T: Copy>(&self, v: &[T]) -> Vec<T> {
-        let mut out = Vec::with_capacity(self.len);
-        for &(s, l) in &self.runs {
-            out.extend_from_slice(&v[s..s + l]);
+    /// The number of leading indices that are `0, 1, 2, …` (entries a gather leaves where
+    /// they are).
+    pub(crate) fn identity_prefix(&self) -> usize {
+        match self.runs.first() {
+            Some(&(0, l)) => l,
+            _ => 0,
         }
-        out
+    }
+    /// `v` becomes `v` at the indices, in order (a gather, in place), where the
+    /// indices start with [`Runs::identity_prefix`] and every later one is at least that
+    /// (a permutation that keeps a prefix): only the rest is copied, through `scratch`.
+    pub(crate) fn gather_in_place<T: Copy>(&self, v: &mut Vec<T>, scratch: &mut Vec<T>) {
+        let p = self.identity_prefix();
+        let rest = if p > 0 {
+            &self.runs[1..]
+        } else {
+            &self.runs[..]
+        };
+        scratch.clear();
+        scratch.reserve(self.len - p);
+        for &(s, l) in rest {
+            debug_assert!(s >= p, "an index after the prefix points into it");
+            scratch.extend_from_slice(&v[s..s + l]);
+        }
+        v.truncate(p);
+        v.extend_from_slice(scratch);
     }
 }
 
@@ -280,7 +374,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_gather_like_single_indices() {
+    fn runs_gather_in_place_like_single_indices() {
         let v: Vec<u64> = (0..20).map(|i| i * 7 + 1).collect();
         for idx in [
             vec![],
@@ -290,8 +384,12 @@ mod tests {
         ] {
             let runs = Runs::of(&idx);
             let want: Vec<u64> = idx.iter().map(|&i| v[i as usize]).collect();
-            assert_eq!(runs.gather(&v), want);
+            let mut got = v.clone();
+            runs.gather_in_place(&mut got, &mut Vec::new());
+            assert_eq!(got, want);
         }
+        assert_eq!(Runs::of(&[0, 1, 2, 9, 10, 4]).identity_prefix(), 3);
+        assert_eq!(Runs::of(&[1, 0]).identity_prefix(), 0);
         assert_eq!(Runs::of(&[0, 1, 2, 9, 10]).runs, vec![(0, 3), (9, 2)]);
     }
 

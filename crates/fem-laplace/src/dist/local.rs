@@ -29,8 +29,8 @@
 //!    others its elements around the vertex: the ghost layer.
 
 use super::keys::{
-    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, child_key, edge_key, key_point, merge_in_place,
-    mix, vertex_key,
+    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, edge_key, key_point, merge_in_place, mix,
+    vertex_key,
 };
 use crate::FemError;
 use crate::mesh::{Marks, Mesh, NONE, REMOTE};
@@ -93,6 +93,9 @@ pub(crate) struct Local {
     pub(crate) shared: Vec<(u32, u8)>,
     /// Rebuilds since dead vertices were last dropped.
     since_drop: u32,
+    /// The number of vertices this rank is expected to hold at most in the run (0: no
+    /// expectation): the per-vertex arrays get this room at once ([`Local::reserve_vertices`]).
+    pub(crate) vertex_hint: usize,
 }
 
 /// Counts of one migration.
@@ -175,8 +178,40 @@ impl Local {
             ghosts: Vec::new(),
             shared: Vec::new(),
             since_drop: 0,
+            vertex_hint: 0,
             mesh,
         }
+    }
+
+    /// Makes room for `n` vertices in every per-vertex array (coordinates, parents, boundary
+    /// flags, births, owners, solution), so that they grow at most once per step: to the
+    /// run's expected share [`Local::vertex_hint`] at once while `n` is below it (a copy of
+    /// the arrays and their fresh pages per step otherwise), else to half as much again as
+    /// `n` (a migration or ghost layer then fits). Room no vertex takes is address space
+    /// only.
+    fn reserve_vertices(&mut self, n: usize) {
+        let len = self.mesh.coords.len();
+        if n <= self.u.capacity().min(self.mesh.coords.capacity()) || n <= len {
+            return;
+        }
+        let cap = if n <= self.vertex_hint {
+            self.vertex_hint
+        } else if self.size > 1 {
+            n + n / 2 + 1024
+        } else {
+            n
+        };
+        let more = cap - len;
+        if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+            eprintln!("    room for {cap} vertices ({n} needed, {len} held)");
+        }
+        self.mesh.coords.reserve(more);
+        self.mesh.parents.reserve(more);
+        self.mesh.boundary.reserve(more);
+        self.bsg.reserve(more);
+        self.bkey.reserve(more);
+        self.vowner.reserve(more);
+        self.u.reserve(more);
     }
 
     /// Vertex v's birth.
@@ -186,6 +221,18 @@ impl Local {
             sg: self.bsg[v],
             key: self.bkey[v],
         }
+    }
+
+    /// This rank's census: the owned elements' count and the order-independent checksum of
+    /// their keys (the wrapping sum of their [`mix`]; summed over the ranks, the same before
+    /// and after a migration).
+    pub(crate) fn census(&self) -> [u64; 2] {
+        let mut c = [0u64, 0u64];
+        for t in (0..self.ekey.len()).filter(|&t| self.owns_element(t)) {
+            c[0] += 1;
+            c[1] = c[1].wrapping_add(mix(self.ekey.get(t)));
+        }
+        c
     }
 
     /// Whether local element t is owned here.
@@ -244,12 +291,13 @@ impl Local {
     /// ghost's bits are those of the edges it shares with owned elements), creates the new
     /// vertices with their births and prolongated solution values, and drops the ghosts.
     /// Afterwards every element is owned; edges shared with other ranks are [`REMOTE`].
+    /// Returns the census of the owned elements (see [`Local::census`]).
     pub(crate) fn refine(
         &mut self,
         bits: Vec<u8>,
         step: usize,
         exact: &dyn ExactSolution,
-    ) -> Result<(), FemError> {
+    ) -> Result<[u64; 2], FemError> {
         let ne = self.ekey.len();
         let mut tt = std::time::Instant::now();
         let all_owned = self.ghosts.is_empty();
@@ -276,19 +324,20 @@ impl Local {
         // that the arrays grow once per step: a large migration (a rank's part growing by
         // half) fits without copying them. Room no element takes is address space only.
         let spare = if self.size > 1 { total / 2 + 1024 } else { 0 };
-        let new_vertices = bits.iter().map(|b| b.count_ones() as usize).sum::<usize>();
-        let room = if self.size > 1 {
-            new_vertices + (self.mesh.coords.len() + new_vertices) / 2 + 1024
-        } else {
-            0
-        };
-        self.mesh.coords.reserve(room);
-        self.mesh.parents.reserve(room);
-        self.mesh.boundary.reserve(room);
-        self.bsg.reserve(room);
-        self.bkey.reserve(room);
-        self.vowner.reserve(room);
-        self.u.reserve(room);
+        // One new vertex per marked edge: an edge between two local elements is marked on
+        // both sides (the marks are closed), a boundary edge on one.
+        let mut halves = 0usize;
+        for (&b, nb) in bits.iter().zip(&self.mesh.nbr) {
+            if b != 0 {
+                for (k, &n) in nb.iter().enumerate() {
+                    if b & (1 << k) != 0 {
+                        halves += if n == NONE { 2 } else { 1 };
+                    }
+                }
+            }
+        }
+        let new_vertices = halves.div_ceil(2);
+        self.reserve_vertices(self.mesh.coords.len() + new_vertices);
         let marks = Marks::from_bits(bits, new_vertices);
         lap(&mut tt, "refine: checks, room");
         let nv0 = self.mesh.coords.len();
@@ -312,32 +361,12 @@ impl Local {
         let nv = self.mesh.coords.len();
         lap(&mut tt, "refine: bisect");
         // Children's keys, in the order the refinement wrote the children (computed after it,
-        // so that the old and new element arrays and keys are not all alive at once).
-        let bits = &marks.bits;
-        let mut keys = Keys::with_capacity(total + spare);
-        for t in 0..ne {
-            if !(all_owned || owned[t]) {
-                continue;
-            }
-            let (k, l, b) = (self.ekey.get(t), levels[t], bits[t]);
-            if b == 0 {
-                keys.push(k);
-                continue;
-            }
-            let (first, second) = (child_key(k, l, false), child_key(k, l, true));
-            if b & 4 != 0 {
-                keys.push(child_key(first, l + 1, false));
-                keys.push(child_key(first, l + 1, true));
-            } else {
-                keys.push(first);
-            }
-            if b & 1 != 0 {
-                keys.push(child_key(second, l + 1, false));
-                keys.push(child_key(second, l + 1, true));
-            } else {
-                keys.push(second);
-            }
-        }
+        // so that the old and new element arrays and keys are not all alive at once), with
+        // the census of the refined part.
+        let keep = |t: usize| all_owned || owned[t];
+        let (keys, census) = self
+            .ekey
+            .children(&levels, &marks.bits, keep, total + spare);
 
         self.vowner.resize(nv, self.rank);
         crate::solver::prolongate(&self.mesh, &mut self.u, nv0..nv, |p| {
@@ -353,7 +382,7 @@ impl Local {
         self.ghosts.clear();
         self.shared.clear();
         lap(&mut tt, "refine: births, prolongation");
-        Ok(())
+        Ok(census)
     }
 
     /// The owned elements' edges left [`REMOTE`] by a refinement.
@@ -676,13 +705,7 @@ impl Local {
         let mut local: Vec<Vec<u32>> = recs.iter().map(|v| vec![NONE; v.len()]).collect();
         let nv0 = self.mesh.coords.len();
         let fresh = found.iter().filter(|&&f| f == NONE).count();
-        self.mesh.coords.reserve(fresh);
-        self.mesh.parents.reserve(fresh);
-        self.mesh.boundary.reserve(fresh);
-        self.bsg.reserve(fresh);
-        self.bkey.reserve(fresh);
-        self.vowner.reserve(fresh);
-        self.u.reserve(fresh);
+        self.reserve_vertices(nv0 + fresh);
         let mut j = 0;
         for (d, &birth) in distinct.iter().enumerate() {
             let first = all[j];
@@ -1137,23 +1160,32 @@ impl Local {
         }
         let runs = Runs::of(&keep);
         drop(keep);
-        let m = &mut self.mesh;
-        m.coords = runs.gather(&m.coords);
-        m.boundary = runs.gather(&m.boundary);
-        m.parents = runs.gather(&m.parents);
-        for p in &mut m.parents {
-            for a in p {
-                if *a != NONE {
-                    *a = new[*a as usize];
-                }
-            }
+        // The vertices before `p` keep their numbers (the owned vertices of the previous
+        // layout that are still owned come first, in birth order): only the rest moves.
+        let p = runs.identity_prefix();
+        if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
+            eprintln!("    renumber: {p} of {nv} vertices keep their numbers");
         }
-        self.bsg = runs.gather(&self.bsg);
-        self.bkey = runs.gather(&self.bkey);
-        self.vowner = runs.gather(&self.vowner);
-        self.u = runs.gather(&self.u);
+        let m = &mut self.mesh;
+        runs.gather_in_place(&mut m.coords, &mut Vec::new());
+        runs.gather_in_place(&mut m.boundary, &mut Vec::new());
+        runs.gather_in_place(&mut m.parents, &mut Vec::new());
+        let renum = |a: u32| {
+            if a == NONE || (a as usize) < p {
+                a
+            } else {
+                new[a as usize]
+            }
+        };
+        for pa in &mut m.parents {
+            *pa = pa.map(renum);
+        }
+        runs.gather_in_place(&mut self.bsg, &mut Vec::new());
+        runs.gather_in_place(&mut self.bkey, &mut Vec::new());
+        runs.gather_in_place(&mut self.vowner, &mut Vec::new());
+        runs.gather_in_place(&mut self.u, &mut Vec::new());
         for tv in &mut m.tri {
-            *tv = tv.map(|v| new[v as usize]);
+            *tv = tv.map(renum);
         }
         lap(&mut tt, "    renumber: permute");
     }

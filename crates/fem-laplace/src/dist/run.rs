@@ -2,7 +2,6 @@
 
 use super::halo::Halo;
 use super::hash;
-use super::keys::mix;
 use super::local::{Local, Moved, thread_cpu_s};
 use super::skeleton::Skeleton;
 use super::timed::{Phase, Timed, Traffic};
@@ -246,9 +245,10 @@ struct Figures {
 }
 
 /// The census of a refined mesh ([`RankRun::adapt`]): the owned elements' count and key
-/// checksum summed over the ranks, and each rank's owned elements.
+/// checksum summed over the ranks, this rank's, and each rank's owned elements.
 struct Census {
     sums: [u64; 2],
+    local: [u64; 2],
     owned: Vec<f64>,
 }
 
@@ -352,6 +352,10 @@ impl<'a, C: Comm> RankRun<'a, C> {
         }
         let balancing = balancer.start(&comm)?;
         let mut l = Local::initial(rank, size);
+        // A rank's share of the final mesh, with room for an uneven split and the ghosts.
+        l.vertex_hint = (cfg.adapt.target_vertices / size)
+            .saturating_add(cfg.adapt.target_vertices / size / 8)
+            .saturating_add(4096);
         for v in 0..l.mesh.coords.len() {
             if l.mesh.boundary[v] {
                 let p = l.mesh.coords[v];
@@ -504,7 +508,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
     }
 
     /// Marks and refines (every step but the first); the census of the refined mesh (see
-    /// [`RankRun::local_census`]), or `None` once the target was reached.
+    /// [`Local::census`]), or `None` once the target was reached.
     fn adapt(&mut self, fig: &mut Figures) -> Result<Option<Census>, FemError> {
         if self.nv >= self.cfg.adapt.target_vertices as u64 {
             self.done = true;
@@ -552,7 +556,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let refined = self.l.refine(bits, self.step, self.exact);
         // The census, and every rank's owned elements (for the balancer's keep test), ride on
         // the agreement that every rank refined.
-        let [c0, c1] = self.local_census();
+        let [c0, c1] = refined.as_ref().map_or([0, 0], |c| *c);
         let mut sums = vec![0u64; 2 + self.comm.size()];
         sums[..2].copy_from_slice(&[c0, c1]);
         sums[2 + self.comm.rank()] = c0;
@@ -560,6 +564,7 @@ impl<'a, C: Comm> RankRun<'a, C> {
         fig.times.refine = t0.elapsed().as_secs_f64();
         Ok(Some(Census {
             sums: [sums[0], sums[1]],
+            local: [c0, c1],
             owned: sums[2..].iter().map(|&c| c as f64).collect(),
         }))
     }
@@ -759,10 +764,11 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let keep = census
             .as_ref()
             .is_some_and(|c| self.balancing.keeps(&c.owned));
+        let census_before = census.as_ref().map(|c| c.local);
         let before = match census {
             Some(c) => c.sums,
             None if several => {
-                let mut c = self.local_census();
+                let mut c = self.l.census();
                 self.comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
                 c
             }
@@ -810,9 +816,13 @@ impl<'a, C: Comm> RankRun<'a, C> {
                 cpu * 1e3
             );
         }
-        // The census after, what moved and the step's counts (the owned vertices are
-        // `0..n_owned`), summed in the set-up's gather ([`RankRun::finish_migration`]).
-        let [c0, c1] = self.local_census();
+        // The census after (the refinement's when nothing moved: the owned elements are the
+        // same), what moved and the step's counts (the owned vertices are `0..n_owned`),
+        // summed in the set-up's gather ([`RankRun::finish_migration`]).
+        let [c0, c1] = match census_before {
+            Some(c) if kept => c,
+            _ => self.l.census(),
+        };
         let n_own = self.l.n_owned;
         let unknowns = self.l.mesh.boundary[..n_own]
             .iter()
@@ -898,19 +908,6 @@ impl<'a, C: Comm> RankRun<'a, C> {
             });
         }
         Ok(counts)
-    }
-
-    /// This rank's part of the census: the owned elements' count and order-independent
-    /// checksum of their keys (summed over the ranks, the same before and after a migration).
-    fn local_census(&self) -> [u64; 2] {
-        let mut c = [0u64, 0u64];
-        for t in 0..self.l.ekey.len() {
-            if self.l.owns_element(t) {
-                c[0] += 1;
-                c[1] = c[1].wrapping_add(mix(self.l.ekey.get(t)));
-            }
-        }
-        c
     }
 
     /// Agrees on a local result before the next collective (`part_api::agree`, the

@@ -56,6 +56,8 @@ pub(crate) struct Skeleton {
     local: Vec<u32>,
     /// Per local vertex: whether it is swept here (owned, not in the skeleton).
     bulk: Vec<bool>,
+    /// Per local vertex: whether it and both its parents are in the bulk.
+    plain: Vec<bool>,
     /// Per local vertex: its external-child index, or [`NONE`].
     ext_of: Vec<u32>,
     /// The skeleton vertices this rank owns, and its external children (local vertices), in
@@ -145,6 +147,7 @@ impl Skeleton {
         };
         if n == 0 {
             sk.bulk = (0..nv).map(|v| l.owns_vertex(v)).collect();
+            sk.plain = plain(&sk.bulk, l.mesh.vertex_parents());
             sk.n_initial = l.mesh.num_initial_vertices();
             return Ok(sk);
         }
@@ -173,6 +176,7 @@ impl Skeleton {
             })
             .collect();
         sk.bulk = (0..nv).map(|v| l.owns_vertex(v) && of[v] == NONE).collect();
+        sk.plain = plain(&sk.bulk, l.mesh.vertex_parents());
         let ext = sk.external_children(comm, l, &of, inv)?;
         sk.children(&recs, &ext);
         sk.n_initial = l.mesh.num_initial_vertices();
@@ -434,6 +438,10 @@ impl Sweep for Bulk<'_> {
     fn local(&self, v: usize) -> bool {
         self.sk.bulk[v]
     }
+    #[inline]
+    fn plain(&self, v: usize) -> bool {
+        self.sk.plain[v]
+    }
     fn parent_value(&self, v: usize, slot: usize) -> f64 {
         self.sk.pv_ext[self.sk.ext_of[v] as usize][slot]
     }
@@ -441,6 +449,15 @@ impl Sweep for Bulk<'_> {
         let n0 = self.sk.n_initial;
         (0..n0, n0..self.n_owned)
     }
+}
+
+/// For each vertex, whether it and both its parents are in the bulk (`bulk`): the sweeps'
+/// common case, without per-parent checks.
+fn plain(bulk: &[bool], parents: &[[u32; 2]]) -> Vec<bool> {
+    bulk.iter()
+        .zip(parents)
+        .map(|(&b, p)| b && p.iter().all(|&a| a != NONE && bulk[a as usize]))
+        .collect()
 }
 
 /// A skeleton candidate as a rank wrote it: birth, vertex key, parents' keys.
