@@ -565,6 +565,8 @@ impl<C: Comm> DistJob<'_, C> {
         let ids = self.ids;
         let comp = |i: usize, j: usize| component(&v[i], keys(i), ids.of(v[i].id), j);
         let mut hist: Vec<u64> = Vec::new();
+        // Each object's bin in the first round.
+        let mut bins: Vec<u16> = Vec::new();
         // The range of the first component (the key) over all objects, when known.
         let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
         while count > 1 {
@@ -591,11 +593,33 @@ impl<C: Comm> DistJob<'_, C> {
             let nb = ((span >> shift) + 1) as usize;
             hist.clear();
             hist.resize(2 * nb, 0);
-            each(cand.as_deref(), v.len(), |i| {
-                let b = ((comp(i, j) - lo) >> shift) as usize;
-                hist[b] += w_of(i);
-                hist[nb + b] += 1;
-            });
+            let bin = |i: usize| ((comp(i, j) - lo) >> shift) as usize;
+            match &cand {
+                // The first round over every object keeps each one's bin (below BINS), so
+                // the candidates are picked without computing the component again.
+                None => {
+                    bins = Vec::with_capacity(v.len());
+                    for i in 0..v.len() {
+                        let b = bin(i);
+                        hist[nb + b] += 1;
+                        bins.push(b as u16);
+                    }
+                    if unit {
+                        hist.copy_within(nb.., 0);
+                    } else {
+                        for (i, &b) in bins.iter().enumerate() {
+                            hist[b as usize] += w_of(i);
+                        }
+                    }
+                }
+                Some(c) => {
+                    for &i in c {
+                        let b = bin(i as usize);
+                        hist[b] += w_of(i as usize);
+                        hist[nb + b] += 1;
+                    }
+                }
+            }
             comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
             let mut chosen = nb - 1;
             let mut acc = below_w;
@@ -609,11 +633,13 @@ impl<C: Comm> DistJob<'_, C> {
             }
             below_w = acc;
             count = hist[nb + chosen];
-            let keep = |&i: &u32| ((comp(i as usize, j) - lo) >> shift) as usize == chosen;
             cand = Some(match cand {
-                None => (0..v.len() as u32).filter(keep).collect(),
+                None => (0..v.len() as u32)
+                    .zip(std::mem::take(&mut bins))
+                    .filter_map(|(i, b)| (b as usize == chosen).then_some(i))
+                    .collect(),
                 Some(mut c) => {
-                    c.retain(keep);
+                    c.retain(|&i| bin(i as usize) == chosen);
                     c
                 }
             });
