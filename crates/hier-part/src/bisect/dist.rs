@@ -594,32 +594,13 @@ impl<C: Comm> DistJob<'_, C> {
             hist.clear();
             hist.resize(2 * nb, 0);
             let bin = |i: usize| ((comp(i, j) - lo) >> shift) as usize;
-            match &cand {
-                // The first round over every object keeps each one's bin (below BINS), so
-                // the candidates are picked without computing the component again.
-                None => {
-                    bins = Vec::with_capacity(v.len());
-                    for i in 0..v.len() {
-                        let b = bin(i);
-                        hist[nb + b] += 1;
-                        bins.push(b as u16);
-                    }
-                    if unit {
-                        hist.copy_within(nb.., 0);
-                    } else {
-                        for (i, &b) in bins.iter().enumerate() {
-                            hist[b as usize] += w_of(i);
-                        }
-                    }
-                }
-                Some(c) => {
-                    for &i in c {
-                        let b = bin(i as usize);
-                        hist[b] += w_of(i as usize);
-                        hist[nb + b] += 1;
-                    }
-                }
-            }
+            fill_hist(
+                (cand.as_deref(), v.len()),
+                unit,
+                (&bin, &w_of),
+                &mut hist,
+                &mut bins,
+            );
             comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
             let mut chosen = nb - 1;
             let mut acc = below_w;
@@ -727,6 +708,45 @@ impl<C: Comm> DistJob<'_, C> {
             t[a] = f64::from_bits(last[D + 3 + a]);
         }
         Ok(t)
+    }
+}
+
+/// One round's histogram of the radix search: `hist` holds the weight of each of its `nb`
+/// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every index
+/// below `n` when `None`). Object `i` is in bin `bin(i) < nb` and weighs `w_of(i)`. The first
+/// round, over every object, keeps each one's bin in `bins` (below [`BINS`], so a `u16`), and
+/// the candidates are picked from it without computing the component again.
+fn fill_hist(
+    (cand, n): (Option<&[u32]>, usize),
+    unit: bool,
+    (bin, w_of): (&impl Fn(usize) -> usize, &impl Fn(usize) -> u64),
+    hist: &mut [u64],
+    bins: &mut Vec<u16>,
+) {
+    let nb = hist.len() / 2;
+    match cand {
+        None => {
+            *bins = Vec::with_capacity(n);
+            for i in 0..n {
+                let b = bin(i);
+                hist[nb + b] += 1;
+                bins.push(b as u16);
+            }
+            if unit {
+                hist.copy_within(nb.., 0);
+            } else {
+                for (i, &b) in bins.iter().enumerate() {
+                    hist[b as usize] += w_of(i);
+                }
+            }
+        }
+        Some(c) => {
+            for &i in c {
+                let b = bin(i as usize);
+                hist[b] += w_of(i as usize);
+                hist[nb + b] += 1;
+            }
+        }
     }
 }
 
