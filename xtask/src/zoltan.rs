@@ -272,28 +272,43 @@ pub(crate) fn bench_zoltan(args: &[String]) -> Result<()> {
         crate::bench::uptime()
     );
     for (method, dim) in [("HSFC", "2"), ("RCB", "2")] {
-        let mut times = [Vec::new(), Vec::new()];
+        // [library][wall, CPU, page faults]
+        let mut runs = [
+            [Vec::new(), Vec::new(), Vec::new()],
+            [Vec::new(), Vec::new(), Vec::new()],
+        ];
         for _ in 0..repeats {
             for (i, (_, exe)) in exes.iter().enumerate() {
                 let res = launcher.run(exe, 2, &[method, dim, &n.to_string(), "1"])?;
                 if !res.success {
                     bail!("{} failed:\n{}", exe.display(), res.stderr);
                 }
-                let t: f64 = res
-                    .stdout
-                    .lines()
-                    .find_map(|l| l.strip_prefix("time "))
-                    .context("no `time` line")?
-                    .trim()
-                    .parse()?;
-                times[i].push(t);
+                let line = |key: &str| -> Result<Vec<f64>> {
+                    let l = res.stdout.lines().find_map(|l| l.strip_prefix(key));
+                    let l = l.with_context(|| format!("no `{key}` line"))?;
+                    l.split_whitespace()
+                        .map(|x| x.parse::<f64>().context("a number"))
+                        .collect()
+                };
+                let (t, c) = (line("time ")?, line("cpu ")?);
+                runs[i][0].push(t[0]);
+                runs[i][1].push(c[0]);
+                runs[i][2].push(c[1]);
             }
         }
-        let (z, o) = (median(&times[0]), median(&times[1]));
+        let m = |i: usize, k: usize| median(&runs[i][k]);
         println!(
-            "bench zoltan: {method} {dim}-D: Zoltan median {z:.4} s, zoltan-drum median {o:.4} s, \
-             ratio Zoltan/zoltan-drum {:.2} (target >= 5)",
-            z / o
+            "bench zoltan: {method} {dim}-D: Zoltan median {:.4} s, zoltan-drum median {:.4} s, \
+             ratio Zoltan/zoltan-drum {:.2} (target >= 5); CPU of the slowest rank: Zoltan \
+             {:.4} s, zoltan-drum {:.4} s, ratio {:.2}; page faults {:.0} and {:.0}",
+            m(0, 0),
+            m(1, 0),
+            m(0, 0) / m(1, 0),
+            m(0, 1),
+            m(1, 1),
+            m(0, 1) / m(1, 1),
+            m(0, 2),
+            m(1, 2)
         );
     }
     Ok(())

@@ -1,5 +1,5 @@
-//! Zoltan's import and export lists, built in the C arrays they are returned in (allocated
-//! with `calloc`, freed by `Zoltan_LB_Free_Part`).
+//! Zoltan's import and export lists, built in the C arrays they are returned in (from C's
+//! heap, freed by `Zoltan_LB_Free_Part`).
 
 use crate::error::Error;
 use crate::laps::Laps;
@@ -10,7 +10,7 @@ use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, MpiComm, ReduceOp, Scalar};
 use std::ffi::c_int;
 
-/// An array in C's heap (`calloc`, zeroed), as `Zoltan_LB_Free_Part` frees it: the lists are
+/// An array in C's heap (zeroed, `free` releases it), as `Zoltan_LB_Free_Part` frees it: the lists are
 /// built in place and handed to the caller without a copy ([`CBuf::into_raw`]).
 #[derive(Debug)]
 pub(crate) struct CBuf<T: Copy> {
@@ -28,11 +28,14 @@ impl<T: Copy> CBuf<T> {
                 len,
             });
         }
-        // SAFETY: calloc of a non-zero count; the result is checked for NULL.
-        let ptr = unsafe { libc::calloc(len, std::mem::size_of::<T>()) }.cast::<T>();
+        let bytes = len.checked_mul(std::mem::size_of::<T>());
+        // Zeroed bytes in C's heap, aligned for any C type (large arrays on huge pages).
+        let ptr = bytes
+            .map_or(std::ptr::null_mut(), crate::huge::c_zeroed)
+            .cast::<T>();
         if ptr.is_null() {
             return Err(Error::Memory {
-                bytes: len.saturating_mul(std::mem::size_of::<T>()),
+                bytes: bytes.unwrap_or(usize::MAX),
             });
         }
         Ok(CBuf { ptr, len })
@@ -76,7 +79,7 @@ impl<T: Copy> std::ops::DerefMut for CBuf<T> {
 
 impl<T: Copy> Drop for CBuf<T> {
     fn drop(&mut self) {
-        // SAFETY: `ptr` is NULL or from calloc, freed once, here.
+        // SAFETY: `ptr` is NULL or from C's heap (`huge::c_zeroed`), freed once, here.
         unsafe { libc::free(self.ptr.cast()) };
     }
 }
@@ -148,6 +151,21 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
     };
     let mut l = List::zeroed(n, gid, lid)?;
     let (gids, lids) = (&a.objects.gids, &a.objects.lids);
+    if identity && !a.stay && !all && gid == 1 && lid == 1 {
+        // The common case in one tight pass: an object moves when its part is not this
+        // process, and its part is its process.
+        let (eg, el) = (&mut *l.gids, &mut *l.lids);
+        let (ep, et) = (&mut *l.procs, &mut *l.parts);
+        let mut j = 0;
+        for (i, &p) in parts.iter().enumerate() {
+            if p as usize != me {
+                let p = int(p as usize);
+                (eg[j], el[j], ep[j], et[j]) = (gids[i], lids[i], p, p);
+                j += 1;
+            }
+        }
+        return Ok(l);
+    }
     for (j, i) in (0..a.objects.n).filter(|&i| listed(i)).enumerate() {
         if gid == 1 && lid == 1 {
             l.gids[j] = gids[i];

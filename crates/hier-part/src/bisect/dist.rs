@@ -73,6 +73,32 @@ impl<const D: usize> Pivot<D> {
     }
 }
 
+/// The low side of a cut once its crossing object is known: the `m` first objects in the
+/// order, weighing `p` (as the selection counts weight) — every object when `all`, else those
+/// before the pivot, and the pivot itself with `take`.
+#[derive(Clone, Copy, Debug)]
+struct Boundary<const D: usize> {
+    m: u64,
+    p: u64,
+    tau: u64,
+    all: bool,
+    pivot: Option<(Pivot<D>, bool)>,
+}
+
+impl<const D: usize> Boundary<D> {
+    /// Whether dot `d` (key `k`, global id `g`) is on the low side. A key other than the
+    /// pivot's decides alone (the order's first component), without a branch on it.
+    #[inline(always)]
+    fn holds(&self, d: &Dot<D>, k: f64, g: u64) -> bool {
+        match self.pivot {
+            None => self.all,
+            Some((pv, take)) => {
+                (k < pv.k) | (k == pv.k && (pv.after(d, k, g) || (take && g == pv.g)))
+            }
+        }
+    }
+}
+
 /// The global id of each local object, by its local index ([`Dot::id`]): its place in the
 /// order of the union, the last component of the order.
 #[derive(Clone, Copy, Debug)]
@@ -285,7 +311,11 @@ impl<C: Comm> DistJob<'_, C> {
             Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
             _ => None,
         };
-        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, range, (p0, k), set)?;
+        let b = self.boundary(v, &keys, range, (p0, k), set)?;
+        if k == 2 && !self.keep_ties {
+            return self.two_parts(v, counts, out, (plane, depth, key), (p0, set), &b);
+        }
+        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, set, b)?;
         let side = LowSide {
             m,
             len,
@@ -294,7 +324,7 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
-        let last_low = || self.last_low(v, &keys, &low);
+        let last_low = || self.last_low(v, &keys, |i| low[i]);
         let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
         let mid = cut.high.start;
         if k == 2 {
@@ -354,34 +384,35 @@ impl<C: Comm> DistJob<'_, C> {
         self.split(high, out)
     }
 
-    /// The low side of the local dots `v` (key of dot `i`: `keys(i)`) of the set `set` of
-    /// parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest its goal
-    /// ([`low_goal`], through [`DistJob::crossing`]); with `keep_ties`, every object with the
-    /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
-    /// Returns `m`, `p`, which local dots are low, and both sides' global statistics.
-    fn low_side<const D: usize>(
+    /// The boundary of the low side of the local dots `v` (key of dot `i`: `keys(i)`) of the
+    /// set `set` of parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`,
+    /// nearest its goal ([`low_goal`], through [`DistJob::crossing`]).
+    fn boundary<const D: usize>(
         &self,
         v: &[Dot<D>],
         keys: &impl Fn(usize) -> f64,
         range: Option<(f64, f64)>,
         (p0, k): (u32, usize),
         set: Set<D>,
-    ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
-        let (comm, ids) = (self.comm, self.ids);
+    ) -> Result<Boundary<D>, Error> {
         let (len, total) = (set.len, set.total);
         let unit = self.input.unit || total == 0;
         let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
-        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
-
-        // The boundary: low side = the `m` first objects in the order, weighing `p`.
-        let tau = match goal {
-            Goal::Tau(t) => t,
-            _ => 0,
-        };
-        // Everything low or nothing, or the objects before the pivot (and it with `take`).
-        let (mut m, mut p, all, pivot) = match goal {
-            Goal::Nothing => (0, 0, false, None),
-            Goal::Everything => (len, sel_total, true, None),
+        Ok(match goal {
+            Goal::Nothing => Boundary {
+                m: 0,
+                p: 0,
+                tau: 0,
+                all: false,
+                pivot: None,
+            },
+            Goal::Everything => Boundary {
+                m: len,
+                p: sel_total,
+                tau: 0,
+                all: true,
+                pivot: None,
+            },
             Goal::Tau(tau) => {
                 let (below_n, below_w, pv) = self.crossing(v, keys, range, len, tau, unit)?;
                 let take = below_w + pv.w - tau < tau - below_w;
@@ -390,16 +421,87 @@ impl<C: Comm> DistJob<'_, C> {
                 } else {
                     (below_n, below_w)
                 };
-                (m, p, false, Some((pv, take)))
+                Boundary {
+                    m,
+                    p,
+                    tau,
+                    all: false,
+                    pivot: Some((pv, take)),
+                }
             }
+        })
+    }
+
+    /// A cut into two parts (`counts.len() == 2`) without `keep_ties`: one pass over the local
+    /// dots writes each object's part and the two keys the cut value needs (the low side's
+    /// largest, the high side's smallest; the sides' boxes would only serve further cuts),
+    /// then the cut as [`LowSide::cut`] places it.
+    fn two_parts<const D: usize, K: Key<D>>(
+        &self,
+        v: &[Dot<D>],
+        counts: &mut [usize],
+        out: &mut Out<'_>,
+        (plane, depth, key): (Plane, u32, &K),
+        (p0, set): (u32, Set<D>),
+        b: &Boundary<D>,
+    ) -> Result<(), Error> {
+        let ids = self.ids;
+        let mid = p0 + 1;
+        // [-(largest low key), smallest high key], reduced by one minimum.
+        let mut r = [f64::INFINITY, f64::INFINITY];
+        for d in v {
+            let k = key.key(&d.x);
+            let low = b.holds(d, k, ids.of(d.id));
+            r[0] = if low && -k < r[0] { -k } else { r[0] };
+            r[1] = if !low && k < r[1] { k } else { r[1] };
+            out.parts[d.id as usize] = if low { p0 } else { mid };
+        }
+        self.comm.allreduce_f64(ReduceOp::Min, &mut r)?;
+        let sl = Stats::<D> {
+            kmax: -r[0],
+            ..Stats::EMPTY
         };
-        let low_of = |i: usize| match pivot {
-            None => all,
-            Some((pv, take)) => {
-                let g = ids.of(v[i].id);
-                pv.after(&v[i], keys(i), g) || (take && g == pv.g)
-            }
+        let sh = Stats::<D> {
+            kmin: r[1],
+            ..Stats::EMPTY
         };
+        let side = LowSide {
+            m: b.m,
+            len: set.len,
+            p: b.p,
+            total: set.total,
+            low: &sl,
+            high: &sh,
+        };
+        let last_low = || {
+            self.last_low(v, &|i| key.key(&v[i].x), |i| {
+                b.holds(&v[i], key.key(&v[i].x), ids.of(v[i].id))
+            })
+        };
+        let (cut, _) = side.cut(self.input, (plane, depth), (p0, 2), last_low)?;
+        counts[0] = b.m as usize;
+        counts[1] = (set.len - b.m) as usize;
+        out.cuts.push(cut);
+        Ok(())
+    }
+
+    /// The low side of the local dots `v` (key of dot `i`: `keys(i)`) of the set `set` whose
+    /// boundary is `b` ([`DistJob::boundary`]); with `keep_ties`, every object with the key on
+    /// the cut then moves to the side that leaves the low weight nearer to the goal. Returns
+    /// `m`, `p`, which local dots are low, and both sides' global statistics.
+    fn low_side<const D: usize>(
+        &self,
+        v: &[Dot<D>],
+        keys: &impl Fn(usize) -> f64,
+        set: Set<D>,
+        b: Boundary<D>,
+    ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
+        let (comm, ids) = (self.comm, self.ids);
+        let len = set.len;
+        let unit = self.input.unit || set.total == 0;
+        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
+        let (mut m, mut p, tau) = (b.m, b.p, b.tau);
+        let low_of = |i: usize| b.holds(&v[i], keys(i), ids.of(v[i].id));
         // The sides and their statistics in one pass.
         let mut low: Vec<bool> = Vec::with_capacity(v.len());
         let (mut l, mut h) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
@@ -463,6 +565,8 @@ impl<C: Comm> DistJob<'_, C> {
         let ids = self.ids;
         let comp = |i: usize, j: usize| component(&v[i], keys(i), ids.of(v[i].id), j);
         let mut hist: Vec<u64> = Vec::new();
+        // Each object's bin in the first round.
+        let mut bins: Vec<u16> = Vec::new();
         // The range of the first component (the key) over all objects, when known.
         let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
         while count > 1 {
@@ -489,11 +593,14 @@ impl<C: Comm> DistJob<'_, C> {
             let nb = ((span >> shift) + 1) as usize;
             hist.clear();
             hist.resize(2 * nb, 0);
-            each(cand.as_deref(), v.len(), |i| {
-                let b = ((comp(i, j) - lo) >> shift) as usize;
-                hist[b] += w_of(i);
-                hist[nb + b] += 1;
-            });
+            let bin = |i: usize| ((comp(i, j) - lo) >> shift) as usize;
+            fill_hist(
+                (cand.as_deref(), v.len()),
+                unit,
+                (&bin, &w_of),
+                &mut hist,
+                &mut bins,
+            );
             comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
             let mut chosen = nb - 1;
             let mut acc = below_w;
@@ -507,11 +614,13 @@ impl<C: Comm> DistJob<'_, C> {
             }
             below_w = acc;
             count = hist[nb + chosen];
-            let keep = |&i: &u32| ((comp(i as usize, j) - lo) >> shift) as usize == chosen;
             cand = Some(match cand {
-                None => (0..v.len() as u32).filter(keep).collect(),
+                None => (0..v.len() as u32)
+                    .zip(std::mem::take(&mut bins))
+                    .filter_map(|(i, b)| (b as usize == chosen).then_some(i))
+                    .collect(),
                 Some(mut c) => {
-                    c.retain(keep);
+                    c.retain(|&i| bin(i as usize) == chosen);
                     c
                 }
             });
@@ -554,13 +663,13 @@ impl<C: Comm> DistJob<'_, C> {
         &self,
         v: &[Dot<D>],
         keys: &impl Fn(usize) -> f64,
-        low: &[bool],
+        low: impl Fn(usize) -> bool,
     ) -> Result<[f64; 3], Error> {
         // The local last one, as (present, order components, coordinates).
         let width = 2 * D + 3;
         let g = |i: usize| self.ids.of(v[i].id);
         let mut best: Option<usize> = None;
-        for i in (0..v.len()).filter(|&i| low[i]) {
+        for i in (0..v.len()).filter(|&i| low(i)) {
             best = match best {
                 Some(b)
                     if !Pivot {
@@ -599,6 +708,45 @@ impl<C: Comm> DistJob<'_, C> {
             t[a] = f64::from_bits(last[D + 3 + a]);
         }
         Ok(t)
+    }
+}
+
+/// One round's histogram of the radix search: `hist` holds the weight of each of its `nb`
+/// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every index
+/// below `n` when `None`). Object `i` is in bin `bin(i) < nb` and weighs `w_of(i)`. The first
+/// round, over every object, keeps each one's bin in `bins` (below [`BINS`], so a `u16`), and
+/// the candidates are picked from it without computing the component again.
+fn fill_hist(
+    (cand, n): (Option<&[u32]>, usize),
+    unit: bool,
+    (bin, w_of): (&impl Fn(usize) -> usize, &impl Fn(usize) -> u64),
+    hist: &mut [u64],
+    bins: &mut Vec<u16>,
+) {
+    let nb = hist.len() / 2;
+    match cand {
+        None => {
+            *bins = Vec::with_capacity(n);
+            for i in 0..n {
+                let b = bin(i);
+                hist[nb + b] += 1;
+                bins.push(b as u16);
+            }
+            if unit {
+                hist.copy_within(nb.., 0);
+            } else {
+                for (i, &b) in bins.iter().enumerate() {
+                    hist[b as usize] += w_of(i);
+                }
+            }
+        }
+        Some(c) => {
+            for &i in c {
+                let b = bin(i as usize);
+                hist[b] += w_of(i as usize);
+                hist[nb + b] += 1;
+            }
+        }
     }
 }
 

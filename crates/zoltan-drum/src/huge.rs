@@ -1,0 +1,214 @@
+//! Large arrays on transparent huge pages.
+//!
+//! A `Zoltan_LB_Partition` of 10^6 points touches some 35 MB of fresh memory per call (the
+//! query arrays, the partitioners' work arrays, the messages and the lists), and on 4 KiB pages
+//! every first touch is a page fault: some 9000 per call and rank, about 3.5 µs each on the
+//! virtual machines we measured on, a quarter of the call's CPU time. Zoltan pays the same
+//! faults for its own arrays. A 2 MiB page is faulted (and zeroed) once for 512 small ones, so
+//! every allocation of at least [`MIN_BYTES`] is placed on whole 2 MiB pages the kernel is
+//! asked to back with huge pages (`madvise(MADV_HUGEPAGE)`, which the default
+//! `transparent_hugepage=madvise` honours; where huge pages are off the advice is refused and
+//! the memory is ordinary). The cost is memory: an allocation is rounded up to a multiple of
+//! 2 MiB (at most four times its size, at [`MIN_BYTES`]; the lists of 10^6 objects over two
+//! processes are arrays of 1 MB).
+//!
+//! Two allocators use this: [`HugeAlloc`], the Rust global allocator of this library (its
+//! large buffers are mapped with `mmap` and given back with `munmap`), and [`c_zeroed`], for
+//! the arrays handed to C, which the application frees with `free` (they come from
+//! `posix_memalign`).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// A huge page.
+const HUGE: usize = 2 << 20;
+/// The smallest allocation placed on huge pages.
+pub(crate) const MIN_BYTES: usize = 512 << 10;
+
+/// `size` rounded up to whole huge pages (`None` on overflow).
+fn rounded(size: usize) -> Option<usize> {
+    size.checked_next_multiple_of(HUGE)
+}
+
+/// Asks for huge pages on `len` bytes from `p` (both multiples of [`HUGE`]); a refusal
+/// leaves ordinary pages.
+///
+/// # Safety
+/// `p..p + len` is a mapping this library owns and nothing has touched yet.
+unsafe fn advise(p: *mut u8, len: usize) {
+    // SAFETY: the caller's contract; madvise only changes how the range is backed.
+    unsafe { libc::madvise(p.cast(), len, libc::MADV_HUGEPAGE) };
+}
+
+/// Whether an allocation of `layout` goes on huge pages.
+fn is_big(layout: Layout) -> bool {
+    layout.size() >= MIN_BYTES && layout.align() <= HUGE
+}
+
+/// Fresh zeroed memory of `len` bytes (a multiple of [`HUGE`]) aligned to [`HUGE`], advised
+/// for huge pages; NULL when the mapping fails.
+fn map(len: usize) -> *mut u8 {
+    let Some(span) = len.checked_add(HUGE) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: an anonymous private mapping at an address of the kernel's choice.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    let start = p as usize;
+    let aligned = start.next_multiple_of(HUGE);
+    let (head, tail) = (aligned - start, start + span - (aligned + len));
+    // SAFETY: the head and the tail are the parts of the new mapping outside the aligned
+    // `len` bytes kept; nothing else refers to them.
+    unsafe {
+        if head > 0 {
+            libc::munmap(p, head);
+        }
+        if tail > 0 {
+            libc::munmap((aligned + len) as *mut libc::c_void, tail);
+        }
+    }
+    let q = aligned as *mut u8;
+    // SAFETY: the kept range of the new mapping, untouched.
+    unsafe { advise(q, len) };
+    q
+}
+
+/// The global allocator of this library: [`System`], except that allocations of at least
+/// [`MIN_BYTES`] are fresh mappings on huge pages (zeroed by the kernel, so `alloc_zeroed`
+/// writes nothing).
+#[derive(Debug)]
+pub(crate) struct HugeAlloc;
+
+// SAFETY: small layouts go to `System` unchanged; a big one gets a mapping of at least its
+// size, aligned to 2 MiB (≥ its alignment), given back by `dealloc` with the same rounded
+// length: the decision depends on the layout alone, which `dealloc` receives unchanged.
+unsafe impl GlobalAlloc for HugeAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        match rounded(layout.size()) {
+            Some(len) if is_big(layout) => map(len),
+            // SAFETY: forwarded with the caller's layout.
+            _ => unsafe { System.alloc(layout) },
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        match rounded(layout.size()) {
+            Some(len) if is_big(layout) => map(len),
+            // SAFETY: forwarded with the caller's layout.
+            _ => unsafe { System.alloc_zeroed(layout) },
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        match rounded(layout.size()) {
+            // SAFETY: `ptr` is the start of a mapping of `len` bytes made by `alloc`.
+            Some(len) if is_big(layout) => unsafe {
+                libc::munmap(ptr.cast(), len);
+            },
+            // SAFETY: `ptr` came from `System` with this layout.
+            _ => unsafe { System.dealloc(ptr, layout) },
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Ok(new) = Layout::from_size_align(new_size, layout.align()) else {
+            return std::ptr::null_mut();
+        };
+        match (is_big(layout), is_big(new)) {
+            // SAFETY: both small: `System`'s own allocation, resized by it.
+            (false, false) => unsafe { System.realloc(ptr, layout, new_size) },
+            // Still within the same huge pages.
+            (true, true) if rounded(layout.size()) == rounded(new_size) => ptr,
+            _ => {
+                // SAFETY: a new block of the new layout, the old contents copied (as much of
+                // them as fits), the old block freed with its layout.
+                unsafe {
+                    let q = self.alloc(new);
+                    if !q.is_null() {
+                        std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
+                        self.dealloc(ptr, layout);
+                    }
+                    q
+                }
+            }
+        }
+    }
+}
+
+/// `bytes` zeroed bytes from C's heap (`free` releases them), aligned for any C type; at
+/// least [`MIN_BYTES`] of them on huge pages. NULL when out of memory.
+pub(crate) fn c_zeroed(bytes: usize) -> *mut u8 {
+    let Some(len) = rounded(bytes).filter(|_| bytes >= MIN_BYTES) else {
+        // SAFETY: calloc of a non-zero count (callers pass `bytes > 0`).
+        return unsafe { libc::calloc(bytes, 1) }.cast();
+    };
+    let mut p: *mut libc::c_void = std::ptr::null_mut();
+    // SAFETY: posix_memalign writes `p` on success; the alignment is a power of two and a
+    // multiple of the pointer size.
+    if unsafe { libc::posix_memalign(&mut p, HUGE, len) } != 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the `len` bytes from `p` are this new allocation; the advice comes before the
+    // first touch, the zeroing after.
+    unsafe {
+        advise(p.cast(), len);
+        std::ptr::write_bytes(p.cast::<u8>(), 0, bytes);
+    }
+    p.cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_and_small_blocks_hold_their_contents_through_a_resize() {
+        let a = HugeAlloc;
+        for (from, to) in [
+            (100, 200),
+            (100, 3 << 20),
+            (3 << 20, 100),
+            (3 << 20, (3 << 20) + 5),
+            (3 << 20, 5 << 20),
+        ] {
+            let layout = Layout::from_size_align(from, 8).unwrap();
+            // SAFETY: a non-zero layout; the block is written within its size, resized, read
+            // within the smaller size, and freed with its final layout.
+            unsafe {
+                let p = a.alloc_zeroed(layout);
+                assert!(!p.is_null());
+                assert!((0..from).all(|i| *p.add(i) == 0));
+                for i in 0..from {
+                    *p.add(i) = (i % 251) as u8;
+                }
+                let q = a.realloc(p, layout, to);
+                assert!(!q.is_null());
+                assert!((0..from.min(to)).all(|i| *q.add(i) == (i % 251) as u8));
+                a.dealloc(q, Layout::from_size_align(to, 8).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn c_arrays_are_zeroed_and_freed_by_free() {
+        for bytes in [8, MIN_BYTES, 3 << 20] {
+            let p = c_zeroed(bytes);
+            assert!(!p.is_null());
+            // SAFETY: `bytes` zeroed bytes from C's heap, freed once.
+            unsafe {
+                assert!((0..bytes).all(|i| *p.add(i) == 0));
+                libc::free(p.cast());
+            }
+        }
+    }
+}
