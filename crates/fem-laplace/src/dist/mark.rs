@@ -88,8 +88,8 @@ const COUNTED: u32 = 1;
 /// Flag of a log record: pass 2 gave the edge a smaller label (it is in `lowered`).
 const LOWERED: u32 = 2;
 
-/// Elements per block of [`Entries::new`]'s first pass.
-const CHUNK: usize = 1024;
+/// Elements per block of [`Entries::new`]'s pass.
+const BLOCK: usize = 8;
 
 /// The owned elements' entries in label order: entry `2t` is element t's first bisection,
 /// `2t + 1` its second (double marking only).
@@ -107,25 +107,28 @@ impl Entries {
     fn new(l: &Local, eta2: &[f64], double: bool, last: u16) -> (Entries, Vec<u8>) {
         let ne = l.ekey.len();
         let eta2 = &eta2[..ne];
-        let mut state = vec![0u8; ne];
-        // (entry, bin), the entries taken in entry order. Both entries of every element are
-        // written to a buffer, and its length moves past those taken: no branch for the test,
-        // which goes either way all along the curve.
+        let state: Vec<u8> = (l.eowner.iter())
+            .map(|&o| if o == l.rank { 0 } else { GHOST_STATE })
+            .collect();
+        let (first, second) = taken_from(last);
+        // (entry, bin), the entries taken in entry order. Blocks of elements along the curve
+        // have like indicators: a block none of whose first bisections is taken is skipped
+        // after one comparison per element, with no branch.
         let mut taken: Vec<(u32, u16)> = Vec::new();
-        let mut buf = [(0u32, 0u16); 2 * CHUNK + 1];
-        for (c, (sc, xc)) in state.chunks_mut(CHUNK).zip(eta2.chunks(CHUNK)).enumerate() {
-            let mut n = 0;
-            for (i, (s, &x)) in sc.iter_mut().zip(xc).enumerate() {
-                let t = c * CHUNK + i;
-                let own = l.owns_element(t);
-                *s = if own { 0 } else { GHOST_STATE };
-                let (b1, b2) = (label_bin(x, true), label_bin(x, false));
-                buf[n] = (2 * t as u32, b1);
-                n += usize::from(own && b1 <= last);
-                buf[n] = (2 * t as u32 + 1, b2);
-                n += usize::from(own && double && b2 <= last);
+        for (c, (xc, sc)) in eta2.chunks(BLOCK).zip(state.chunks(BLOCK)).enumerate() {
+            let bits = indicator_bits;
+            if !xc.iter().fold(false, |any, &x| any | (bits(x) >= first)) {
+                continue;
             }
-            taken.extend_from_slice(&buf[..n]);
+            for (i, (&x, &s)) in xc.iter().zip(sc).enumerate() {
+                let t = (c * BLOCK + i) as u32;
+                if s == 0 && bits(x) >= first {
+                    taken.push((2 * t, label_bin(x, true)));
+                    if double && bits(x) >= second {
+                        taken.push((2 * t + 1, label_bin(x, false)));
+                    }
+                }
+            }
         }
         let mut starts = vec![0u32; NBINS + 1];
         for &(_, b) in &taken {
@@ -164,9 +167,27 @@ impl Entries {
 
     /// The label of the entry at `i` of the order.
     fn label(&self, l: &Local, i: usize) -> Label {
-        let e = self.order[i] as usize;
-        (self.bin(i), l.ekey.get(e / 2) | (e as u128 & 1))
+        (self.bin(i), self.key(l, i))
     }
+
+    /// The key of the entry at `i` of the order (its label without the bin).
+    fn key(&self, l: &Local, i: usize) -> u128 {
+        let e = self.order[i] as usize;
+        l.ekey.get(e / 2) | (e as u128 & 1)
+    }
+}
+
+/// The bits of an indicator that [`bin`] reads.
+#[inline]
+fn indicator_bits(eta2: f64) -> u64 {
+    eta2.max(0.0).to_bits()
+}
+
+/// An element's first bisection has a label bin up to `last` when its [`indicator_bits`]
+/// reach the first value returned, its second when they reach the second.
+fn taken_from(last: u16) -> (u64, u64) {
+    let lo = (NBINS - 1).saturating_sub(last as usize) as u64;
+    (lo << 49, if lo == 0 { 0 } else { (lo + 8) << 49 })
 }
 
 /// The label bin of an element's first bisection (`first`) or its second (η²/2: 8 bins
@@ -434,7 +455,7 @@ impl<'a> Labels<'a> {
                 let i = info >> 2;
                 match out.last_mut() {
                     Some(x) if i == last => x.1 += 1,
-                    _ => out.push((self.label(i).1, 1)),
+                    _ => out.push((self.entries.key(self.l, i as usize), 1)),
                 }
                 last = i;
             }
@@ -1005,6 +1026,40 @@ mod tests {
                 let whole: Vec<_> = lists.iter().flatten().copied().collect();
                 let cut: Vec<_> = lists.iter().flat_map(|v| prefix(v, k)).copied().collect();
                 assert_eq!(select(cut, k), select(whole, k), "{lists:?}, k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_entry_is_taken_when_its_bits_reach_the_bound() {
+        let xs = [
+            -1.0,
+            0.0,
+            1e-310,
+            1e-300,
+            1e-12,
+            0.3,
+            0.5,
+            0.51,
+            3.0,
+            1e300,
+            f64::NAN,
+        ];
+        for last in [0, 1, 7, 8, 9, 16_000, 16_370, 16_383, 16_384, u16::MAX] {
+            let (first, second) = taken_from(last);
+            for x in xs.iter().chain(&xs.map(|x| 2.0 * x)) {
+                let b = indicator_bits(*x);
+                assert_eq!(b >= first, label_bin(*x, true) <= last, "{x} {last}");
+                assert_eq!(b >= second, label_bin(*x, false) <= last, "{x} {last}");
+            }
+        }
+        // Bounds near every indicator bin.
+        for last in (0..NBINS as u16).step_by(97) {
+            let (first, second) = taken_from(last);
+            for b in 0..NBINS as u64 {
+                let x = f64::from_bits(b << 49);
+                assert_eq!(indicator_bits(x) >= first, label_bin(x, true) <= last);
+                assert_eq!(indicator_bits(x) >= second, label_bin(x, false) <= last);
             }
         }
     }
