@@ -103,6 +103,9 @@ struct Run {
     split: [f64; 4],
     /// The rebalance point that cost rank 0 the most.
     worst: Option<Worst>,
+    /// Rank 1's elements per busy second over rank 0's, over the last four steps (NaN for
+    /// the serial run).
+    speed: f64,
 }
 
 /// The costliest rebalance point of a run (rank 0's `balance.cost`).
@@ -155,6 +158,23 @@ fn steps_of(jsonl: &Path) -> Result<Vec<serde_json::Value>> {
                 .with_context(|| format!("{}: not JSON: {line}", jsonl.display()))
         })
         .collect()
+}
+
+/// Rank 1's speed over rank 0's in the last four steps: each rank's owned elements over its
+/// busy time (the step's wall less its time in collectives), summed over those steps. 1 on
+/// equal cores without load; with the competing process on core 1, the share of core 0's
+/// speed that the loaded rank gets (what a partition should give it).
+fn speed_of(steps: &[serde_json::Value]) -> Result<f64> {
+    let (mut work, mut busy) = ([0.0f64; 2], [0.0f64; 2]);
+    for v in steps.iter().rev().take(4) {
+        let wall = v["wall_s"].as_f64().context("no wall_s")?;
+        let ranks = v["ranks"].as_array().context("no ranks")?;
+        for (i, r) in ranks.iter().take(2).enumerate() {
+            work[i] += r["owned"].as_f64().context("a rank without owned")?;
+            busy[i] += (wall - r["wait_s"].as_f64().unwrap_or(0.0)).max(0.0);
+        }
+    }
+    Ok((work[1] / busy[1]) / (work[0] / busy[0]))
 }
 
 /// Per-step sums from a run's steps.
@@ -223,6 +243,7 @@ fn run_case(bin: &Path, dir: &Path, case: &Case, rep: usize, extra: &[String]) -
             rc_ideal: None,
             split: [0.0; 4],
             worst: None,
+            speed: f64::NAN,
         });
     }
     let v: serde_json::Value = serde_json::from_str(
@@ -236,6 +257,7 @@ fn run_case(bin: &Path, dir: &Path, case: &Case, rep: usize, extra: &[String]) -
         rc_ideal: v["rc_ideal"].as_f64(),
         split: split_of(&steps)?,
         worst: worst_of(&steps)?,
+        speed: speed_of(&steps)?,
     })
 }
 
@@ -342,18 +364,24 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
         "\nwhere the time goes (sums over the steps of the median run; busy = wall - time in collectives):"
     );
     println!(
-        "{:<20} {:>8} {:>10} {:>10} {:>10} {:>11}",
-        "case", "wall", "mean busy", "imbalance", "both wait", "partitioner"
+        "{:<20} {:>8} {:>10} {:>10} {:>10} {:>11} {:>12}",
+        "case", "wall", "mean busy", "imbalance", "both wait", "partitioner", "speed 1/0"
     );
     for k in 0..6 {
         let mut sorted = runs[k].clone();
         sorted.sort_by(|a, b| a.wall.total_cmp(&b.wall));
         let r = &sorted[sorted.len() / 2];
+        let speed = median(&runs[k].iter().map(|x| x.speed).collect::<Vec<_>>());
         println!(
-            "{:<20} {:>8.3} {:>10.3} {:>10.3} {:>10.3} {:>11.3}",
-            CASES[k].name, r.wall, r.split[0], r.split[1], r.split[2], r.split[3]
+            "{:<20} {:>8.3} {:>10.3} {:>10.3} {:>10.3} {:>11.3} {:>12.2}",
+            CASES[k].name, r.wall, r.split[0], r.split[1], r.split[2], r.split[3], speed
         );
     }
+    println!(
+        "(speed 1/0: rank 1's elements per busy second over rank 0's in the last 4 steps, median \
+         of the runs; the machine file rates the cores equal, so 1 without load, and with the \
+         load the share of core 0's speed the loaded rank has)"
+    );
     let ideal = med[0] * (1.0 - rc_ideal);
     println!(
         "ideal monitored time (t_uniform x (1 - RC_ideal)) = {ideal:.3} s; the monitored run is {:.3} s above it",
@@ -463,4 +491,26 @@ fn flat_hsfc(hsfc: &Path, dir: &Path, n: u64) -> Result<f64> {
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).with_context(|| format!("{cmd:?}: not JSON"))?;
     v["time_s"].as_f64().context("hsfc --json lacks time_s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rank 1's speed over rank 0's from the last four steps only: elements over the step's
+    /// wall less each rank's time in collectives.
+    #[test]
+    fn speed_is_elements_per_busy_second_over_the_last_four_steps() {
+        let step = |wall: f64, w0: f64, w1: f64, o0: u64, o1: u64| {
+            serde_json::json!({"wall_s": wall, "ranks": [
+                {"owned": o0, "wait_s": w0}, {"owned": o1, "wait_s": w1}]})
+        };
+        // An early step with the speeds reversed, then four where rank 1 does 60 elements in
+        // 0.8 s against rank 0's 100 in 1.0 s: 75 / 100.
+        let mut steps = vec![step(1.0, 0.9, 0.0, 10, 1000)];
+        steps.extend((0..4).map(|_| step(1.0, 0.0, 0.2, 100, 60)));
+        let s = speed_of(&steps).unwrap();
+        assert!((s - 0.75).abs() < 1e-12, "{s}");
+        assert!(speed_of(&[serde_json::json!({"ranks": []})]).is_err());
+    }
 }
