@@ -235,8 +235,13 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
         }
     } else {
         for i in (0..a.objects.n).filter(|&i| listed(i)) {
-            l.gids[j * gid..][..gid].write_copy_of_slice(&gids[i * gid..][..gid]);
-            l.lids[j * lid..][..lid].write_copy_of_slice(&lids[i * lid..][..lid]);
+            if gid == 1 && lid == 1 {
+                l.gids[j].write(gids[i]);
+                l.lids[j].write(lids[i]);
+            } else {
+                l.gids[j * gid..][..gid].write_copy_of_slice(&gids[i * gid..][..gid]);
+                l.lids[j * lid..][..lid].write_copy_of_slice(&lids[i * lid..][..lid]);
+            }
             l.procs[j].write(int(if identity {
                 parts[i] as usize
             } else {
