@@ -13,7 +13,7 @@
 //! processes are arrays of 1 MB).
 //!
 //! Two allocators use this: [`HugeAlloc`], the Rust global allocator of this library (its
-//! large buffers are mapped with `mmap` and given back with `munmap`), and [`c_zeroed`], for
+//! large buffers are mapped with `mmap` and given back with `munmap`), and [`c_alloc`], for
 //! the arrays handed to C, which the application frees with `free` (they come from
 //! `posix_memalign`).
 
@@ -147,10 +147,25 @@ unsafe impl GlobalAlloc for HugeAlloc {
 
 /// `bytes` zeroed bytes from C's heap (`free` releases them), aligned for any C type; at
 /// least [`MIN_BYTES`] of them on huge pages. NULL when out of memory.
+#[cfg(test)]
 pub(crate) fn c_zeroed(bytes: usize) -> *mut u8 {
+    c_alloc(bytes, true)
+}
+
+/// `bytes` bytes from C's heap (`free` releases them), aligned for any C type, zeroed when
+/// `zero` (otherwise uninitialised: the caller writes every byte before anything reads it);
+/// at least [`MIN_BYTES`] of them on huge pages. NULL when out of memory.
+pub(crate) fn c_alloc(bytes: usize, zero: bool) -> *mut u8 {
     let Some(len) = rounded(bytes).filter(|_| bytes >= MIN_BYTES) else {
-        // SAFETY: calloc of a non-zero count (callers pass `bytes > 0`).
-        return unsafe { libc::calloc(bytes, 1) }.cast();
+        // SAFETY: calloc or malloc of a non-zero count (callers pass `bytes > 0`).
+        return unsafe {
+            if zero {
+                libc::calloc(bytes, 1)
+            } else {
+                libc::malloc(bytes)
+            }
+        }
+        .cast();
     };
     let mut p: *mut libc::c_void = std::ptr::null_mut();
     // SAFETY: posix_memalign writes `p` on success; the alignment is a power of two and a
@@ -159,10 +174,12 @@ pub(crate) fn c_zeroed(bytes: usize) -> *mut u8 {
         return std::ptr::null_mut();
     }
     // SAFETY: the `len` bytes from `p` are this new allocation; the advice comes before the
-    // first touch, the zeroing after.
+    // first touch, the zeroing (if asked) after.
     unsafe {
         advise(p.cast(), len);
-        std::ptr::write_bytes(p.cast::<u8>(), 0, bytes);
+        if zero {
+            std::ptr::write_bytes(p.cast::<u8>(), 0, bytes);
+        }
     }
     p.cast()
 }
@@ -208,6 +225,14 @@ mod tests {
             unsafe {
                 assert!((0..bytes).all(|i| *p.add(i) == 0));
                 libc::free(p.cast());
+            }
+            let q = c_alloc(bytes, false);
+            assert!(!q.is_null());
+            // SAFETY: `bytes` bytes from C's heap, written before they are read, freed once.
+            unsafe {
+                std::ptr::write_bytes(q, 7, bytes);
+                assert!((0..bytes).all(|i| *q.add(i) == 7));
+                libc::free(q.cast());
             }
         }
     }

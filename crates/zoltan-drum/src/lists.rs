@@ -9,9 +9,12 @@ use crate::zz::{Assignment, agreed_on};
 use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, MpiComm, ReduceOp, Scalar};
 use std::ffi::c_int;
+use std::mem::MaybeUninit;
 
-/// An array in C's heap (zeroed, `free` releases it), as `Zoltan_LB_Free_Part` frees it: the lists are
-/// built in place and handed to the caller without a copy ([`CBuf::into_raw`]).
+/// An array in C's heap (`free` releases it), as `Zoltan_LB_Free_Part` frees it: the lists are
+/// built in place and handed to the caller without a copy ([`CBuf::into_raw`]). A
+/// `CBuf<MaybeUninit<T>>` ([`CBuf::uninit`]) is one being filled; [`CBuf::assume_init`] makes it
+/// a `CBuf<T>` once every value is written.
 #[derive(Debug)]
 pub(crate) struct CBuf<T: Copy> {
     /// NULL when empty.
@@ -20,32 +23,46 @@ pub(crate) struct CBuf<T: Copy> {
 }
 
 impl<T: Copy> CBuf<T> {
-    /// `len` zeroed values (all-zero bits are a valid value of the integer types used here).
-    pub(crate) fn zeroed(len: usize) -> Result<CBuf<T>, Error> {
+    /// `len` values in C's heap, zeroed when `zero`, NULL when `len` is 0.
+    fn alloc(len: usize, zero: bool) -> Result<*mut T, Error> {
         if len == 0 {
-            return Ok(CBuf {
-                ptr: std::ptr::null_mut(),
-                len,
-            });
+            return Ok(std::ptr::null_mut());
         }
         let bytes = len.checked_mul(std::mem::size_of::<T>());
-        // Zeroed bytes in C's heap, aligned for any C type (large arrays on huge pages).
+        // Bytes in C's heap, aligned for any C type (large arrays on huge pages).
         let ptr = bytes
-            .map_or(std::ptr::null_mut(), crate::huge::c_zeroed)
+            .map_or(std::ptr::null_mut(), |b| crate::huge::c_alloc(b, zero))
             .cast::<T>();
         if ptr.is_null() {
             return Err(Error::Memory {
                 bytes: bytes.unwrap_or(usize::MAX),
             });
         }
-        Ok(CBuf { ptr, len })
+        Ok(ptr)
+    }
+
+    /// `len` zeroed values (all-zero bits are a valid value of the integer types used here).
+    pub(crate) fn zeroed(len: usize) -> Result<CBuf<T>, Error> {
+        Ok(CBuf {
+            ptr: CBuf::<T>::alloc(len, true)?,
+            len,
+        })
+    }
+
+    /// `len` values not written yet (nothing spent on zeroing them).
+    pub(crate) fn uninit(len: usize) -> Result<CBuf<MaybeUninit<T>>, Error> {
+        Ok(CBuf {
+            ptr: CBuf::<T>::alloc(len, false)?.cast(),
+            len,
+        })
     }
 
     /// A copy of `v`.
     pub(crate) fn from_slice(v: &[T]) -> Result<CBuf<T>, Error> {
-        let mut b = CBuf::zeroed(v.len())?;
-        b.copy_from_slice(v);
-        Ok(b)
+        let mut b = CBuf::uninit(v.len())?;
+        b.write_copy_of_slice(v);
+        // SAFETY: the copy wrote all `v.len()` values.
+        Ok(unsafe { b.assume_init() })
     }
 
     /// The array for the caller, who frees it with `free` (NULL when empty).
@@ -56,13 +73,34 @@ impl<T: Copy> CBuf<T> {
     }
 }
 
+impl<T: Copy> CBuf<MaybeUninit<T>> {
+    /// The array as initialised values.
+    ///
+    /// # Safety
+    /// Every one of the `len` values has been written.
+    pub(crate) unsafe fn assume_init(self) -> CBuf<T> {
+        let (ptr, len) = (self.ptr.cast::<T>(), self.len);
+        std::mem::forget(self);
+        CBuf { ptr, len }
+    }
+}
+
+/// `seg` zeroed and then seen as initialised values, for decoders that write into
+/// initialised slices only (all-zero bits are a valid value of the integer types used here).
+fn zeroed_in<T: Copy + Default>(seg: &mut [MaybeUninit<T>]) -> &mut [T] {
+    seg.fill(MaybeUninit::new(T::default()));
+    // SAFETY: every value of `seg` was just written.
+    unsafe { seg.assume_init_mut() }
+}
+
 impl<T: Copy> std::ops::Deref for CBuf<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
         if self.ptr.is_null() {
             return &[];
         }
-        // SAFETY: `ptr` holds `len` initialised (zeroed or written) values, owned by `self`.
+        // SAFETY: `ptr` holds `len` values of `T` owned by `self`, initialised (zeroed or
+        // written; a `MaybeUninit` needs no initialisation).
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
@@ -79,7 +117,7 @@ impl<T: Copy> std::ops::DerefMut for CBuf<T> {
 
 impl<T: Copy> Drop for CBuf<T> {
     fn drop(&mut self) {
-        // SAFETY: `ptr` is NULL or from C's heap (`huge::c_zeroed`), freed once, here.
+        // SAFETY: `ptr` is NULL or from C's heap (`huge::c_alloc`), freed once, here.
         unsafe { libc::free(self.ptr.cast()) };
     }
 }
@@ -103,15 +141,41 @@ impl List {
     pub(crate) fn len(&self) -> usize {
         self.procs.len()
     }
+}
 
-    /// A list of `n` entries, zeroed.
-    pub(crate) fn zeroed(n: usize, gid: usize, lid: usize) -> Result<List, Error> {
-        Ok(List {
-            gids: CBuf::zeroed(n * gid)?,
-            lids: CBuf::zeroed(n * lid)?,
-            procs: CBuf::zeroed(n)?,
-            parts: CBuf::zeroed(n)?,
+/// A [`List`] being filled: its arrays allocated, not written yet.
+struct Filling {
+    gids: CBuf<MaybeUninit<ZoltanIdType>>,
+    lids: CBuf<MaybeUninit<ZoltanIdType>>,
+    procs: CBuf<MaybeUninit<c_int>>,
+    parts: CBuf<MaybeUninit<c_int>>,
+}
+
+impl Filling {
+    /// A list of `n` entries, `gid` and `lid` words per id.
+    fn new(n: usize, gid: usize, lid: usize) -> Result<Filling, Error> {
+        Ok(Filling {
+            gids: CBuf::uninit(n * gid)?,
+            lids: CBuf::uninit(n * lid)?,
+            procs: CBuf::uninit(n)?,
+            parts: CBuf::uninit(n)?,
         })
+    }
+
+    /// The list, filled.
+    ///
+    /// # Safety
+    /// Every value of the four arrays has been written.
+    unsafe fn assume_init(self) -> List {
+        // SAFETY: the caller's contract.
+        unsafe {
+            List {
+                gids: self.gids.assume_init(),
+                lids: self.lids.assume_init(),
+                procs: self.procs.assume_init(),
+                parts: self.parts.assume_init(),
+            }
+        }
     }
 }
 
@@ -149,39 +213,48 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
     } else {
         (0..a.objects.n).filter(|&i| listed(i)).count()
     };
-    let mut l = List::zeroed(n, gid, lid)?;
+    let mut l = Filling::new(n, gid, lid)?;
     let (gids, lids) = (&a.objects.gids, &a.objects.lids);
+    // Entry j of the list is the j-th listed object, written whole (its gid and lid words,
+    // process and part) in one of the two passes below, which visit the `n` listed objects.
+    let mut j = 0;
     if identity && !a.stay && !all && gid == 1 && lid == 1 {
         // The common case in one tight pass: an object moves when its part is not this
         // process, and its part is its process.
         let (eg, el) = (&mut *l.gids, &mut *l.lids);
         let (ep, et) = (&mut *l.procs, &mut *l.parts);
-        let mut j = 0;
         for (i, &p) in parts.iter().enumerate() {
             if p as usize != me {
                 let p = int(p as usize);
-                (eg[j], el[j], ep[j], et[j]) = (gids[i], lids[i], p, p);
+                eg[j].write(gids[i]);
+                el[j].write(lids[i]);
+                ep[j].write(p);
+                et[j].write(p);
                 j += 1;
             }
         }
-        return Ok(l);
-    }
-    for (j, i) in (0..a.objects.n).filter(|&i| listed(i)).enumerate() {
-        if gid == 1 && lid == 1 {
-            l.gids[j] = gids[i];
-            l.lids[j] = lids[i];
-        } else {
-            l.gids[j * gid..][..gid].copy_from_slice(&gids[i * gid..][..gid]);
-            l.lids[j * lid..][..lid].copy_from_slice(&lids[i * lid..][..lid]);
+    } else {
+        for i in (0..a.objects.n).filter(|&i| listed(i)) {
+            if gid == 1 && lid == 1 {
+                l.gids[j].write(gids[i]);
+                l.lids[j].write(lids[i]);
+            } else {
+                l.gids[j * gid..][..gid].write_copy_of_slice(&gids[i * gid..][..gid]);
+                l.lids[j * lid..][..lid].write_copy_of_slice(&lids[i * lid..][..lid]);
+            }
+            l.procs[j].write(int(if identity {
+                parts[i] as usize
+            } else {
+                a.proc(i)
+            }));
+            l.parts[j].write(parts[i] as c_int);
+            j += 1;
         }
-        l.procs[j] = int(if identity {
-            parts[i] as usize
-        } else {
-            a.proc(i)
-        });
-        l.parts[j] = parts[i] as c_int;
     }
-    Ok(l)
+    // The passes count the objects `n` counted (an index past `n` would have panicked above).
+    assert_eq!(j, n, "export list: entries written");
+    // SAFETY: entries 0..n were each written whole (the comment above the passes), and j == n.
+    Ok(unsafe { l.assume_init() })
 }
 
 /// The import list from the export lists of every rank (collective: one alltoallv). The
@@ -236,8 +309,10 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
         shape.push((flag == 1, piece.len().saturating_sub(1) / per));
     }
     let total = shape.iter().map(|s| s.1).sum();
-    let mut im = List::zeroed(total, gid, lid)?;
+    let mut im = Filling::new(total, gid, lid)?;
     let me = int(comm.rank());
+    // The messages fill consecutive entries j..j + k, all four arrays of each (the decoders
+    // write initialised slices, so their segments are zeroed just before, while in cache).
     let mut j = 0;
     for (src, piece) in got.iter().enumerate() {
         let (parts, k) = shape[src];
@@ -247,20 +322,27 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
         let mut r = Reader::new(piece, "an import message");
         let mut read = || -> Result<(), WireError> {
             r.u8()?;
-            u32::copy_from_bytes(r.bytes(4 * k * gid)?, &mut im.gids[j * gid..][..k * gid]);
-            u32::copy_from_bytes(r.bytes(4 * k * lid)?, &mut im.lids[j * lid..][..k * lid]);
+            let (g, l) = (
+                &mut im.gids[j * gid..][..k * gid],
+                &mut im.lids[j * lid..][..k * lid],
+            );
+            u32::copy_from_bytes(r.bytes(4 * k * gid)?, zeroed_in(g));
+            u32::copy_from_bytes(r.bytes(4 * k * lid)?, zeroed_in(l));
             if parts {
-                i32::copy_from_bytes(r.bytes(4 * k)?, &mut im.parts[j..j + k]);
+                i32::copy_from_bytes(r.bytes(4 * k)?, zeroed_in(&mut im.parts[j..j + k]));
             } else {
-                im.parts[j..j + k].fill(me);
+                im.parts[j..j + k].fill(MaybeUninit::new(me));
             }
             Ok(())
         };
         read().map_err(|source| Error::Message { from: src, source })?;
-        im.procs[j..j + k].fill(int(src));
+        im.procs[j..j + k].fill(MaybeUninit::new(int(src)));
         j += k;
     }
-    Ok(im)
+    // The segments cover the list (`total` is the sum of the k).
+    assert_eq!(j, total, "import list: entries written");
+    // SAFETY: entries 0..total were each written whole, segment by segment, and j == total.
+    Ok(unsafe { im.assume_init() })
 }
 
 /// The entries of an export list grouped by destination, each group in list order.

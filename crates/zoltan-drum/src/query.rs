@@ -304,11 +304,24 @@ fn as_int(what: &str, x: usize) -> Result<c_int, Error> {
     c_int::try_from(x).map_err(|_| Error::BadInput(format!("{what} = {x} exceeds a C int")))
 }
 
+/// Whether [`Callbacks::objects`] asks for the objects' coordinates, and who checks that they
+/// are finite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Geometry {
+    /// No coordinates (a method that does not use them).
+    No,
+    /// Coordinates, checked here.
+    Checked,
+    /// Coordinates for a partitioner that checks them itself before anything else, the error
+    /// agreed over the ranks (hier-part's RCB and RIB): one scan of them instead of two.
+    CheckedByMethod,
+}
+
 impl Callbacks {
     /// Asks the application for its objects: `ZOLTAN_NUM_OBJ_FN`, `ZOLTAN_OBJ_LIST_FN`
-    /// (ids and `wdim` weights), and with `geometry` `ZOLTAN_NUM_GEOM_FN` and
+    /// (ids and `wdim` weights), and as `geometry` says `ZOLTAN_NUM_GEOM_FN` and
     /// `ZOLTAN_GEOM_MULTI_FN` (else `ZOLTAN_GEOM_FN` per object).
-    pub(crate) fn objects(&self, layout: Layout, geometry: bool) -> Result<Objects, Error> {
+    pub(crate) fn objects(&self, layout: Layout, geometry: Geometry) -> Result<Objects, Error> {
         let num_obj = required(self.num_obj, "ZOLTAN_NUM_OBJ_FN", "Zoltan_Set_Num_Obj_Fn")?;
         let n = ask_count(num_obj, "ZOLTAN_NUM_OBJ_FN", "the number of objects")?;
         let (g, l, w) = (
@@ -350,13 +363,14 @@ impl Callbacks {
                 i % layout.wdim.max(1)
             )));
         }
-        if geometry {
-            self.geometry(&mut o, layout)?;
+        if geometry != Geometry::No {
+            self.geometry(&mut o, layout, geometry == Geometry::Checked)?;
         }
         Ok(o)
     }
 
-    fn geometry(&self, o: &mut Objects, layout: Layout) -> Result<(), Error> {
+    /// The coordinates into `o`, checked finite when `check`.
+    fn geometry(&self, o: &mut Objects, layout: Layout, check: bool) -> Result<(), Error> {
         let num_geom = required(
             self.num_geom,
             "ZOLTAN_NUM_GEOM_FN",
@@ -399,6 +413,9 @@ impl Callbacks {
                 )
             },
         )?;
+        if !check {
+            return Ok(());
+        }
         if let Some(i) = o.coords.iter().position(|x| !x.is_finite()) {
             return Err(Error::BadInput(format!(
                 "object {} (local index): coordinate {} is {}; coordinates must be finite",

@@ -6,7 +6,7 @@ use crate::error::{Done, Error};
 use crate::laps::Laps;
 use crate::params::{Changed, Method, ParamError, Params};
 use crate::partdist::PartDist;
-use crate::query::{Callbacks, Layout, Objects};
+use crate::query::{Callbacks, Geometry, Layout, Objects};
 use comm::{Comm, MpiComm, ReduceOp};
 use hier_part::{Bisection, Hier, HierPartition, Rcb, Rib};
 use part_api::{Par, Partitioner, Points, agreed};
@@ -140,7 +140,15 @@ impl ZoltanStruct {
         )?;
         self.laps.lap("partdist");
         let method = self.params.method;
-        let local = self.cb.objects(self.layout(), method != Method::None);
+        let geometry = match method {
+            Method::None => Geometry::No,
+            // hier-part checks the coordinates first thing (`check_points`), agreed.
+            Method::Rcb | Method::Rib => Geometry::CheckedByMethod,
+            // HSFC's KEEP_CUTS assigns the points to the old parts on each rank alone, before
+            // anything is agreed; HIER: checked here too.
+            Method::Hsfc | Method::Hier => Geometry::Checked,
+        };
+        let local = self.cb.objects(self.layout(), geometry);
         self.laps.lap("queries");
         let mut objects = self.agreed(local)?;
         self.laps.lap("agreed");

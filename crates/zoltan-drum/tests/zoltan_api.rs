@@ -224,6 +224,18 @@ fn one_process_partition_lists_assign_and_errors() {
     };
     assert_eq!((rc, nbp, nbr, bp, br), (ZOLTAN_OK, 4, 1, [0, 1, 2, 3], [0]));
 
+    // A coordinate that is not finite is an error, whoever checks it (RCB leaves the check to
+    // hier-part, HSFC with kept cuts checks the queried coordinates).
+    app.coords[7] = f64::NAN;
+    for method in ["RCB", "HSFC"] {
+        assert_eq!(set(zz, "LB_METHOD", method), ZOLTAN_OK);
+        assert_eq!(
+            partition(zz).0,
+            ZOLTAN_FATAL,
+            "{method} with a NaN coordinate"
+        );
+    }
+
     // A NULL structure is an error, never a crash.
     assert_eq!(set(null_mut(), "LB_METHOD", "RCB"), ZOLTAN_FATAL);
     // SAFETY: a pointer to the live structure; it is NULL afterwards.
