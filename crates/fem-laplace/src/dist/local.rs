@@ -93,8 +93,6 @@ pub(crate) struct Local {
     pub(crate) shared: Vec<(u32, u8)>,
     /// Rebuilds since dead vertices were last dropped.
     since_drop: u32,
-    /// The scratch of the batches a migration or ghost exchange writes.
-    batches: Batches,
     /// The number of vertices this rank is expected to hold at most in the run (0: no
     /// expectation): the per-vertex arrays get this room at once ([`Local::reserve_vertices`]).
     pub(crate) vertex_hint: usize,
@@ -130,42 +128,25 @@ struct VertexRecord {
     owner: u32,
 }
 
-/// Scratch of [`Local::write_elements`], kept between calls (a ghost exchange sends a few
-/// thousand elements; arrays of the table's size allocated and filled for each would cost
-/// more than the batch): for each vertex of the table, the batch it was last written for
-/// (`stamp`, a number per batch from [`Batches::begin`]) and its index in that batch
-/// (`vpos`, valid where `stamp` is the current batch's); for each element, its index in the
-/// batch being written (`epos`, [`NONE`] outside it: every batch resets its entries). Arrays
-/// instead of hash maps: a large migration looks up every vertex and neighbour of every
-/// element it sends.
-#[derive(Debug, Clone, Default)]
+/// Scratch of the batches of one round of [`Local::write_elements`]: for each vertex of the
+/// table, the destination it was last written for (`stamp`) and its index in that batch
+/// (`vpos`); for each element, its index in the batch being written (`epos`, [`NONE`]
+/// outside it). Arrays instead of hash maps: a large migration looks up every vertex and
+/// neighbour of every element it sends.
 struct Batches {
     stamp: Vec<u32>,
     vpos: Vec<u32>,
     epos: Vec<u32>,
-    batch: u32,
 }
 
 impl Batches {
-    /// Readies the scratch for a table of `nv` vertices and `ne` elements (it may have
-    /// changed since the last call).
-    fn ready(&mut self, nv: usize, ne: usize) {
-        if self.stamp.len() < nv {
-            self.stamp.resize(nv, 0);
-            self.vpos.resize(nv, NONE);
+    /// Scratch for a table of `nv` vertices and `ne` elements.
+    fn new(nv: usize, ne: usize) -> Batches {
+        Batches {
+            stamp: vec![u32::MAX; nv],
+            vpos: vec![NONE; nv],
+            epos: vec![NONE; ne],
         }
-        if self.epos.len() < ne {
-            self.epos.resize(ne, NONE);
-        }
-    }
-    /// A new batch's number (never one a vertex still carries).
-    fn begin(&mut self) -> u32 {
-        if self.batch == u32::MAX {
-            self.stamp.fill(0);
-            self.batch = 0;
-        }
-        self.batch += 1;
-        self.batch
     }
 }
 
@@ -200,7 +181,6 @@ impl Local {
             ghosts: Vec::new(),
             shared: Vec::new(),
             since_drop: 0,
-            batches: Batches::default(),
             vertex_hint: 0,
             owners_kept: false,
             mesh,
@@ -536,17 +516,15 @@ impl Local {
         }
         let mut out = Outbox::new(self.size);
         let mut moved = Moved::default();
-        let mut scratch = std::mem::take(&mut self.batches);
-        scratch.ready(self.mesh.coords.len(), ne);
+        let mut scratch = Batches::new(self.mesh.coords.len(), ne);
         for (d, elems) in groups.iter().enumerate() {
             if !elems.is_empty() {
                 moved.elements += elems.len();
                 let w = out.to(d);
                 *w = Writer::with_capacity(batch_bytes(elems.len()));
-                self.write_elements(w, elems, &mut scratch, false);
+                self.write_elements(w, elems, d as u32, &mut scratch, false);
             }
         }
-        self.batches = scratch;
         moved.bytes = out.total_len();
         lap(&mut tt, "  migrate: write");
         // The departed elements stay in place, owned by their new rank, until the final
@@ -580,9 +558,15 @@ impl Local {
 
     /// Writes elements `elems` (in key order) for rank `dest`: their vertices and ancestors,
     /// then the elements with links inside the batch. `scratch` marks the vertices written
-    /// for this batch already. Ghost batches (`ghost`) carry vertex owners.
-    fn write_elements(&self, w: &mut Writer, elems: &[u32], scratch: &mut Batches, ghost: bool) {
-        let dest = scratch.begin();
+    /// for `dest` already. Ghost batches (`ghost`) carry vertex owners.
+    fn write_elements(
+        &self,
+        w: &mut Writer,
+        elems: &[u32],
+        dest: u32,
+        scratch: &mut Batches,
+        ghost: bool,
+    ) {
         // Vertices of the elements (their solution values are current; an ancestor's may be
         // stale), then their ancestors, each once.
         let stamp = &mut scratch.stamp;
@@ -1002,17 +986,15 @@ impl Local {
             }
         }
         let mut out = Outbox::new(self.size);
-        let mut scratch = std::mem::take(&mut self.batches);
-        scratch.ready(self.mesh.coords.len(), self.ekey.len());
+        let mut scratch = Batches::new(self.mesh.coords.len(), self.ekey.len());
         for (r, elems) in to.iter_mut().enumerate() {
             if elems.is_empty() {
                 continue;
             }
             elems.sort_unstable_by_key(|&t| self.ekey.get(t as usize));
             elems.dedup();
-            self.write_elements(out.to(r), elems, &mut scratch, true);
+            self.write_elements(out.to(r), elems, r as u32, &mut scratch, true);
         }
-        self.batches = scratch;
         let (bytes, counts) = out.flatten();
         let incoming = comm.alltoallv_bytes(&bytes, &counts)?;
         let pieces: Vec<(&[u8], u32)> = (0..self.size)
