@@ -37,6 +37,7 @@ use crate::mesh::{Marks, Mesh, NONE, REMOTE};
 use crate::problem::{ExactSolution, dirichlet_value};
 use comm::wire::{Outbox, Reader, WireError, Writer};
 use comm::{Comm, CommError};
+use drum_model::monitor::thread_cpu_seconds;
 use std::collections::HashMap;
 
 /// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`): the wall time since `t`,
@@ -46,7 +47,7 @@ pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
         thread_local! {
             static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
         }
-        let cpu = thread_cpu_s();
+        let cpu = thread_cpu_seconds();
         let since = cpu - LAST.with(|c| c.replace(cpu));
         eprintln!(
             "    {what}: {:.2} ms ({:.2} ms CPU since the last lap)",
@@ -55,15 +56,6 @@ pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
         );
     }
     *t = std::time::Instant::now();
-}
-
-/// CPU seconds this thread has run (the kernel's schedstat; 0 where it is not available):
-/// the debug timing's CPU figures (`FEM_DEBUG_TIMES=1`), which a busy host leaves valid.
-pub(crate) fn thread_cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0.0, |ns| ns as f64 * 1e-9)
 }
 
 /// Owner of a vertex not (yet) known on this rank.

@@ -2,7 +2,7 @@
 
 use super::halo::Halo;
 use super::hash;
-use super::local::{Local, Moved, thread_cpu_s};
+use super::local::{Local, Moved};
 use super::skeleton::Skeleton;
 use super::timed::{Phase, Timed, Traffic};
 use super::{Balancer, global_sums};
@@ -17,6 +17,7 @@ use crate::solver::{CgOps, CgWork, Multilevel, SolveStats, pcg_with};
 use comm::wire::{Reader, Writer};
 use comm::{Comm, CommError, ReduceOp};
 use drum_loop::Balancing;
+use drum_model::monitor::thread_cpu_seconds;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -800,13 +801,13 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let shifted = self.shift(&mut parts);
         let kept = kept && !shifted;
         let debug = std::env::var_os("FEM_DEBUG_TIMES").is_some();
-        let cpu0 = if debug { thread_cpu_s() } else { 0.0 };
+        let cpu0 = if debug { thread_cpu_seconds() } else { 0.0 };
         fig.moved = self
             .l
             .rebuild(&self.comm, (!kept).then_some(parts.as_slice()))?;
         fig.times.migrate = t0.elapsed().as_secs_f64();
         if debug {
-            let cpu = thread_cpu_s() - cpu0;
+            let cpu = thread_cpu_seconds() - cpu0;
             eprintln!(
                 "    migrate: rank {} step {} sent {} elements: {:.2} ms, {:.2} ms CPU",
                 self.comm.rank(),
