@@ -144,21 +144,11 @@ impl Keys {
             merge_in_place(lo, kept, rest, slots);
         }
     }
-    /// [`Keys::lower_bound`] by doubling steps from the start of `range`, then a binary
-    /// search in the last step: cheap when the answer is near the start (the places of a
-    /// run of arriving elements, one after the other).
+    /// The first index in `range` whose key is not below `k` (keys sorted there), by
+    /// [`gallop`] from the start of `range`: cheap when the answer is near the start (the
+    /// places of a run of arriving elements, one after the other).
     pub(crate) fn gallop(&self, range: std::ops::Range<usize>, k: EKey) -> usize {
-        let (mut lo, end) = (range.start, range.end);
-        let mut step = 1usize;
-        while lo < end && self.get(lo) < k {
-            let next = lo + step;
-            if next >= end || self.get(next) >= k {
-                return self.lower_bound(lo + 1..next.min(end), k);
-            }
-            lo = next + 1;
-            step *= 2;
-        }
-        lo
+        range.start + gallop(range.len(), |i| self.get(range.start + i) < k)
     }
     /// The keys of the leaves the bisection `bits` makes of the elements with `keep(t)`
     /// (their levels `levels`), in the order the refinement writes the children (an
@@ -242,19 +232,32 @@ impl Keys {
             lo.reserve(n);
         }
     }
-    /// The first index in `range` whose key is not below `k` (keys sorted there).
-    pub(crate) fn lower_bound(&self, range: std::ops::Range<usize>, k: EKey) -> usize {
-        let (mut lo, mut hi) = (range.start, range.end);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.get(mid) < k {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+}
+
+/// The first index below `n` where `below` is false (`below` true on a prefix of `0..n`; `n`
+/// when it holds everywhere), found by doubling steps from 0 and a binary search in the last
+/// step: cheap when the answer is near the start.
+pub(crate) fn gallop(n: usize, below: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut step) = (0usize, 1usize);
+    while lo < n && below(lo) {
+        let next = lo + step;
+        if next >= n || !below(next) {
+            // The answer is in lo + 1 ..= min(next, n).
+            let (mut a, mut b) = (lo + 1, next.min(n));
+            while a < b {
+                let mid = a + (b - a) / 2;
+                if below(mid) {
+                    a = mid + 1;
+                } else {
+                    b = mid;
+                }
             }
+            return a;
         }
-        lo
+        lo = next + 1;
+        step *= 2;
     }
+    lo
 }
 
 /// A list of indices stored as runs of consecutive ones (start, length): the permutations
@@ -393,6 +396,16 @@ mod tests {
         assert_eq!(Runs::of(&[0, 1, 2, 9, 10]).runs, vec![(0, 3), (9, 2)]);
     }
 
+    /// The galloping search finds the end of the prefix wherever it is.
+    #[test]
+    fn gallop_finds_the_end_of_the_prefix() {
+        for n in 0..40 {
+            for end in 0..=n {
+                assert_eq!(gallop(n, |i| i < end), end, "n {n}, end {end}");
+            }
+        }
+    }
+
     /// The children's keys and census on both paths (64-bit words while shallow, the
     /// general one once an element is deep) against `child_key` one by one.
     #[test]
@@ -496,13 +509,14 @@ mod tests {
         k.push(deep);
         assert!(k.lo.is_some());
         assert_eq!((k.get(0), k.get(1), k.get(2)), (shallow, root_key(3), deep));
-        assert_eq!(k.lower_bound(0..2, root_key(2)), 1);
+        assert_eq!(k.gallop(0..2, root_key(2)), 1);
         let sorted: Keys = (0..3).map(root_key).chain([deep, root_key(3)]).collect();
         for a in 0..5 {
             for b in a..=5 {
                 for x in [0, 2, 3] {
                     let k = root_key(x) + 1;
-                    assert_eq!(sorted.gallop(a..b, k), sorted.lower_bound(a..b, k));
+                    let first = (a..b).find(|&i| sorted.get(i) >= k).unwrap_or(b);
+                    assert_eq!(sorted.gallop(a..b, k), first);
                 }
             }
         }

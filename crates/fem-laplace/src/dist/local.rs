@@ -29,7 +29,7 @@
 //!    others its elements around the vertex: the ghost layer.
 
 use super::keys::{
-    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, edge_key, key_point, merge_in_place, mix,
+    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, edge_key, gallop, key_point, merge_in_place, mix,
     vertex_key,
 };
 use crate::FemError;
@@ -254,23 +254,7 @@ impl Local {
                 if *slot != NONE {
                     continue;
                 }
-                let mut step = 1usize;
-                let mut hi = lo;
-                while hi < end && self.birth(hi) < *b {
-                    lo = hi + 1;
-                    hi = lo + step;
-                    step *= 2;
-                }
-                // Binary search in lo..min(hi, end).
-                let mut h = hi.min(end);
-                while lo < h {
-                    let mid = lo + (h - lo) / 2;
-                    if self.birth(mid) < *b {
-                        lo = mid + 1;
-                    } else {
-                        h = mid;
-                    }
-                }
+                lo += gallop(end - lo, |i| self.birth(lo + i) < *b);
                 if lo < end && self.birth(lo) == *b {
                     *slot = lo as u32;
                 }
@@ -1222,7 +1206,7 @@ fn merge_sorted<T: Copy, K: Ord>(mut lists: Vec<Vec<T>>, key: impl Fn(&T) -> K) 
         let mut from = 0usize;
         for x in &small {
             let kx = key(x);
-            let at = from + gallop(&big[from..], |y| key(y) < kx);
+            let at = from + gallop(big.len() - from, |i| key(&big[from + i]) < kx);
             out.extend_from_slice(&big[from..at]);
             out.push(*x);
             from = at;
@@ -1231,24 +1215,6 @@ fn merge_sorted<T: Copy, K: Ord>(mut lists: Vec<Vec<T>>, key: impl Fn(&T) -> K) 
         acc = out;
     }
     acc
-}
-
-/// The first index of `s` where `below` is false (`below` true on a prefix of `s`),
-/// found by doubling steps from the start and a binary search in the last step: cheap when
-/// the answer is near the start.
-pub(crate) fn gallop<T>(s: &[T], below: impl Fn(&T) -> bool) -> usize {
-    let mut lo = 0usize;
-    let mut step = 1usize;
-    while lo < s.len() && below(&s[lo]) {
-        let next = lo + step;
-        if next >= s.len() || !below(&s[next]) {
-            let hi = next.min(s.len());
-            return lo + 1 + s[lo + 1..hi].partition_point(&below);
-        }
-        lo = next + 1;
-        step *= 2;
-    }
-    lo
 }
 
 /// One batch's vertex records (their count first), as [`Local::write_elements`] wrote them.
