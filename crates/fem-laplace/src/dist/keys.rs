@@ -294,22 +294,21 @@ impl Runs {
     }
     /// `v` becomes `v` at the indices, in order (a gather, in place), where the
     /// indices start with [`Runs::identity_prefix`] and every later one is at least that
-    /// (a permutation that keeps a prefix): only the rest is copied, through `scratch`.
-    pub(crate) fn gather_in_place<T: Copy>(&self, v: &mut Vec<T>, scratch: &mut Vec<T>) {
+    /// (a permutation that keeps a prefix): only the rest is copied.
+    pub(crate) fn gather_in_place<T: Copy>(&self, v: &mut Vec<T>) {
         let p = self.identity_prefix();
         let rest = if p > 0 {
             &self.runs[1..]
         } else {
             &self.runs[..]
         };
-        scratch.clear();
-        scratch.reserve(self.len - p);
+        let mut moved = Vec::with_capacity(self.len - p);
         for &(s, l) in rest {
             debug_assert!(s >= p, "an index after the prefix points into it");
-            scratch.extend_from_slice(&v[s..s + l]);
+            moved.extend_from_slice(&v[s..s + l]);
         }
         v.truncate(p);
-        v.extend_from_slice(scratch);
+        v.extend_from_slice(&moved);
     }
 }
 
@@ -388,7 +387,7 @@ mod tests {
             let runs = Runs::of(&idx);
             let want: Vec<u64> = idx.iter().map(|&i| v[i as usize]).collect();
             let mut got = v.clone();
-            runs.gather_in_place(&mut got, &mut Vec::new());
+            runs.gather_in_place(&mut got);
             assert_eq!(got, want);
         }
         assert_eq!(Runs::of(&[0, 1, 2, 9, 10, 4]).identity_prefix(), 3);

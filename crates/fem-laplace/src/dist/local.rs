@@ -1155,9 +1155,9 @@ impl Local {
             eprintln!("    renumber: {p} of {nv} vertices keep their numbers");
         }
         let m = &mut self.mesh;
-        runs.gather_in_place(&mut m.coords, &mut Vec::new());
-        runs.gather_in_place(&mut m.boundary, &mut Vec::new());
-        runs.gather_in_place(&mut m.parents, &mut Vec::new());
+        runs.gather_in_place(&mut m.coords);
+        runs.gather_in_place(&mut m.boundary);
+        runs.gather_in_place(&mut m.parents);
         let renum = |a: u32| {
             if a == NONE || (a as usize) < p {
                 a
@@ -1168,10 +1168,10 @@ impl Local {
         for pa in &mut m.parents {
             *pa = pa.map(renum);
         }
-        runs.gather_in_place(&mut self.bsg, &mut Vec::new());
-        runs.gather_in_place(&mut self.bkey, &mut Vec::new());
-        runs.gather_in_place(&mut self.vowner, &mut Vec::new());
-        runs.gather_in_place(&mut self.u, &mut Vec::new());
+        runs.gather_in_place(&mut self.bsg);
+        runs.gather_in_place(&mut self.bkey);
+        runs.gather_in_place(&mut self.vowner);
+        runs.gather_in_place(&mut self.u);
         for tv in &mut m.tri {
             *tv = tv.map(renum);
         }
