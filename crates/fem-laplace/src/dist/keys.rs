@@ -168,58 +168,22 @@ impl Keys {
         let shallow = self.lo.is_none() && levels.iter().all(|&l| l <= 58);
         if shallow {
             // A child at level l + 1 sets bit 125 − l of the key: bit 61 − l of the high word.
+            let child = |k: u64, l: u8, second: bool| k | (u64::from(second) << (61 - l));
             let hi = &mut out.hi;
-            let mut push = |k: u64| {
-                sum = sum.wrapping_add(mix(u128::from(k) << 64));
-                hi.push(k);
-            };
             for (t, (&k, (&l, &b))) in self.hi.iter().zip(levels.iter().zip(bits)).enumerate() {
-                if !keep(t) {
-                    continue;
-                }
-                if b == 0 {
-                    push(k);
-                    continue;
-                }
-                let (first, second) = (k, k | (1u64 << (61 - u32::from(l))));
-                let bit2 = 1u64 << (60 - u32::from(l));
-                if b & 4 != 0 {
-                    push(first);
-                    push(first | bit2);
-                } else {
-                    push(first);
-                }
-                if b & 1 != 0 {
-                    push(second);
-                    push(second | bit2);
-                } else {
-                    push(second);
+                if keep(t) {
+                    leaves(k, l, b, child, |k| {
+                        sum = sum.wrapping_add(mix(u128::from(k) << 64));
+                        hi.push(k);
+                    });
                 }
             }
         } else {
             for t in (0..self.len()).filter(|&t| keep(t)) {
-                let (k, l, b) = (self.get(t), levels[t], bits[t]);
-                let mut push = |k: EKey| {
+                leaves(self.get(t), levels[t], bits[t], child_key, |k| {
                     sum = sum.wrapping_add(mix(k));
                     out.push(k);
-                };
-                if b == 0 {
-                    push(k);
-                    continue;
-                }
-                let (first, second) = (child_key(k, l, false), child_key(k, l, true));
-                if b & 4 != 0 {
-                    push(child_key(first, l + 1, false));
-                    push(child_key(first, l + 1, true));
-                } else {
-                    push(first);
-                }
-                if b & 1 != 0 {
-                    push(child_key(second, l + 1, false));
-                    push(child_key(second, l + 1, true));
-                } else {
-                    push(second);
-                }
+                });
             }
         }
         let n = out.len() as u64;
@@ -230,6 +194,27 @@ impl Keys {
         self.hi.reserve(n);
         if let Some(lo) = &mut self.lo {
             lo.reserve(n);
+        }
+    }
+}
+
+/// The leaves that the bisection marks `b` make of an element with key `k` at level `l`, in
+/// the order the refinement writes them (its first half, then its second; a half bisected
+/// again gives its two halves), each handed to `push`; `child(k, l, second)` is the key of a
+/// child of a level-l element.
+#[inline(always)]
+fn leaves<K: Copy>(k: K, l: u8, b: u8, child: impl Fn(K, u8, bool) -> K, mut push: impl FnMut(K)) {
+    if b == 0 {
+        push(k);
+        return;
+    }
+    for (second, split) in [(false, b & 4 != 0), (true, b & 1 != 0)] {
+        let c = child(k, l, second);
+        if split {
+            push(child(c, l + 1, false));
+            push(child(c, l + 1, true));
+        } else {
+            push(c);
         }
     }
 }
