@@ -145,13 +145,6 @@ unsafe impl GlobalAlloc for HugeAlloc {
     }
 }
 
-/// `bytes` zeroed bytes from C's heap (`free` releases them), aligned for any C type; at
-/// least [`MIN_BYTES`] of them on huge pages. NULL when out of memory.
-#[cfg(test)]
-pub(crate) fn c_zeroed(bytes: usize) -> *mut u8 {
-    c_alloc(bytes, true)
-}
-
 /// `bytes` bytes from C's heap (`free` releases them), aligned for any C type, zeroed when
 /// `zero` (otherwise uninitialised: the caller writes every byte before anything reads it);
 /// at least [`MIN_BYTES`] of them on huge pages. NULL when out of memory.
@@ -219,7 +212,7 @@ mod tests {
     #[test]
     fn c_arrays_are_zeroed_and_freed_by_free() {
         for bytes in [8, MIN_BYTES, 3 << 20] {
-            let p = c_zeroed(bytes);
+            let p = c_alloc(bytes, true);
             assert!(!p.is_null());
             // SAFETY: `bytes` zeroed bytes from C's heap, freed once.
             unsafe {
