@@ -160,18 +160,29 @@ fn steps_of(jsonl: &Path) -> Result<Vec<serde_json::Value>> {
         .collect()
 }
 
+/// A step's wall time (rank 0's), its ranks' figures and each rank's busy time: the wall less
+/// its time in collectives.
+fn busy_of(v: &serde_json::Value) -> Result<(f64, &Vec<serde_json::Value>, Vec<f64>)> {
+    let wall = v["wall_s"].as_f64().context("no wall_s")?;
+    let ranks = v["ranks"].as_array().context("no ranks")?;
+    let busy = ranks
+        .iter()
+        .map(|r| (wall - r["wait_s"].as_f64().unwrap_or(0.0)).max(0.0))
+        .collect();
+    Ok((wall, ranks, busy))
+}
+
 /// Rank 1's speed over rank 0's in the last four steps: each rank's owned elements over its
-/// busy time (the step's wall less its time in collectives), summed over those steps. 1 on
-/// equal cores without load; with the competing process on core 1, the share of core 0's
-/// speed that the loaded rank gets (what a partition should give it).
+/// busy time ([`busy_of`]), summed over those steps. 1 on equal cores without load; with the
+/// competing process on core 1, the share of core 0's speed that the loaded rank gets (what
+/// a partition should give it).
 fn speed_of(steps: &[serde_json::Value]) -> Result<f64> {
     let (mut work, mut busy) = ([0.0f64; 2], [0.0f64; 2]);
     for v in steps.iter().rev().take(4) {
-        let wall = v["wall_s"].as_f64().context("no wall_s")?;
-        let ranks = v["ranks"].as_array().context("no ranks")?;
+        let (_, ranks, b) = busy_of(v)?;
         for (i, r) in ranks.iter().take(2).enumerate() {
             work[i] += r["owned"].as_f64().context("a rank without owned")?;
-            busy[i] += (wall - r["wait_s"].as_f64().unwrap_or(0.0)).max(0.0);
+            busy[i] += b[i];
         }
     }
     Ok((work[1] / busy[1]) / (work[0] / busy[0]))
@@ -181,12 +192,7 @@ fn speed_of(steps: &[serde_json::Value]) -> Result<f64> {
 fn split_of(steps: &[serde_json::Value]) -> Result<[f64; 4]> {
     let mut s = [0.0; 4];
     for v in steps {
-        let wall = v["wall_s"].as_f64().context("no wall_s")?;
-        let ranks = v["ranks"].as_array().context("no ranks")?;
-        let busy: Vec<f64> = ranks
-            .iter()
-            .map(|r| (wall - r["wait_s"].as_f64().unwrap_or(0.0)).max(0.0))
-            .collect();
+        let (wall, ranks, busy) = busy_of(v)?;
         let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
         let max = busy.iter().copied().fold(0.0, f64::max);
         let part = ranks
