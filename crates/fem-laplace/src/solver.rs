@@ -29,6 +29,7 @@
 use crate::assemble::System;
 use crate::exact::ExactSum;
 use crate::mesh::{Mesh, NONE};
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Weight of the Jacobi term on the finest mesh added to the local multilevel sum. The
@@ -94,24 +95,15 @@ impl Multilevel {
     pub(crate) fn restrict(&mut self, mesh: &Mesh, z: &mut [f64], scope: &impl Sweep) {
         let par = mesh.vertex_parents();
         let lr = &mut self.level_res;
-        let mut undo = |v: usize, plain: bool| {
-            let [a, b] = par[v];
-            let (a, b) = (a as usize, b as usize);
-            let zv = 0.5 * z[v];
-            lr[v] = [z[a], z[b]];
-            if plain || scope.local(a) {
-                z[a] += zv;
-            }
-            if plain || scope.local(b) {
-                z[b] += zv;
-            }
-        };
         let (initial, later) = scope.order(mesh);
-        for v in later.rev() {
-            if scope.plain(v) {
-                undo(v, true);
-            } else if scope.local(v) {
-                undo(v, false);
+        for (range, plain) in scope.stretches(later).iter().rev() {
+            if *plain {
+                undo_plain(z, lr, par, range.clone());
+            } else {
+                for v in range.clone().rev().filter(|&v| scope.local(v)) {
+                    let [a, b] = par[v];
+                    undo(z, lr, par[v], v, [a, b].map(|a| scope.local(a as usize)));
+                }
             }
         }
         let inv = &self.inv_diag;
@@ -131,25 +123,18 @@ impl Multilevel {
     pub(crate) fn prolongate(&self, mesh: &Mesh, z: &mut [f64], scope: &impl Sweep) {
         let par = mesh.vertex_parents();
         let (lr, inv) = (&self.level_res, &self.inv_diag);
-        let mut redo = |v: usize, plain: bool| {
-            let [a, b] = par[v];
-            let (a, b) = (a as usize, b as usize);
-            let (la, lb) = (plain || scope.local(a), plain || scope.local(b));
-            let za = if la { z[a] } else { scope.parent_value(v, 0) };
-            let zb = if lb { z[b] } else { scope.parent_value(v, 1) };
-            z[v] = 0.5 * (za + zb) + z[v] * inv[v];
-            if la {
-                z[a] += lr[v][0] * inv[a];
-            }
-            if lb {
-                z[b] += lr[v][1] * inv[b];
-            }
-        };
-        for v in scope.order(mesh).1 {
-            if scope.plain(v) {
-                redo(v, true);
-            } else if scope.local(v) {
-                redo(v, false);
+        let (_, later) = scope.order(mesh);
+        for (range, plain) in scope.stretches(later).iter() {
+            if *plain {
+                redo_plain(z, lr, inv, par, range.clone());
+            } else {
+                for v in range.clone().filter(|&v| scope.local(v)) {
+                    let [a, b] = par[v].map(|a| a as usize);
+                    let (la, lb) = (scope.local(a), scope.local(b));
+                    let za = if la { z[a] } else { scope.parent_value(v, 0) };
+                    let zb = if lb { z[b] } else { scope.parent_value(v, 1) };
+                    redo(z, lr, inv, par[v], v, [za, zb], [la, lb]);
+                }
             }
         }
     }
@@ -174,6 +159,70 @@ impl Multilevel {
     }
 }
 
+/// Undoes vertex v's bisection of the edge `par` (the reverse sweep): z[v] becomes its
+/// level residual, the parents' values at that moment are recorded in `lr[v]`, and half of
+/// z[v] goes to each parent that `push` names.
+#[inline(always)]
+fn undo(z: &mut [f64], lr: &mut [[f64; 2]], par: [u32; 2], v: usize, push: [bool; 2]) {
+    let (a, b) = (par[0] as usize, par[1] as usize);
+    let zv = 0.5 * z[v];
+    lr[v] = [z[a], z[b]];
+    if push[0] {
+        z[a] += zv;
+    }
+    if push[1] {
+        z[b] += zv;
+    }
+}
+
+/// [`undo`] for the vertices of `range`, last first, where every vertex and both its
+/// parents are swept (the serial sweep's whole loop: no checks).
+fn undo_plain(z: &mut [f64], lr: &mut [[f64; 2]], par: &[[u32; 2]], range: Range<usize>) {
+    let (par, lr) = (&par[range.clone()], &mut lr[range.clone()]);
+    for ((v, &[a, b]), lrv) in range.zip(par).zip(lr).rev() {
+        let (a, b) = (a as usize, b as usize);
+        let zv = 0.5 * z[v];
+        *lrv = [z[a], z[b]];
+        z[a] += zv;
+        z[b] += zv;
+    }
+}
+
+/// [`redo`] for the vertices of `range`, in order, where every vertex and both its parents
+/// are swept (the serial sweep's whole loop: no checks).
+fn redo_plain(z: &mut [f64], lr: &[[f64; 2]], inv: &[f64], par: &[[u32; 2]], range: Range<usize>) {
+    let (par, lr, invv) = (&par[range.clone()], &lr[range.clone()], &inv[range.clone()]);
+    for (((v, &[a, b]), lrv), &iv) in range.zip(par).zip(lr).zip(invv) {
+        let (a, b) = (a as usize, b as usize);
+        z[v] = 0.5 * (z[a] + z[b]) + z[v] * iv;
+        z[a] += lrv[0] * inv[a];
+        z[b] += lrv[1] * inv[b];
+    }
+}
+
+/// Redoes vertex v's bisection of the edge `par` (the forward sweep): z[v] is prolongated
+/// from the parents' values `zp` and gets its local part; each parent that `add` names gets
+/// its correction of this level.
+#[inline(always)]
+fn redo(
+    z: &mut [f64],
+    lr: &[[f64; 2]],
+    inv: &[f64],
+    par: [u32; 2],
+    v: usize,
+    zp: [f64; 2],
+    add: [bool; 2],
+) {
+    let (a, b) = (par[0] as usize, par[1] as usize);
+    z[v] = 0.5 * (zp[0] + zp[1]) + z[v] * inv[v];
+    if add[0] {
+        z[a] += lr[v][0] * inv[a];
+    }
+    if add[1] {
+        z[b] += lr[v][1] * inv[b];
+    }
+}
+
 /// Which vertices the sweeps of [`Multilevel`] handle, in which order. In one process all
 /// of them, in vertex order ([`Whole`]); on a rank of a distributed run its own vertices
 /// outside the skeleton, in birth order, while the skeleton's sums are formed apart,
@@ -181,9 +230,11 @@ impl Multilevel {
 pub(crate) trait Sweep {
     /// Whether vertex v is swept here.
     fn local(&self, v: usize) -> bool;
-    /// Whether vertex v and both its parents are swept here (the sweeps then skip the
-    /// checks of [`Sweep::local`]; the same arithmetic either way).
-    fn plain(&self, v: usize) -> bool;
+    /// The vertices of `later` (as [`Sweep::order`] gives them) cut into stretches, in
+    /// order: `(range, true)` where every vertex and both its parents are swept here (the
+    /// sweeps then skip the checks of [`Sweep::local`]; the same arithmetic either way), and
+    /// `(range, false)` for the stretches between them.
+    fn stretches(&self, later: Range<usize>) -> Cow<'_, [(Range<usize>, bool)]>;
     /// For a swept vertex v whose parent in `slot` (0 or 1) is not: that parent's value at the
     /// time of v's bisection in the forward sweep.
     fn parent_value(&self, v: usize, slot: usize) -> f64;
@@ -200,9 +251,8 @@ impl Sweep for Whole {
     fn local(&self, _v: usize) -> bool {
         true
     }
-    #[inline(always)]
-    fn plain(&self, _v: usize) -> bool {
-        true
+    fn stretches(&self, later: Range<usize>) -> Cow<'_, [(Range<usize>, bool)]> {
+        Cow::Owned(vec![(later, true)])
     }
     fn parent_value(&self, _v: usize, _slot: usize) -> f64 {
         unreachable!("every parent is swept in one process")
@@ -389,8 +439,8 @@ pub(crate) fn pcg_with<O: CgOps>(
     let CgWork { r, z, p, q: s, w } = work;
     ops.matvec(x, s, false)?;
     let rhs = ops.rhs();
-    for i in 0..n {
-        r[i] = rhs[i] - s[i];
+    for ((ri, &bi), &si) in r.iter_mut().zip(rhs).zip(s.iter()) {
+        *ri = bi - si;
     }
     let (mut gamma, delta) = precondition_and_reduce(ops, r, z, w)?;
     let rz0 = gamma;
@@ -408,9 +458,9 @@ pub(crate) fn pcg_with<O: CgOps>(
     let mut alphas = Vec::new();
     let mut betas = Vec::new();
     while stats.iterations < cfg.max_iter {
-        for i in 0..n {
-            x[i] += alpha * p[i];
-            r[i] -= alpha * s[i];
+        for ((xi, ri), (&pi, &si)) in x.iter_mut().zip(r.iter_mut()).zip(p.iter().zip(s.iter())) {
+            *xi += alpha * pi;
+            *ri -= alpha * si;
         }
         stats.iterations += 1;
         alphas.push(alpha);
@@ -431,9 +481,9 @@ pub(crate) fn pcg_with<O: CgOps>(
         betas.push(beta);
         gamma = gamma_new;
         alpha = gamma / denom;
-        for i in 0..n {
-            p[i] = z[i] + beta * p[i];
-            s[i] = w[i] + beta * s[i];
+        for ((pi, si), (&zi, &wi)) in p.iter_mut().zip(s.iter_mut()).zip(z.iter().zip(w.iter())) {
+            *pi = zi + beta * *pi;
+            *si = wi + beta * *si;
         }
     }
     if alphas.len() >= 2 {

@@ -35,7 +35,9 @@ use crate::mesh::{Mesh, NONE};
 use crate::solver::{Multilevel, Sweep};
 use comm::wire::{Reader, WireError, Writer};
 use comm::{Comm, CommError};
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// The replicated skeleton of one mesh (see the module documentation).
 #[derive(Debug, Clone, Default)]
@@ -56,8 +58,9 @@ pub(crate) struct Skeleton {
     local: Vec<u32>,
     /// Per local vertex: whether it is swept here (owned, not in the skeleton).
     bulk: Vec<bool>,
-    /// Per local vertex: whether it and both its parents are in the bulk.
-    plain: Vec<bool>,
+    /// The owned vertices after the initial ones (`n_initial..n_owned`, the bulk sweeps'
+    /// range) in stretches: `true` where every vertex and both its parents are in the bulk.
+    stretches: Vec<(Range<usize>, bool)>,
     /// Per local vertex: its external-child index, or [`NONE`].
     ext_of: Vec<u32>,
     /// The skeleton vertices this rank owns, and its external children (local vertices), in
@@ -84,6 +87,10 @@ impl Skeleton {
     /// [`Skeleton::build`]): the parents of owned vertices owned elsewhere and their ancestors,
     /// in birth order, with their keys and their parents' keys.
     pub(crate) fn write_candidates(l: &Local, w: &mut Writer) {
+        if l.size == 1 {
+            // A rank alone owns every vertex: no parent is owned elsewhere.
+            return;
+        }
         let nv = l.mesh.coords.len();
         let par = &l.mesh.parents;
         // 1. Parents of owned vertices owned elsewhere, and their ancestors.
@@ -146,9 +153,18 @@ impl Skeleton {
             ..Default::default()
         };
         if n == 0 {
-            sk.bulk = (0..nv).map(|v| l.owns_vertex(v)).collect();
-            sk.plain = plain(&sk.bulk, l.mesh.vertex_parents());
             sk.n_initial = l.mesh.num_initial_vertices();
+            if l.size == 1 {
+                // A rank alone owns every vertex, and every vertex but the initial ones has
+                // two parents: its sweeps are the serial ones.
+                debug_assert!((0..nv).all(|v| l.owns_vertex(v)) && nv == l.n_owned);
+                sk.bulk = vec![true; nv];
+                sk.stretches = vec![(sk.n_initial..nv, true)];
+            } else {
+                sk.bulk = (0..nv).map(|v| l.owns_vertex(v)).collect();
+                let sweep = sk.n_initial..l.n_owned;
+                sk.stretches = stretches(&sk.bulk, l.mesh.vertex_parents(), sweep);
+            }
             return Ok(sk);
         }
         let pos: HashMap<VKey, u32> = recs
@@ -176,10 +192,10 @@ impl Skeleton {
             })
             .collect();
         sk.bulk = (0..nv).map(|v| l.owns_vertex(v) && of[v] == NONE).collect();
-        sk.plain = plain(&sk.bulk, l.mesh.vertex_parents());
         let ext = sk.external_children(comm, l, &of, inv)?;
         sk.children(&recs, &ext);
         sk.n_initial = l.mesh.num_initial_vertices();
+        sk.stretches = stretches(&sk.bulk, l.mesh.vertex_parents(), sk.n_initial..l.n_owned);
         sk.z = vec![0.0; n];
         sk.lr = vec![0.0; sk.child.len()];
         sk.pv = vec![[0.0; 2]; n];
@@ -438,9 +454,9 @@ impl Sweep for Bulk<'_> {
     fn local(&self, v: usize) -> bool {
         self.sk.bulk[v]
     }
-    #[inline]
-    fn plain(&self, v: usize) -> bool {
-        self.sk.plain[v]
+    fn stretches(&self, later: Range<usize>) -> Cow<'_, [(Range<usize>, bool)]> {
+        debug_assert_eq!(later, self.sk.n_initial..self.n_owned);
+        Cow::Borrowed(&self.sk.stretches)
     }
     fn parent_value(&self, v: usize, slot: usize) -> f64 {
         self.sk.pv_ext[self.sk.ext_of[v] as usize][slot]
@@ -451,13 +467,27 @@ impl Sweep for Bulk<'_> {
     }
 }
 
-/// For each vertex, whether it and both its parents are in the bulk (`bulk`): the sweeps'
-/// common case, without per-parent checks.
-fn plain(bulk: &[bool], parents: &[[u32; 2]]) -> Vec<bool> {
-    bulk.iter()
-        .zip(parents)
-        .map(|(&b, p)| b && p.iter().all(|&a| a != NONE && bulk[a as usize]))
-        .collect()
+/// The vertices of `range` in stretches, in order: `(stretch, true)` where every vertex
+/// and both its parents are in the bulk (`bulk`), the sweeps' common case without per-parent
+/// checks; `(stretch, false)` between them.
+fn stretches(
+    bulk: &[bool],
+    parents: &[[u32; 2]],
+    range: Range<usize>,
+) -> Vec<(Range<usize>, bool)> {
+    let plain = |v: usize| {
+        let [a, b] = parents[v];
+        bulk[v] && a != NONE && b != NONE && bulk[a as usize] && bulk[b as usize]
+    };
+    let mut out: Vec<(Range<usize>, bool)> = Vec::new();
+    let (mut start, end) = (range.start, range.end);
+    while start < end {
+        let p = plain(start);
+        let stop = (start + 1..end).find(|&v| plain(v) != p).unwrap_or(end);
+        out.push((start..stop, p));
+        start = stop;
+    }
+    out
 }
 
 /// A skeleton candidate as a rank wrote it: birth, vertex key, parents' keys.
