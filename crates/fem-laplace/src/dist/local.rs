@@ -69,6 +69,8 @@ pub(crate) struct Local {
     pub(crate) mesh: Mesh,
     pub(crate) ekey: Keys,
     pub(crate) eowner: Vec<u32>,
+    /// Each vertex's birth ([`Birth`]: `sg`, `key`), the identity ranks give a vertex when
+    /// they speak of it; with one rank (which never does) only the initial vertices have one.
     pub(crate) bsg: Vec<u16>,
     pub(crate) bkey: Vec<u128>,
     pub(crate) vowner: Vec<u32>,
@@ -328,8 +330,11 @@ impl Local {
         } else {
             Some(owned.as_slice())
         };
+        // Births identify vertices between ranks: a rank alone needs none beyond the initial
+        // vertices' (see `bsg`).
+        let with_births = self.size > 1;
         self.mesh
-            .refine_part(&marks, scope, Some(&mut creators), spare)?;
+            .refine_part(&marks, scope, with_births.then_some(&mut creators), spare)?;
         lap(&mut tt, "refine: refine_part");
         // Each new vertex's birth, from its creating element (still numbered as before).
         for &(t, k) in &creators {

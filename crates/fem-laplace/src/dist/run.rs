@@ -762,9 +762,10 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let t0 = Instant::now();
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
+        // (A rank alone has nowhere to send its elements.)
         let keep = census
             .as_ref()
-            .is_some_and(|c| self.balancing.keeps(&c.owned));
+            .is_some_and(|c| !several || self.balancing.keeps(&c.owned));
         let census_before = census.as_ref().map(|c| c.local);
         let before = match census {
             Some(c) => c.sums,
@@ -775,7 +776,12 @@ impl<'a, C: Comm> RankRun<'a, C> {
             }
             None => [0, 0],
         };
-        let mut parts = vec![self.comm.rank() as u32; ne];
+        // Every element stays here unless the partitioner (or a test's shift) says otherwise.
+        let mut parts = if keep && self.cfg.shift_at.is_none() {
+            Vec::new()
+        } else {
+            vec![self.comm.rank() as u32; ne]
+        };
         if self.comm.size() > 1 && !keep {
             let tp = Instant::now();
             let mut xy = vec![0.0; 2 * ne];
