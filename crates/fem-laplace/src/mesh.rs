@@ -323,7 +323,7 @@ impl Mesh {
     /// # Ok::<(), fem_laplace::FemError>(())
     /// ```
     pub fn refine(&mut self, marks: &Marks) -> Result<Range<usize>, FemError> {
-        self.refine_part(marks, None, None, 0)
+        Ok(self.refine_part(marks, None, None, 0, None)?.1)
     }
 
     /// [`Mesh::refine`] on one rank's part of a distributed mesh: only the elements with
@@ -333,24 +333,84 @@ impl Mesh {
     /// an edge shared with a ghost is [`REMOTE`]. If `creators` is given, it receives for every
     /// new vertex (in the order of their ids) the element that created it and the edge it
     /// bisects. The new element arrays have room for `spare` more elements.
+    ///
+    /// Without `split` the new vertices are appended (the second range returned; the first is
+    /// empty). With it, those created by an element with `split.low(t)` go to a gap opened
+    /// for them at `split.at` (the vertices from there on move up by their number, every
+    /// reference to them with them; the first range returned), the others are appended; each
+    /// group in the serial order.
     pub(crate) fn refine_part(
         &mut self,
         marks: &Marks,
         owned: Option<&[bool]>,
         creators: Option<&mut Vec<(u32, u8)>>,
         spare: usize,
-    ) -> Result<Range<usize>, FemError> {
+        split: Option<Split<'_>>,
+    ) -> Result<(Range<usize>, Range<usize>), FemError> {
         let ne = self.tri.len();
         let is_owned = |t: usize| owned.is_none_or(|o| o[t]);
         assert_eq!(marks.bits.len(), ne, "marks belong to another mesh");
         let bits = &marks.bits;
         let (first, total) = self.first_children(bits, is_owned)?;
-        let new = self.new_vertices(marks, creators.is_some());
+        let mut new = self.new_vertices(marks, creators.is_some() || split.is_some());
+        let gap = match &split {
+            Some(sp) => {
+                let low = new
+                    .creator
+                    .iter()
+                    .filter(|c| (sp.low)(c.0 as usize))
+                    .count();
+                self.open_gap(sp.at, low, &mut new.parents);
+                Gap {
+                    at: sp.at as u32,
+                    len: low as u32,
+                    low: Some(sp.low),
+                }
+            }
+            None => Gap {
+                at: u32::MAX,
+                len: 0,
+                low: None,
+            },
+        };
         let nv0 = self.coords.len();
-        let perm = self.place_new_vertices(new, creators);
-        self.write_children(bits, &first, total as usize + spare, &perm, is_owned);
+        let perm = self.place_new_vertices(new, creators, &gap);
+        let room = total as usize + spare;
+        if gap.len == 0 {
+            self.write_children(bits, &first, room, &perm, |v| v, is_owned);
+        } else {
+            let (at, len) = (gap.at, gap.len);
+            let moved = |v: u32| if v >= at { v + len } else { v };
+            self.write_children(bits, &first, room, &perm, moved, is_owned);
+        }
         debug_assert_eq!(self.tri.len(), total as usize);
-        Ok(nv0..nv0 + perm.order.len())
+        let (at, low) = (gap.at as usize, gap.len as usize);
+        let high = perm.order.len() - low;
+        Ok((at.min(nv0)..at.min(nv0) + low, nv0..nv0 + high))
+    }
+
+    /// Moves the vertices from `at` on up by `len` (coordinates, parents, boundary flags, and
+    /// every parent reference, also those of the new vertices `new_parents`), leaving `len`
+    /// placeholders at `at` for [`Mesh::place_new_vertices`] to fill.
+    fn open_gap(&mut self, at: usize, len: usize, new_parents: &mut [[u32; 2]]) {
+        if len == 0 {
+            return;
+        }
+        let (a, n) = (at as u32, len as u32);
+        let shift = |v: &mut u32| {
+            if *v != NONE && *v >= a {
+                *v += n;
+            }
+        };
+        for p in self.parents.iter_mut().chain(new_parents.iter_mut()) {
+            p.iter_mut().for_each(shift);
+        }
+        self.coords
+            .splice(at..at, std::iter::repeat_n([0.0; 2], len));
+        self.parents
+            .splice(at..at, std::iter::repeat_n([NONE; 2], len));
+        self.boundary
+            .splice(at..at, std::iter::repeat_n(false, len));
     }
 
     /// Step 1 of [`Mesh::refine_part`]: the first child of each element in the new order (and
@@ -429,6 +489,7 @@ impl Mesh {
         &mut self,
         new: NewVertices,
         creators: Option<&mut Vec<(u32, u8)>>,
+        gap: &Gap<'_>,
     ) -> Placed {
         let n_new = new.parents.len();
         let nv0 = self.coords.len();
@@ -440,22 +501,53 @@ impl Mesh {
         for g in 0..=max_gen {
             start[g + 1] += start[g];
         }
+        // The serial order (rank) of each provisional id, then its id: after the old vertices,
+        // or (split) in the gap when its creator is low, each group in rank order.
         let mut order = vec![0u32; n_new];
         for (p, &g) in new.generation.iter().enumerate() {
-            order[p] = nv0 as u32 + start[g as usize];
+            order[p] = start[g as usize];
             start[g as usize] += 1;
         }
+        if let Some(low) = gap.low {
+            let mut by_rank = vec![0u32; n_new];
+            for (p, &r) in order.iter().enumerate() {
+                by_rank[r as usize] = p as u32;
+            }
+            let (mut lo, mut hi) = (gap.at, nv0 as u32);
+            for &p in &by_rank {
+                let slot = if low(new.creator[p as usize].0 as usize) {
+                    &mut lo
+                } else {
+                    &mut hi
+                };
+                order[p as usize] = *slot;
+                *slot += 1;
+            }
+            debug_assert_eq!(lo, gap.at + gap.len);
+        } else {
+            for o in &mut order {
+                *o += nv0 as u32;
+            }
+        }
+        let nv = nv0 + n_new - gap.len as usize;
         if let Some(out) = creators {
+            // In the order of the ids: the gap's, then the appended ones.
+            let base = |id: u32| {
+                if id >= nv0 as u32 {
+                    id - nv0 as u32 + gap.len
+                } else {
+                    id - gap.at
+                }
+            };
             out.clear();
             out.resize(n_new, (0, 0));
             for (p, &c) in new.creator.iter().enumerate() {
-                out[order[p] as usize - nv0] = c;
+                out[base(order[p]) as usize] = c;
             }
         }
-        let nv = nv0 + n_new;
-        self.coords.reserve_exact(n_new);
-        self.parents.reserve_exact(n_new);
-        self.boundary.reserve_exact(n_new);
+        self.coords.reserve_exact(nv - nv0);
+        self.parents.reserve_exact(nv - nv0);
+        self.boundary.reserve_exact(nv - nv0);
         self.coords.resize(nv, [0.0; 2]);
         self.parents.resize(nv, [NONE; 2]);
         self.boundary.resize(nv, false);
@@ -474,13 +566,16 @@ impl Mesh {
     }
 
     /// Step 4 of [`Mesh::refine_part`]: the children, in curve order, with their neighbours,
-    /// replacing the element arrays (with room for `room` elements).
+    /// replacing the element arrays (with room for `room` elements); `moved` gives an old
+    /// vertex's id after a split's gap (the old ids still name the vertices here: the
+    /// neighbours' vertices are compared in the old numbering).
     fn write_children(
         &mut self,
         bits: &[u8],
         first: &[u32],
         room: usize,
         placed: &Placed,
+        moved: impl Fn(u32) -> u32 + Copy,
         is_owned: impl Fn(usize) -> bool,
     ) {
         let ne = self.tri.len();
@@ -498,6 +593,7 @@ impl Mesh {
             }
             let b = bits[t];
             let [v0, v1, v2] = self.tri[t];
+            let [w0, w1, w2] = [v0, v1, v2].map(moved);
             let lev = self.level[t];
             let nb = self.nbr[t];
             // The new index of the neighbour's piece across (half of) our edge k.
@@ -512,7 +608,7 @@ impl Mesh {
                 }
             };
             if b == 0 {
-                tri_new.push([v0, v1, v2]);
+                tri_new.push([w0, w1, w2]);
                 lev_new.push(lev);
                 // x: any vertex of the shared edge (the edge is not bisected).
                 nbr_new.push([ext(0, v1), ext(1, v0), ext(2, v0)]);
@@ -526,25 +622,25 @@ impl Mesh {
             let s2 = f + 1 + u32::from(b2);
             if b2 {
                 let m2 = pm(2);
-                tri_new.push([v0, m2, m]);
+                tri_new.push([w0, m2, m]);
                 nbr_new.push([f + 1, ext(1, v0), ext(2, v0)]);
-                tri_new.push([m, m2, v1]);
+                tri_new.push([m, m2, w1]);
                 nbr_new.push([ext(2, v1), s2, f]);
                 lev_new.extend([lev + 2, lev + 2]);
             } else {
-                tri_new.push([v0, m, v1]);
+                tri_new.push([w0, m, w1]);
                 nbr_new.push([s2, ext(2, v0), ext(1, v0)]);
                 lev_new.push(lev + 1);
             }
             if b0 {
                 let m0 = pm(0);
-                tri_new.push([v1, m0, m]);
+                tri_new.push([w1, m0, m]);
                 nbr_new.push([s2 + 1, s2 - 1, ext(0, v1)]);
-                tri_new.push([m, m0, v2]);
+                tri_new.push([m, m0, w2]);
                 nbr_new.push([ext(0, v2), ext(1, v2), s2]);
                 lev_new.extend([lev + 2, lev + 2]);
             } else {
-                tri_new.push([v1, m, v2]);
+                tri_new.push([w1, m, w2]);
                 nbr_new.push([ext(1, v2), ext(0, v1), s2 - 1]);
                 lev_new.push(lev + 1);
             }
@@ -564,6 +660,24 @@ struct NewVertices {
     generation: Vec<u8>,
     boundary: Vec<bool>,
     creator: Vec<(u32, u8)>,
+}
+
+/// Where a rank's refinement puts new vertices ([`Mesh::refine_part`]): those created by an
+/// element with `low(t)` in a gap opened at `at`, the others after the old vertices.
+#[derive(Clone, Copy)]
+pub(crate) struct Split<'a> {
+    /// Whether element t's new vertices go to the gap.
+    pub(crate) low: &'a dyn Fn(usize) -> bool,
+    /// Where the gap opens.
+    pub(crate) at: usize,
+}
+
+/// The gap of a [`Split`] refinement once its length is known (`at` is `u32::MAX` and
+/// `len` 0 without one).
+struct Gap<'a> {
+    at: u32,
+    len: u32,
+    low: Option<&'a dyn Fn(usize) -> bool>,
 }
 
 /// The new vertices placed ([`Mesh::refine_part`] step 3): each element's provisional id per

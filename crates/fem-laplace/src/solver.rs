@@ -579,18 +579,29 @@ pub fn prolongate(
         new.start,
         "prolongate: u must cover the old vertices"
     );
-    u.reserve_exact(new.len());
+    u.resize(new.end, 0.0);
+    prolongate_into(mesh, u, new, &mut boundary)
+}
+
+/// [`prolongate`] into vertices `new` that `u` already holds (their old entries are not read):
+/// a refinement's new vertices wherever they were placed (their parents are older, and
+/// outside `new`).
+pub(crate) fn prolongate_into(
+    mesh: &Mesh,
+    u: &mut [f64],
+    new: std::ops::Range<usize>,
+    mut boundary: impl FnMut([f64; 2]) -> Result<f64, crate::FemError>,
+) -> Result<(), crate::FemError> {
     let par = mesh.vertex_parents();
     let bnd = mesh.boundary_vertices();
     for v in new {
         let [a, b] = par[v];
         debug_assert!(a != NONE && b != NONE);
-        let val = if bnd[v] {
+        u[v] = if bnd[v] {
             boundary(mesh.coords()[v])?
         } else {
             0.5 * (u[a as usize] + u[b as usize])
         };
-        u.push(val);
     }
     Ok(())
 }

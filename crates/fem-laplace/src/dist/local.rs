@@ -9,9 +9,12 @@
 //!   indices; an owned element's neighbours are always present, a ghost's may be [`NONE`].
 //! - **Vertices**: a table holding the vertices of its elements and all their ancestors in
 //!   the bisection hierarchy (the vertices whose bisections created them), so that every
-//!   vertex's parents are in the table. Table order is arrival order; `order` lists the table
-//!   by birth (the serial numbering), which is also how a vertex is looked up: a sorted list
-//!   of births is matched against `order` in one merge. Each vertex has an owner (`vowner`):
+//!   vertex's parents are in the table. After a rebuild the owned vertices come first, in
+//!   birth order (the serial numbering), and the others after them; the table is a few
+//!   ranges each sorted by birth (`runs`), which is also how a vertex is looked up: a sorted
+//!   list of births is matched against each run by galloping. A refinement puts the
+//!   vertices that owned elements create right after the owned ones, so that on a kept
+//!   partition the layout holds without renumbering. Each vertex has an owner (`vowner`):
 //!   the rank owning the element that comes first along the curve among the elements around
 //!   it. Vertices no element needs any more stay as dead entries until a compaction.
 //!
@@ -33,7 +36,7 @@ use super::keys::{
     vertex_key,
 };
 use crate::FemError;
-use crate::mesh::{Marks, Mesh, NONE, REMOTE};
+use crate::mesh::{Marks, Mesh, NONE, REMOTE, Split};
 use crate::problem::{ExactSolution, dirichlet_value};
 use comm::wire::{Outbox, Reader, WireError, Writer};
 use comm::{Comm, CommError};
@@ -75,7 +78,9 @@ pub(crate) struct Local {
     pub(crate) bkey: Vec<u128>,
     pub(crate) vowner: Vec<u32>,
     /// After a rebuild the owned vertices are `0..n_owned`, in birth order, and the others
-    /// follow, in birth order: kernels run over a prefix, sweeps over a range.
+    /// follow (in runs sorted by birth: one after a renumbering, more after refinements that
+    /// kept the layout, see [`Local::refine`]): kernels run over a prefix, sweeps over a
+    /// range.
     pub(crate) n_owned: usize,
     /// Ranges of the table, each sorted by birth (where a birth is looked up).
     pub(crate) runs: Vec<std::ops::Range<u32>>,
@@ -322,7 +327,6 @@ impl Local {
         self.reserve_vertices(self.mesh.coords.len() + new_vertices);
         let marks = Marks::from_bits(bits, new_vertices);
         lap(&mut tt, "refine: checks, room");
-        let nv0 = self.mesh.coords.len();
         let levels = self.mesh.level.clone();
         let mut creators: Vec<(u32, u8)> = Vec::new();
         let scope = if all_owned {
@@ -332,18 +336,38 @@ impl Local {
         };
         // Births identify vertices between ranks: a rank alone needs none beyond the initial
         // vertices' (see `bsg`).
-        let with_births = self.size > 1;
-        self.mesh
-            .refine_part(&marks, scope, with_births.then_some(&mut creators), spare)?;
+        let several = self.size > 1;
+        // Over ranks the vertices this rank's elements create go right after its owned ones
+        // (a prefix of the table since the last rebuild: they stay one, and the rebuild need
+        // not renumber), the ghosts' after the others.
+        let (me, at) = (self.rank, self.n_owned);
+        let eowner = &self.eowner;
+        let low = |t: usize| eowner[t] == me;
+        let split = several.then_some(Split { low: &low, at });
+        let (gap, appended) = self.mesh.refine_part(
+            &marks,
+            scope,
+            several.then_some(&mut creators),
+            spare,
+            split,
+        )?;
         lap(&mut tt, "refine: refine_part");
-        // Each new vertex's birth, from its creating element (still numbered as before).
-        for &(t, k) in &creators {
+        self.open_gap(gap.clone());
+        let nv = self.mesh.coords.len();
+        // Each new vertex's birth from its creating element (still numbered as before), and
+        // its owner: the creator's (the interface ones are coordinated in the rebuild).
+        self.vowner.resize(nv, me);
+        for (&(t, k), v) in creators.iter().zip(gap.clone().chain(appended.clone())) {
             let b = Birth::created(step, self.ekey.get(t as usize), levels[t as usize], k);
-            self.bsg.push(b.sg);
-            self.bkey.push(b.key);
+            if v < gap.end {
+                (self.bsg[v], self.bkey[v]) = (b.sg, b.key);
+            } else {
+                self.bsg.push(b.sg);
+                self.bkey.push(b.key);
+            }
+            self.vowner[v] = self.eowner[t as usize];
         }
         drop(creators);
-        let nv = self.mesh.coords.len();
         lap(&mut tt, "refine: bisect");
         // Children's keys, in the order the refinement wrote the children (computed after it,
         // so that the old and new element arrays and keys are not all alive at once), with
@@ -352,13 +376,17 @@ impl Local {
         let (keys, census) = self
             .ekey
             .children(&levels, &marks.bits, keep, total + spare);
-
-        self.vowner.resize(nv, self.rank);
-        crate::solver::prolongate(&self.mesh, &mut self.u, nv0..nv, |p| {
-            dirichlet_value(exact, p[0], p[1])
-        })?;
-        // New vertices are the latest births, created in birth order: one more sorted run.
-        self.runs.push(nv0 as u32..nv as u32);
+        self.u.resize(nv, 0.0);
+        for new in [gap.clone(), appended.clone()] {
+            crate::solver::prolongate_into(&self.mesh, &mut self.u, new, |p| {
+                dirichlet_value(exact, p[0], p[1])
+            })?;
+        }
+        // New vertices are the latest births, created in birth order: one more sorted run
+        // for each place.
+        self.runs
+            .extend([gap, appended].map(|r| r.start as u32..r.end as u32));
+        self.runs.retain(|r| !r.is_empty());
         debug_assert_eq!(keys.len(), self.mesh.tri.len());
         let mut eowner = Vec::with_capacity(keys.len() + spare);
         eowner.resize(keys.len(), self.rank);
@@ -368,6 +396,26 @@ impl Local {
         self.shared.clear();
         lap(&mut tt, "refine: births, prolongation");
         Ok(census)
+    }
+
+    /// After [`Mesh::refine_part`] opened the vertex gap `gap` (the vertices from its start on
+    /// moved up by its length): the same for this rank's own per-vertex arrays (births,
+    /// owners, solution; placeholders in the gap) and its runs.
+    fn open_gap(&mut self, gap: std::ops::Range<usize>) {
+        let (at, len) = (gap.start, gap.len());
+        if len == 0 {
+            return;
+        }
+        self.bsg.splice(at..at, std::iter::repeat_n(0, len));
+        self.bkey.splice(at..at, std::iter::repeat_n(0, len));
+        self.vowner
+            .splice(at..at, std::iter::repeat_n(self.rank, len));
+        self.u.splice(at..at, std::iter::repeat_n(0.0, len));
+        for r in &mut self.runs {
+            if r.start as usize >= at {
+                *r = r.start + len as u32..r.end + len as u32;
+            }
+        }
     }
 
     /// The owned elements' edges left [`REMOTE`] by a refinement.
@@ -1072,6 +1120,46 @@ impl Local {
         lap(&mut tt, "      merge: keys, owners");
     }
 
+    /// The layout [`Local::renumber`] makes, where it holds already: the owned vertices a
+    /// prefix of the table in birth order (sorted runs from the start, each after the last),
+    /// nothing owned after it, and the rest not so large that its dead vertices matter. So
+    /// after a refinement on a kept partition, which puts the new owned vertices right after
+    /// the owned ones ([`Local::refine`]) and the ghosts' after the others. Sets `n_owned`,
+    /// the runs (the prefix as one) and the initial owned count; whether it held.
+    fn owned_prefix_kept(&mut self) -> bool {
+        let me = self.rank;
+        let nv = self.vowner.len();
+        let p = self.vowner.iter().take_while(|&&o| o == me).count();
+        if nv - p > 4096 + p / 8 || self.vowner[p..].contains(&me) {
+            return false;
+        }
+        let mut runs = self.runs.clone();
+        runs.retain(|r| !r.is_empty());
+        runs.sort_unstable_by_key(|r| r.start);
+        let mut end = 0u32;
+        let mut last: Option<Birth> = None;
+        for r in runs.iter().take_while(|r| (r.start as usize) < p) {
+            if r.start != end || r.end as usize > p {
+                return false;
+            }
+            if last.is_some_and(|b| b >= self.birth(r.start as usize)) {
+                return false;
+            }
+            last = Some(self.birth(r.end as usize - 1));
+            end = r.end;
+        }
+        if end as usize != p {
+            return false;
+        }
+        let n_initial = (0..p).take_while(|&v| self.bsg[v] == 0).count();
+        self.mesh.n_initial_vertices = n_initial;
+        self.n_owned = p;
+        self.runs = std::iter::once(0..p as u32)
+            .chain(runs.into_iter().filter(|r| r.start as usize >= p))
+            .collect();
+        true
+    }
+
     /// Renumbers the table: the owned vertices first, then the other vertices of the elements
     /// and their ancestors, each group in birth order; vertices nothing needs any more are
     /// dropped. Skipped when the table already has that layout.
@@ -1084,9 +1172,13 @@ impl Local {
             return;
         }
         let mut tt = std::time::Instant::now();
-        // Vertices nothing needs any more (left behind by migrations and old ghosts) are
-        // dropped every fourth rebuild: in between they only take room.
         self.since_drop += 1;
+        if self.owned_prefix_kept() {
+            lap(&mut tt, "    renumber: owned prefix kept");
+            return;
+        }
+        // Vertices nothing needs any more (left behind by migrations and old ghosts) are
+        // dropped every fourth renumbering: in between they only take room.
         let live = if self.since_drop >= 4 {
             self.since_drop = 0;
             let mut live = vec![false; nv];

@@ -24,10 +24,6 @@
 //!
 //! Every rank computes the skeleton the same way from the same numbers, so the result does not
 //! depend on the number of ranks; with one rank the skeleton is empty.
-#![expect(
-    clippy::needless_range_loop,
-    reason = "index loops over parallel vertex arrays"
-)]
 
 use super::keys::{Birth, VKey, vertex_key};
 use super::local::Local;
@@ -93,26 +89,28 @@ impl Skeleton {
         }
         let nv = l.mesh.coords.len();
         let par = &l.mesh.parents;
-        // 1. Parents of owned vertices owned elsewhere, and their ancestors.
+        // 1. Parents of owned vertices (the prefix `0..n_owned`) owned elsewhere, and their
+        // ancestors.
+        let n_owned = l.n_owned as u32;
         let mut mark = vec![false; nv];
-        let mut stack: Vec<u32> = Vec::new();
-        for v in 0..nv {
-            if l.owns_vertex(v) {
-                for a in par[v] {
-                    if a != NONE && !l.owns_vertex(a as usize) && !mark[a as usize] {
-                        mark[a as usize] = true;
-                        stack.push(a);
-                    }
+        let mut marked: Vec<u32> = Vec::new();
+        for p in &par[..l.n_owned] {
+            for &a in p {
+                if a != NONE && a >= n_owned && !mark[a as usize] {
+                    mark[a as usize] = true;
+                    marked.push(a);
                 }
             }
         }
-        while let Some(v) = stack.pop() {
-            for a in par[v as usize] {
+        let mut i = 0;
+        while i < marked.len() {
+            for a in par[marked[i] as usize] {
                 if a != NONE && !mark[a as usize] {
                     mark[a as usize] = true;
-                    stack.push(a);
+                    marked.push(a);
                 }
             }
+            i += 1;
         }
         let key_of = |v: u32| -> VKey {
             if v == NONE {
@@ -121,7 +119,6 @@ impl Skeleton {
                 vertex_key(l.mesh.coords[v as usize])
             }
         };
-        let mut marked: Vec<u32> = (0..nv as u32).filter(|&v| mark[v as usize]).collect();
         marked.sort_unstable_by_key(|&v| l.birth(v as usize));
         for &v in &marked {
             {
@@ -191,11 +188,16 @@ impl Skeleton {
                 v != NONE && l.owns_vertex(v as usize)
             })
             .collect();
-        sk.bulk = (0..nv).map(|v| l.owns_vertex(v) && of[v] == NONE).collect();
-        let ext = sk.external_children(comm, l, &of, inv)?;
-        sk.children(&recs, &ext);
+        // The owned vertices are the prefix `0..n_owned`.
+        sk.bulk = vec![false; nv];
+        sk.bulk[..l.n_owned].fill(true);
+        for &v in sk.local.iter().filter(|&&v| v != NONE) {
+            sk.bulk[v as usize] = false;
+        }
         sk.n_initial = l.mesh.num_initial_vertices();
         sk.stretches = stretches(&sk.bulk, l.mesh.vertex_parents(), sk.n_initial..l.n_owned);
+        let ext = sk.external_children(comm, l, &of, inv)?;
+        sk.children(&recs, &ext);
         sk.z = vec![0.0; n];
         sk.lr = vec![0.0; sk.child.len()];
         sk.pv = vec![[0.0; 2]; n];
@@ -218,9 +220,14 @@ impl Skeleton {
         let (n, nv) = (self.n, l.mesh.coords.len());
         let mut w = Writer::default();
         let mut mine: Vec<u32> = Vec::new();
-        // The owned vertices come first, in birth order.
-        for v in 0..l.n_owned as u32 {
-            let vu = v as usize;
+        // The owned vertices come first, in birth order; a bulk vertex with a skeleton parent
+        // is outside the plain stretches (whose parents are all in the bulk).
+        // (The initial vertices, before the stretches, have no parents.)
+        let candidates = (self.stretches.iter())
+            .filter(|s| !s.1)
+            .flat_map(|s| s.0.clone());
+        for vu in candidates {
+            let v = vu as u32;
             if !self.bulk[vu] {
                 continue;
             }
