@@ -323,7 +323,7 @@ impl Mesh {
     /// # Ok::<(), fem_laplace::FemError>(())
     /// ```
     pub fn refine(&mut self, marks: &Marks) -> Result<Range<usize>, FemError> {
-        Ok(self.refine_part(marks, None, None, 0, None)?.1)
+        Ok(self.refine_part(marks, None, None, 0, None, None)?.1)
     }
 
     /// [`Mesh::refine`] on one rank's part of a distributed mesh: only the elements with
@@ -332,56 +332,59 @@ impl Mesh {
     /// come first along the curve, as the serial refinement would. A child's neighbour across
     /// an edge shared with a ghost is [`REMOTE`]. If `creators` is given, it receives for every
     /// new vertex (in the order of their ids) the element that created it and the edge it
-    /// bisects. The new element arrays have room for `spare` more elements.
+    /// bisects. The new element arrays have room for `spare` more elements. If `remote` is
+    /// given, it receives every child's edge left [`REMOTE`] (element, edge), in element order.
     ///
-    /// Without `split` the new vertices are appended (the second range returned; the first is
-    /// empty). With it, those created by an element with `split.low(t)` go to a gap opened
-    /// for them at `split.at` (the vertices from there on move up by their number, every
-    /// reference to them with them; the first range returned), the others are appended; each
-    /// group in the serial order.
+    /// Without `split_at` the new vertices are appended (the second range returned; the first
+    /// is empty). With it, those created by an element in scope (`owned`) go to a gap opened
+    /// for them there (the vertices from there on move up by their number, every reference to
+    /// them with them; the first range returned), the ghosts' are appended; each group in the
+    /// serial order.
     pub(crate) fn refine_part(
         &mut self,
         marks: &Marks,
         owned: Option<&[bool]>,
         creators: Option<&mut Vec<(u32, u8)>>,
         spare: usize,
-        split: Option<Split<'_>>,
+        split_at: Option<usize>,
+        remote: Option<&mut Vec<(u32, u8)>>,
     ) -> Result<(Range<usize>, Range<usize>), FemError> {
         let ne = self.tri.len();
         let is_owned = |t: usize| owned.is_none_or(|o| o[t]);
         assert_eq!(marks.bits.len(), ne, "marks belong to another mesh");
         let bits = &marks.bits;
         let (first, total) = self.first_children(bits, is_owned)?;
-        let mut new = self.new_vertices(marks, creators.is_some() || split.is_some());
-        let gap = match &split {
-            Some(sp) => {
-                let low = new
-                    .creator
-                    .iter()
-                    .filter(|c| (sp.low)(c.0 as usize))
-                    .count();
-                self.open_gap(sp.at, low, &mut new.parents);
+        let mut new = self.new_vertices(marks, creators.is_some() || split_at.is_some());
+        let gap = match split_at {
+            Some(at) => {
+                let low = new.creator.iter().filter(|c| is_owned(c.0 as usize));
+                let low = low.count();
+                self.open_gap(at, low, &mut new.parents);
                 Gap {
-                    at: sp.at as u32,
+                    at: at as u32,
                     len: low as u32,
-                    low: Some(sp.low),
+                    split: Some(owned),
                 }
             }
             None => Gap {
                 at: u32::MAX,
                 len: 0,
-                low: None,
+                split: None,
             },
         };
         let nv0 = self.coords.len();
-        let perm = self.place_new_vertices(new, creators, &gap);
+        let mut perm = self.place_new_vertices(new, creators, &gap);
+        perm.remote = remote.as_ref().map(|_| Vec::new());
         let room = total as usize + spare;
         if gap.len == 0 {
-            self.write_children(bits, &first, room, &perm, |v| v, is_owned);
+            self.write_children(bits, &first, room, &mut perm, |v| v, is_owned);
         } else {
             let (at, len) = (gap.at, gap.len);
             let moved = |v: u32| if v >= at { v + len } else { v };
-            self.write_children(bits, &first, room, &perm, moved, is_owned);
+            self.write_children(bits, &first, room, &mut perm, moved, is_owned);
+        }
+        if let (Some(out), Some(found)) = (remote, perm.remote.take()) {
+            *out = found;
         }
         debug_assert_eq!(self.tri.len(), total as usize);
         let (at, low) = (gap.at as usize, gap.len as usize);
@@ -508,7 +511,8 @@ impl Mesh {
             order[p] = start[g as usize];
             start[g as usize] += 1;
         }
-        if let Some(low) = gap.low {
+        if let Some(owned) = gap.split {
+            let low = |t: usize| owned.is_none_or(|o| o[t]);
             let mut by_rank = vec![0u32; n_new];
             for (p, &r) in order.iter().enumerate() {
                 by_rank[r as usize] = p as u32;
@@ -562,6 +566,7 @@ impl Mesh {
         Placed {
             mid: new.mid,
             order,
+            remote: None,
         }
     }
 
@@ -574,10 +579,11 @@ impl Mesh {
         bits: &[u8],
         first: &[u32],
         room: usize,
-        placed: &Placed,
+        placed: &mut Placed,
         moved: impl Fn(u32) -> u32 + Copy,
         is_owned: impl Fn(usize) -> bool,
     ) {
+        let mut remote = placed.remote.take();
         let ne = self.tri.len();
         let mut tri_new: Vec<[u32; 3]> = Vec::with_capacity(room);
         let mut nbr_new: Vec<[u32; 3]> = Vec::with_capacity(room);
@@ -596,12 +602,16 @@ impl Mesh {
             let [w0, w1, w2] = [v0, v1, v2].map(moved);
             let lev = self.level[t];
             let nb = self.nbr[t];
+            let from = nbr_new.len();
+            // Whether a child got a remote edge (its neighbour is remote or a ghost).
+            let outer = std::cell::Cell::new(false);
             // The new index of the neighbour's piece across (half of) our edge k.
             let ext = |k: usize, x: u32| -> u32 {
                 let n = nb[k];
                 if n == NONE {
                     NONE
                 } else if n == REMOTE || !is_owned(n as usize) {
+                    outer.set(true);
                     REMOTE
                 } else {
                     ctx.child_across(n, t as u32, x)
@@ -612,42 +622,54 @@ impl Mesh {
                 lev_new.push(lev);
                 // x: any vertex of the shared edge (the edge is not bisected).
                 nbr_new.push([ext(0, v1), ext(1, v0), ext(2, v0)]);
-                continue;
-            }
-            let f = first[t];
-            let pm = |k: usize| placed.order[placed.mid[t][k] as usize];
-            let m = pm(1);
-            let b0 = b & 1 != 0;
-            let b2 = b & 4 != 0;
-            let s2 = f + 1 + u32::from(b2);
-            if b2 {
-                let m2 = pm(2);
-                tri_new.push([w0, m2, m]);
-                nbr_new.push([f + 1, ext(1, v0), ext(2, v0)]);
-                tri_new.push([m, m2, w1]);
-                nbr_new.push([ext(2, v1), s2, f]);
-                lev_new.extend([lev + 2, lev + 2]);
             } else {
-                tri_new.push([w0, m, w1]);
-                nbr_new.push([s2, ext(2, v0), ext(1, v0)]);
-                lev_new.push(lev + 1);
+                let f = first[t];
+                let pm = |k: usize| placed.order[placed.mid[t][k] as usize];
+                let m = pm(1);
+                let b0 = b & 1 != 0;
+                let b2 = b & 4 != 0;
+                let s2 = f + 1 + u32::from(b2);
+                if b2 {
+                    let m2 = pm(2);
+                    tri_new.push([w0, m2, m]);
+                    nbr_new.push([f + 1, ext(1, v0), ext(2, v0)]);
+                    tri_new.push([m, m2, w1]);
+                    nbr_new.push([ext(2, v1), s2, f]);
+                    lev_new.extend([lev + 2, lev + 2]);
+                } else {
+                    tri_new.push([w0, m, w1]);
+                    nbr_new.push([s2, ext(2, v0), ext(1, v0)]);
+                    lev_new.push(lev + 1);
+                }
+                if b0 {
+                    let m0 = pm(0);
+                    tri_new.push([w1, m0, m]);
+                    nbr_new.push([s2 + 1, s2 - 1, ext(0, v1)]);
+                    tri_new.push([m, m0, w2]);
+                    nbr_new.push([ext(0, v2), ext(1, v2), s2]);
+                    lev_new.extend([lev + 2, lev + 2]);
+                } else {
+                    tri_new.push([w1, m, w2]);
+                    nbr_new.push([ext(1, v2), ext(0, v1), s2 - 1]);
+                    lev_new.push(lev + 1);
+                }
             }
-            if b0 {
-                let m0 = pm(0);
-                tri_new.push([w1, m0, m]);
-                nbr_new.push([s2 + 1, s2 - 1, ext(0, v1)]);
-                tri_new.push([m, m0, w2]);
-                nbr_new.push([ext(0, v2), ext(1, v2), s2]);
-                lev_new.extend([lev + 2, lev + 2]);
-            } else {
-                tri_new.push([w1, m, w2]);
-                nbr_new.push([ext(1, v2), ext(0, v1), s2 - 1]);
-                lev_new.push(lev + 1);
+            if outer.get()
+                && let Some(out) = remote.as_mut()
+            {
+                for (c, nb) in nbr_new.iter().enumerate().skip(from) {
+                    for (k, &n) in nb.iter().enumerate() {
+                        if n == REMOTE {
+                            out.push((c as u32, k as u8));
+                        }
+                    }
+                }
             }
         }
         self.tri = tri_new;
         self.nbr = nbr_new;
         self.level = lev_new;
+        placed.remote = remote;
     }
 }
 
@@ -662,29 +684,22 @@ struct NewVertices {
     creator: Vec<(u32, u8)>,
 }
 
-/// Where a rank's refinement puts new vertices ([`Mesh::refine_part`]): those created by an
-/// element with `low(t)` in a gap opened at `at`, the others after the old vertices.
-#[derive(Clone, Copy)]
-pub(crate) struct Split<'a> {
-    /// Whether element t's new vertices go to the gap.
-    pub(crate) low: &'a dyn Fn(usize) -> bool,
-    /// Where the gap opens.
-    pub(crate) at: usize,
-}
-
-/// The gap of a [`Split`] refinement once its length is known (`at` is `u32::MAX` and
-/// `len` 0 without one).
+/// The gap of a split refinement ([`Mesh::refine_part`]) once its length is known (`at` is
+/// `u32::MAX` and `len` 0 without one); `split` holds the scope whose elements' new vertices
+/// go there.
 struct Gap<'a> {
     at: u32,
     len: u32,
-    low: Option<&'a dyn Fn(usize) -> bool>,
+    split: Option<Option<&'a [bool]>>,
 }
 
 /// The new vertices placed ([`Mesh::refine_part`] step 3): each element's provisional id per
-/// edge, and each provisional id's final vertex id.
+/// edge, and each provisional id's final vertex id; `remote` (if asked) receives the children's
+/// edges left [`REMOTE`] (step 4).
 struct Placed {
     mid: Vec<[u32; 3]>,
     order: Vec<u32>,
+    remote: Option<Vec<(u32, u8)>>,
 }
 
 /// Read-only view used while writing the children.

@@ -36,7 +36,7 @@ use super::keys::{
     vertex_key,
 };
 use crate::FemError;
-use crate::mesh::{Marks, Mesh, NONE, REMOTE, Split};
+use crate::mesh::{Marks, Mesh, NONE, REMOTE};
 use crate::problem::{ExactSolution, dirichlet_value};
 use comm::wire::{Outbox, Reader, WireError, Writer};
 use comm::{Comm, CommError};
@@ -98,6 +98,8 @@ pub(crate) struct Local {
     /// Whether `vowner` gives this rank every vertex of an owned element and no element
     /// moved since ([`Local::rebuild`] then skips that pass).
     owners_kept: bool,
+    /// The owned elements' edges a refinement left [`REMOTE`] (for the next rebuild).
+    remote: Option<Vec<(u32, u8)>>,
 }
 
 /// Counts of one migration.
@@ -128,26 +130,127 @@ struct VertexRecord {
 }
 
 /// Scratch of the batches of one round of [`Local::write_elements`]: for each vertex of the
-/// table, the destination it was last written for (`stamp`) and its index in that batch
-/// (`vpos`); for each element, its index in the batch being written (`epos`, [`NONE`]
-/// outside it). Arrays instead of hash maps: a large migration looks up every vertex and
-/// neighbour of every element it sends.
-struct Batches {
-    stamp: Vec<u32>,
-    vpos: Vec<u32>,
-    epos: Vec<u32>,
+/// table, the destination it was last written for and its index in that batch; for each
+/// element, its index in the batch being written ([`NONE`] outside it). Arrays the size of
+/// the table for a large round (a large migration looks up every vertex and neighbour of
+/// every element it sends), hash maps for a small one (a ghost layer of a few thousand
+/// elements: arrays would be table-sized memory to clear, and to fault in, for it).
+enum Batches {
+    /// `stamp[v]` (the destination), `vpos[v]`, `epos[t]`.
+    Dense {
+        stamp: Vec<u32>,
+        vpos: Vec<u32>,
+        epos: Vec<u32>,
+    },
+    /// Vertex → (destination, index); element → index.
+    Sparse {
+        vert: HashMap<u32, (u32, u32), BuildU32>,
+        elem: HashMap<u32, u32, BuildU32>,
+    },
 }
 
 impl Batches {
-    /// Scratch for a table of `nv` vertices and `ne` elements.
-    fn new(nv: usize, ne: usize) -> Batches {
-        Batches {
-            stamp: vec![u32::MAX; nv],
-            vpos: vec![NONE; nv],
-            epos: vec![NONE; ne],
+    /// Scratch for a round that writes `n` elements from a table of `nv` vertices and `ne`
+    /// elements.
+    fn new(nv: usize, ne: usize, n: usize) -> Batches {
+        if n.saturating_mul(32) < ne {
+            Batches::Sparse {
+                vert: HashMap::with_capacity_and_hasher(2 * n, BuildU32::default()),
+                elem: HashMap::with_capacity_and_hasher(n, BuildU32::default()),
+            }
+        } else {
+            Batches::Dense {
+                stamp: vec![u32::MAX; nv],
+                vpos: vec![NONE; nv],
+                epos: vec![NONE; ne],
+            }
+        }
+    }
+
+    /// Marks vertex v as written for `dest`; whether it was not yet.
+    #[inline]
+    fn first_for(&mut self, v: u32, dest: u32) -> bool {
+        match self {
+            Batches::Dense { stamp, .. } => {
+                let s = &mut stamp[v as usize];
+                let new = *s != dest;
+                *s = dest;
+                new
+            }
+            Batches::Sparse { vert, .. } => {
+                let e = vert.entry(v).or_insert((u32::MAX, NONE));
+                let new = e.0 != dest;
+                e.0 = dest;
+                new
+            }
+        }
+    }
+
+    /// Vertex v's index in the batch being written.
+    #[inline]
+    fn set_vpos(&mut self, v: u32, i: u32) {
+        match self {
+            Batches::Dense { vpos, .. } => vpos[v as usize] = i,
+            Batches::Sparse { vert, .. } => {
+                vert.entry(v).or_insert((u32::MAX, NONE)).1 = i;
+            }
+        }
+    }
+
+    /// Vertex v's index in the batch being written (a vertex of it or an ancestor of one).
+    #[inline]
+    fn vpos(&self, v: u32) -> u32 {
+        match self {
+            Batches::Dense { vpos, .. } => vpos[v as usize],
+            Batches::Sparse { vert, .. } => vert.get(&v).map_or(NONE, |e| e.1),
+        }
+    }
+
+    /// Element t's index in the batch being written (`i`), or none ([`NONE`]).
+    #[inline]
+    fn set_epos(&mut self, t: u32, i: u32) {
+        match self {
+            Batches::Dense { epos, .. } => epos[t as usize] = i,
+            Batches::Sparse { elem, .. } => {
+                if i == NONE {
+                    elem.remove(&t);
+                } else {
+                    elem.insert(t, i);
+                }
+            }
+        }
+    }
+
+    /// Element t's index in the batch being written, or [`NONE`].
+    #[inline]
+    fn epos(&self, t: u32) -> u32 {
+        match self {
+            Batches::Dense { epos, .. } => epos[t as usize],
+            Batches::Sparse { elem, .. } => elem.get(&t).copied().unwrap_or(NONE),
         }
     }
 }
+
+/// A hasher for `u32` keys (vertex and element indices): one multiplication.
+#[derive(Default, Clone, Copy)]
+struct U32Hasher(u64);
+
+impl std::hash::Hasher for U32Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (u64::from(x) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// [`U32Hasher`]s for the hash maps of [`Batches`].
+type BuildU32 = std::hash::BuildHasherDefault<U32Hasher>;
 
 /// Bytes a batch of `n` elements takes about (41 per element, 55 per vertex record, about
 /// half a vertex per element): its writer is sized once.
@@ -182,6 +285,7 @@ impl Local {
             since_drop: 0,
             vertex_hint: 0,
             owners_kept: false,
+            remote: None,
             mesh,
         }
     }
@@ -340,17 +444,18 @@ impl Local {
         // Over ranks the vertices this rank's elements create go right after its owned ones
         // (a prefix of the table since the last rebuild: they stay one, and the rebuild need
         // not renumber), the ghosts' after the others.
-        let (me, at) = (self.rank, self.n_owned);
-        let eowner = &self.eowner;
-        let low = |t: usize| eowner[t] == me;
-        let split = several.then_some(Split { low: &low, at });
-        let (gap, appended) = self.mesh.refine_part(
+        let me = self.rank;
+        let split_at = several.then_some(self.n_owned);
+        let mut remote = Vec::new();
+        let (gap, appended) = (self.mesh).refine_part(
             &marks,
             scope,
             several.then_some(&mut creators),
             spare,
-            split,
+            split_at,
+            several.then_some(&mut remote),
         )?;
+        self.remote = Some(remote);
         lap(&mut tt, "refine: refine_part");
         self.open_gap(gap.clone());
         let nv = self.mesh.coords.len();
@@ -445,10 +550,11 @@ impl Local {
         parts: Option<&[u32]>,
     ) -> Result<Moved, CommError> {
         let mut tt = std::time::Instant::now();
-        let mut remote = if self.size > 1 {
-            self.remote_slots()
-        } else {
-            Vec::new()
+        // (A refinement found them as it wrote the children.)
+        let mut remote = match self.remote.take() {
+            Some(r) => r,
+            None if self.size > 1 => self.remote_slots(),
+            None => Vec::new(),
         };
         lap(&mut tt, "rebuild: remote slots");
         let mut runs = vec![0usize];
@@ -545,7 +651,8 @@ impl Local {
         }
         let mut out = Outbox::new(self.size);
         let mut moved = Moved::default();
-        let mut scratch = Batches::new(self.mesh.coords.len(), ne);
+        let sent = groups.iter().map(Vec::len).sum();
+        let mut scratch = Batches::new(self.mesh.coords.len(), ne, sent);
         for (d, elems) in groups.iter().enumerate() {
             if !elems.is_empty() {
                 moved.elements += elems.len();
@@ -598,12 +705,10 @@ impl Local {
     ) {
         // Vertices of the elements (their solution values are current; an ancestor's may be
         // stale), then their ancestors, each once.
-        let stamp = &mut scratch.stamp;
         let mut verts: Vec<(u32, bool)> = Vec::new();
         for &t in elems {
             for &v in &self.mesh.tri[t as usize] {
-                if stamp[v as usize] != dest {
-                    stamp[v as usize] = dest;
+                if scratch.first_for(v, dest) {
                     verts.push((v, true));
                 }
             }
@@ -611,8 +716,7 @@ impl Local {
         let mut i = 0;
         while i < verts.len() {
             for a in self.mesh.parents[verts[i].0 as usize] {
-                if a != NONE && stamp[a as usize] != dest {
-                    stamp[a as usize] = dest;
+                if a != NONE && scratch.first_for(a, dest) {
                     verts.push((a, false));
                 }
             }
@@ -620,9 +724,8 @@ impl Local {
         }
         // Birth order puts parents before children.
         let verts = self.in_birth_order(verts);
-        let vpos = &mut scratch.vpos;
         for (i, &(v, _)) in verts.iter().enumerate() {
-            vpos[v as usize] = i as u32;
+            scratch.set_vpos(v, i as u32);
         }
         w.u32(verts.len() as u32);
         for &(v, current) in &verts {
@@ -631,7 +734,7 @@ impl Local {
             w.u128(self.bkey[vu]);
             w.u128(vertex_key(self.mesh.coords[vu]));
             for a in self.mesh.parents[vu] {
-                w.u32(if a == NONE { NONE } else { vpos[a as usize] });
+                w.u32(if a == NONE { NONE } else { scratch.vpos(a) });
             }
             w.u8(u8::from(self.mesh.boundary[vu]) | (u8::from(current) << 1));
             w.f64(self.u[vu]);
@@ -641,9 +744,8 @@ impl Local {
                 UNKNOWN
             });
         }
-        let epos = &mut scratch.epos;
         for (i, &t) in elems.iter().enumerate() {
-            epos[t as usize] = i as u32;
+            scratch.set_epos(t, i as u32);
         }
         w.u32(elems.len() as u32);
         for &t in elems {
@@ -651,14 +753,14 @@ impl Local {
             w.u128(self.ekey.get(tu));
             w.u8(self.mesh.level[tu]);
             for v in self.mesh.tri[tu] {
-                w.u32(vpos[v as usize]);
+                w.u32(scratch.vpos(v));
             }
             for n in self.mesh.nbr[tu] {
                 // Inside the batch: its batch index; the boundary: NONE; else unlinked.
                 w.u32(match n {
                     NONE => NONE,
                     REMOTE => REMOTE,
-                    n => match epos[n as usize] {
+                    n => match scratch.epos(n) {
                         NONE => REMOTE,
                         i => i,
                     },
@@ -666,7 +768,7 @@ impl Local {
             }
         }
         for &t in elems {
-            epos[t as usize] = NONE;
+            scratch.set_epos(t, NONE);
         }
     }
 
@@ -1015,7 +1117,8 @@ impl Local {
             }
         }
         let mut out = Outbox::new(self.size);
-        let mut scratch = Batches::new(self.mesh.coords.len(), self.ekey.len());
+        let sent = to.iter().map(Vec::len).sum();
+        let mut scratch = Batches::new(self.mesh.coords.len(), self.ekey.len(), sent);
         for (r, elems) in to.iter_mut().enumerate() {
             if elems.is_empty() {
                 continue;
