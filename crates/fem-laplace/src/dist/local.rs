@@ -100,6 +100,12 @@ pub(crate) struct Local {
     owners_kept: bool,
     /// The owned elements' edges a refinement left [`REMOTE`] (for the next rebuild).
     remote: Option<Vec<(u32, u8)>>,
+    /// The ranks with owned elements around each interface vertex (by its key) at the last
+    /// rebuild, and the other rank at each vertex a refinement created on an edge shared with
+    /// a ghost: on a kept partition they give every interface vertex's ranks without the
+    /// coordinator round ([`Local::kept_involvement`]).
+    ranks_of: HashMap<VKey, Vec<u32>>,
+    new_ranks: HashMap<VKey, u32>,
 }
 
 /// Counts of one migration.
@@ -286,6 +292,8 @@ impl Local {
             vertex_hint: 0,
             owners_kept: false,
             remote: None,
+            ranks_of: HashMap::new(),
+            new_ranks: HashMap::new(),
             mesh,
         }
     }
@@ -431,6 +439,18 @@ impl Local {
         self.reserve_vertices(self.mesh.coords.len() + new_vertices);
         let marks = Marks::from_bits(bits, new_vertices);
         lap(&mut tt, "refine: checks, room");
+        // The vertices about to be created on edges shared with ghosts, and the ghosts' ranks.
+        self.new_ranks.clear();
+        for &(t, k) in &self.shared {
+            let (tu, ku) = (t as usize, k as usize);
+            if marks.bits[tu] & (1 << k) != 0 {
+                let tv = self.mesh.tri[tu];
+                let c = &self.mesh.coords;
+                let key = edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize]);
+                let g = self.mesh.nbr[tu][ku];
+                self.new_ranks.insert(key, self.eowner[g as usize]);
+            }
+        }
         let levels = self.mesh.level.clone();
         let mut creators: Vec<(u32, u8)> = Vec::new();
         let scope = if all_owned {
@@ -579,6 +599,10 @@ impl Local {
         // it still holds: a refinement keeps the ranks around every vertex (the children
         // cover their parent), so the owners of the vertices that were there are unchanged,
         // and it gave its new vertices this rank (the interface ones are coordinated below).
+        // On a kept partition whose owners held, the interface vertices' owners and ranks are
+        // known here: no coordinator round.
+        // (`owners_kept` is the same on every rank: set by the same rebuilds.)
+        let kept = parts.is_none() && self.owners_kept;
         if parts.is_some() || !self.owners_kept {
             self.vowner.fill(UNKNOWN);
             for (tv, &o) in self.mesh.tri.iter().zip(&self.eowner) {
@@ -594,7 +618,15 @@ impl Local {
         if self.size > 1 {
             let interface = self.interface(&remote);
             lap(&mut tt, "rebuild: interface");
-            let involved = self.coordinate(comm, interface)?;
+            let involved = if kept {
+                self.kept_involvement(interface)
+            } else {
+                self.coordinate(comm, interface)?
+            };
+            self.ranks_of = (involved.iter())
+                .map(|(v, ranks, _)| (vertex_key(self.mesh.coords[*v as usize]), ranks.clone()))
+                .collect();
+            self.new_ranks.clear();
             lap(&mut tt, "rebuild: coordinate");
             self.exchange_ghosts(comm, &involved, &mut remote, &mut runs)?;
             lap(&mut tt, "rebuild: ghosts");
@@ -1026,6 +1058,32 @@ impl Local {
             }
         }
         out
+    }
+
+    /// [`Local::coordinate`]'s answer without its round, after a refinement on a kept
+    /// partition: a refinement keeps the ranks around every vertex (the children cover their
+    /// parent) and their owners, so each interface vertex there before has the ranks of the
+    /// last rebuild; one it created on an edge shared with a ghost has this rank and the
+    /// ghost's, and the owner of the element first along the curve of the two, its creator
+    /// (set by [`Local::refine`]). The ranks agree without a word: each computes its side
+    /// the same way, and every rank keeps or repartitions alike.
+    fn kept_involvement(&self, interface: Vec<(u32, Vec<u32>)>) -> Vec<Around> {
+        let me = self.rank;
+        (interface.into_iter())
+            .map(|(v, star)| {
+                let key = vertex_key(self.mesh.coords[v as usize]);
+                let ranks = match (self.ranks_of.get(&key), self.new_ranks.get(&key)) {
+                    (Some(r), _) => r.clone(),
+                    (None, Some(&o)) => vec![me.min(o), me.max(o)],
+                    (None, None) => panic!(
+                        "rank {me}: interface vertex {:?} was neither on the interface nor \
+                         created on an edge shared with a ghost",
+                        self.mesh.coords[v as usize]
+                    ),
+                };
+                (v, ranks, star)
+            })
+            .collect()
     }
 
     /// The coordinator round: every rank reports, for each of its interface vertices, the
