@@ -4,6 +4,7 @@ use crate::curve::{self, key_bits, sub_key_bits, tables};
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
 use crate::refine::{self, B0, Found, Quant};
+use crate::simd::Simd;
 use crate::{Error, Hsfc, Workspace};
 use part_api::{Failed, Points, Reduce};
 
@@ -606,39 +607,56 @@ fn exponent_above(x: f64) -> i32 {
 
 /// Keys of a block of at most [`BLOCK`] points: cells first, then the keys. In 2-D both
 /// loops are straight-line integer code that the compiler vectorises (the prefix-scan
-/// encoder); in 3-D the cells are, and the table walks use vector gathers with AVX-512
-/// ([`curve::keys3`]). Each instruction set runs the same operations, so gives the same keys.
-fn keys_block<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+/// encoder, with AVX2 when `simd` allows it); in 3-D the cells are, and the table walks use
+/// the vector gathers of `simd` ([`curve::keys3`]). Each instruction set runs the same
+/// operations, so gives the same keys; a path the processor lacks is never taken.
+fn keys_block<const D: usize>(
+    simd: Simd,
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
     #[cfg(target_arch = "x86_64")]
     {
-        if D == 3 && std::arch::is_x86_feature_detected!("avx512f") {
+        if D == 3 && simd >= Simd::Avx512 && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the processor supports AVX-512F (checked just above).
-            unsafe { keys_block_avx512::<D>(axes, pb, kb) };
+            unsafe { keys_block_avx512::<D>(simd, axes, pb, kb) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if simd >= Simd::Avx2 && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor supports AVX2 (checked just above).
-            unsafe { keys_block_avx2::<D>(axes, pb, kb) };
+            unsafe { keys_block_avx2::<D>(simd, axes, pb, kb) };
             return;
         }
     }
-    keys_block_portable::<D>(axes, pb, kb);
+    keys_block_portable::<D>(simd, axes, pb, kb);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn keys_block_avx512<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    keys_block_portable::<D>(axes, pb, kb);
+fn keys_block_avx512<const D: usize>(
+    simd: Simd,
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
+    keys_block_portable::<D>(simd, axes, pb, kb);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn keys_block_avx2<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    keys_block_portable::<D>(axes, pb, kb);
+fn keys_block_avx2<const D: usize>(
+    simd: Simd,
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
+    keys_block_portable::<D>(simd, axes, pb, kb);
 }
 
 #[inline(always)]
 fn keys_block_portable<const D: usize>(
+    simd: Simd,
     axes: &[crate::mapping::Axis; 3],
     pb: &[f64],
     kb: &mut [u64],
@@ -651,7 +669,7 @@ fn keys_block_portable<const D: usize>(
     }
     if D == 3 {
         let n = kb.len();
-        curve::keys3(&c[0][..n], &c[1][..n], &c[2][..n], kb);
+        curve::keys3(simd, &c[0][..n], &c[1][..n], &c[2][..n], kb);
         return;
     }
     let mut hi = [0u32; BLOCK];
@@ -694,7 +712,7 @@ fn keys_pass<const D: usize>(
         let mut kbuf = [0u64; BLOCK];
         for (bi, (pb, dst)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
             let kb = &mut kbuf[..dst.len()];
-            keys_block::<D>(&axes, pb, kb);
+            keys_block::<D>(exec.simd, &axes, pb, kb);
             // Every element of the output is written here (the caller relies on it).
             for (d, &k) in dst.iter_mut().zip(kb.iter()) {
                 d.write(k);
@@ -823,7 +841,7 @@ fn run_mapped<R: Reduce>(
 ) -> Result<Partition, Error> {
     let (points, dim, weights) = input.into_parts();
     check_global(cfg, dim, targets, prev)?;
-    let exec = Exec::new(cfg.par, &ws.scratch)?;
+    let exec = Exec::new(cfg.par, ws.simd(), &ws.scratch)?;
     let ext = extent(&exec, comm, input, parts)?;
     let (map, kept) = curve(dim, ext.bbox, ext.n_total, prev);
     let (quant, quantum) = quantize(weights, ext.wmax, ext.n_total);
