@@ -696,16 +696,20 @@ fn keys_pass<const D: usize>(
     let kb = key_bits(D);
     let shift0 = kb - B0;
     let axes = map.axes;
-    // With `bins`, each point's level-0 bin is also written there (the caller's parts buffer,
-    // used as scratch), so that later passes read 4 bytes per point instead of the key.
+    // With `bins`, each point's top key bits are also written there (the caller's parts
+    // buffer, used as scratch, see `refine::PARK_BITS`), so that later passes read 4 bytes per
+    // point instead of the key.
     let mut no_bins: [u32; 0] = [];
     let (bins, with_bins) = match bins {
         Some(b) => (b, true),
         None => (&mut no_bins[..], false),
     };
+    const NB: usize = 1 << B0;
     let hists = exec.map_chunks_mut2(keys, bins, with_bins, |r, out, bins_out| {
-        let mut h = vec![0u64; 1 << B0].into_boxed_slice();
-        let h: &mut [u64; 1 << B0] = (&mut *h).try_into().expect("histogram size");
+        // Two histograms, for the even and the odd points of a block: on graded data most
+        // points fall in one bin, and one counter would make a chain of dependent adds.
+        let mut h = vec![0u64; 2 * NB].into_boxed_slice();
+        let h: &mut [u64; 2 * NB] = (&mut *h).try_into().expect("histogram size");
         let pts = &points[r.start * D..r.end * D];
         // Keys first (independent per point, so the table walks of several points overlap),
         // then the histogram over the keys just written, block by block.
@@ -719,28 +723,34 @@ fn keys_pass<const D: usize>(
             }
             if with_bins {
                 let start = bi * BLOCK;
+                let park = key_bits(D) - refine::PARK_BITS;
                 for (o, &k) in bins_out[start..start + kb.len()].iter_mut().zip(kb.iter()) {
-                    *o = (k >> shift0) as u32;
+                    *o = (k >> park) as u32;
                 }
             }
             let base = r.start + bi * BLOCK;
+            let bin = |j: usize, k: u64| ((j & 1) * NB) | ((k >> shift0) as usize & (NB - 1));
             match quant {
                 Quant::Unit => {
-                    for &k in kb.iter() {
-                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += 1;
+                    for (j, &k) in kb.iter().enumerate() {
+                        h[bin(j, k)] += 1;
                     }
                 }
                 Quant::Scaled { .. } => {
                     for (j, &k) in kb.iter().enumerate() {
-                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += quant.q(base + j);
+                        h[bin(j, k)] += quant.q(base + j);
                     }
                 }
             }
         }
-        h.to_vec()
+        let (even, odd) = h.split_at(NB);
+        even.iter()
+            .zip(odd)
+            .map(|(a, b)| a + b)
+            .collect::<Vec<u64>>()
     });
     let mut it = hists.into_iter();
-    let mut h = it.next().unwrap_or_else(|| vec![0u64; 1 << B0]);
+    let mut h = it.next().unwrap_or_else(|| vec![0u64; NB]);
     for o in it {
         for (x, y) in h.iter_mut().zip(o) {
             *x += y;
@@ -1082,7 +1092,7 @@ fn quantize(weights: Option<&[f64]>, wmax: f64, n_total: u64) -> (Quant<'_>, f64
 
 /// Pass 2: every local point's key into `keys` (the caller's buffer, kept between calls), and
 /// the local weight histogram over the top key bits; with `bins` (a fresh partition's parts
-/// buffer, used as scratch) each point's level-0 bin too.
+/// buffer, used as scratch) each point's top key bits too (see `refine::PARK_BITS`).
 fn key_pass(
     exec: &Exec,
     keys: &mut Vec<u64>,

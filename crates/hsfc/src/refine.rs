@@ -17,6 +17,7 @@
 use crate::exec::Exec;
 use crate::scratch::{Cand, Scratch};
 use part_api::Reduce;
+use std::hint::select_unpredictable;
 
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
@@ -118,8 +119,8 @@ pub(crate) struct Assign<'a> {
     pub mult: &'a [u32],
     /// Part id of the c-th part of positive size.
     pub positive: &'a [u32],
-    /// Output, one per local point; on entry it holds each point's level-0 bin (the top
-    /// [`B0`] key bits), written there by the key pass.
+    /// Output, one per local point; on entry it holds each point's top [`PARK_BITS`] key
+    /// bits, written there by the key pass.
     pub parts: &'a mut [u32],
     /// Number of parts K.
     pub k: usize,
@@ -127,6 +128,22 @@ pub(crate) struct Assign<'a> {
 
 /// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
 const CELL_FLAG: u32 = 1 << 31;
+
+/// The key bits the key pass leaves in a fresh partition's parts entries (below
+/// [`CELL_FLAG`]): enough for the first round's sub-bins, so that pass A reads no key.
+pub(crate) const PARK_BITS: u32 = 31;
+const _: () = assert!(B0 + 16 <= PARK_BITS && PARK_BITS < 32);
+
+/// The level-0 bin of a parts entry that the key pass wrote.
+#[inline(always)]
+fn bin_of_entry(e: u32) -> usize {
+    (e >> (PARK_BITS - B0)) as usize & ((1 << B0) - 1)
+}
+
+/// Spare counters after the K parts' in a pass's counts: the points that get no part yet
+/// count into one of them (in turn), which no part reads; several, so that the adds do not
+/// form one chain of dependent adds through memory.
+const SPARE: usize = 8;
 
 /// A fresh partition writes the parts while locating ([`Assign`]) when it has fewer parts
 /// than this, so that a part fits beside the flags above in a `u32`.
@@ -263,8 +280,8 @@ fn gather(
 /// first-round sub-bin, flagged) get their part, or become candidates of the next round,
 /// from their sub-bin's `fate`. Branch-free, as a point's fate is unpredictable: every point
 /// writes its entry (unchanged when pass A assigned it; a candidate's is scratch until its
-/// part is known) and a count (the others into a spare last counter), and is written as a
-/// candidate, which only the candidates keep.
+/// part is known) and a count (the others into a spare counter, see [`SPARE`]), and is
+/// written as a candidate, which only the candidates keep.
 fn pass_b(
     exec: &Exec,
     (keys, quant): (&[u64], Quant<'_>),
@@ -274,24 +291,21 @@ fn pass_b(
     let k = a.k;
     exec.map_chunks_mut(a.parts, |r, out| {
         let mut cs = exec.scratch.cands(r.len());
-        let mut counts = vec![0u64; k + 1];
+        let mut counts = vec![0u64; k + SPARE];
         let mut n = 0;
         let spare = &mut cs.spare_capacity_mut()[..r.len()];
+        let last = fate.len().saturating_sub(1);
         for (j, p) in out.iter_mut().enumerate() {
             let e = *p;
             let parked = e & CELL_FLAG != 0;
-            let v = if parked {
-                fate[(e & !CELL_FLAG) as usize]
-            } else {
-                DONE | e
-            };
+            // Read for every entry (an assigned one reads some fate, unused), then chosen.
+            let f = fate[((e & !CELL_FLAG) as usize).min(last)];
+            let v = select_unpredictable(parked, f, DONE | e);
             let cand = v & DONE == 0;
             *p = v & !DONE;
-            counts[if parked && !cand {
-                (v & !DONE) as usize
-            } else {
-                k
-            }] += 1;
+            let finished = parked & !cand;
+            counts[select_unpredictable(finished, (v & !DONE) as usize, k + (j & (SPARE - 1)))] +=
+                1;
             let i = r.start + j;
             spare[n].write(Cand {
                 key: keys[i],
@@ -1028,9 +1042,9 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             (self.input.keys, self.input.quant),
             self.assign.as_mut(),
             reserve,
-            // The key pass left the point's level-0 bin in its parts entry.
+            // The key pass left the point's top key bits in its parts entry.
             |entry| {
-                let b = entry as usize & (nb - 1);
+                let b = bin_of_entry(entry);
                 match slot_of_bin[b] {
                     // Its weight is counted from hist0 (see `global_w`).
                     u32::MAX => Route::Done(part_of_bin[b]),
@@ -1126,7 +1140,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
     /// round's sub-bins; with `assign`, the other points get their part and the active ones
     /// are parked (their sub-bin, flagged) until pass B knows their fate.
     fn pass_a(&mut self, round: &Geometry) -> Vec<u64> {
-        let (geom, cells) = (&round.geom, round.cells);
+        let cells = round.cells;
         let (exec, keys, quant, shift0) =
             (self.exec, self.input.keys, self.input.quant, self.shift0);
         let (slot_of_bin, part_of_bin) = (&*self.slot_of_bin, &*self.part_of_bin);
@@ -1134,30 +1148,45 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         let per: Vec<(Vec<u64>, Option<Counts>)> = match self.assign.as_mut() {
             Some(a) => {
                 let k = a.k;
+                // The parked key bits: enough for this round's sub-bins (see PARK_BITS).
+                let park = self.input.bits.0 - PARK_BITS;
+                // Branch-free (whether a point is active is unpredictable): the inactive ones
+                // go through a last slot, whose cells follow the round's, in turn, and count
+                // into a spare counter.
+                let mut geom = round.geom.clone();
+                let sentinel = geom.len();
+                geom.push(SlotGeom {
+                    off: cells,
+                    shift: park,
+                    mask: SPARE as u64 - 1,
+                    ones: usize::MAX,
+                    width: 0,
+                });
+                let geom = &geom[..];
                 exec.map_chunks_mut_few(a.parts, |r, out| {
-                    let mut h = exec.scratch.zeroed(cells);
-                    let mut t = Counts::new(k);
+                    let mut h = exec.scratch.zeroed(cells + SPARE);
+                    let mut counts = vec![0u64; k + SPARE];
                     for (j, p) in out.iter_mut().enumerate() {
-                        // The key pass left the point's level-0 bin in its parts entry.
-                        let b = *p as usize & (nb - 1);
-                        let s = slot_of_bin[b];
-                        if s == u32::MAX {
-                            // Its weight is counted from hist0 (see `global_w`).
-                            let part = part_of_bin[b];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            // Parked: the cell, flagged, until pass B knows its part.
-                            let key = keys[r.start + j];
-                            let cell = geom_cell(geom, s, key);
-                            h[cell] += quant.q(r.start + j);
-                            *p = CELL_FLAG | cell as u32;
-                        }
+                        let e = *p;
+                        let b = bin_of_entry(e);
+                        let s = slot_of_bin[b].min(sentinel as u32);
+                        let cell = geom_cell(geom, s, u64::from(e) << park);
+                        h[cell] += quant.q(r.start + j);
+                        let active = s != sentinel as u32;
+                        // Inactive: its weight is counted from hist0 (see `global_w`).
+                        let part = part_of_bin[b];
+                        // Parked: the cell, flagged, until pass B knows its part.
+                        *p = select_unpredictable(active, CELL_FLAG | cell as u32, part);
+                        let spare = k + (j & (SPARE - 1));
+                        counts[select_unpredictable(active, spare, part as usize)] += 1;
                     }
-                    (h, Some(t))
+                    h.truncate(cells);
+                    counts.truncate(k);
+                    (h, Some(Counts { counts }))
                 })
             }
             None => exec.map_ranges(keys.len(), |r| {
+                let geom = &round.geom[..];
                 let mut h = exec.scratch.zeroed(cells);
                 for i in r {
                     let key = keys[i];
@@ -1245,16 +1274,17 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         let work = with_parts(&mut self.cands, asg.parts);
         // Branch-free (a candidate's fate is unpredictable): every candidate writes its entry
         // (a kept one's is scratch until its part is known) and a count (the kept ones into
-        // the spare last counter), and is copied down.
+        // a spare counter, see [`SPARE`]), and is copied down.
         let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
-            let mut counts = vec![0u64; k + 1];
+            let mut counts = vec![0u64; k + SPARE];
             let mut kept = 0;
             for j in 0..cs.len() {
                 let c = cs[j];
                 let v = fate[geom_cell(geom, c.slot, c.key)];
                 let keep = v & DONE == 0;
                 parts[c.idx as usize - off] = v & !DONE;
-                counts[if keep { k } else { (v & !DONE) as usize }] += 1;
+                let spare = k + (j & (SPARE - 1));
+                counts[select_unpredictable(keep, spare, (v & !DONE) as usize)] += 1;
                 cs[kept] = Cand { slot: v, ..c };
                 kept += usize::from(keep);
             }
