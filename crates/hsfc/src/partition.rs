@@ -908,10 +908,11 @@ fn run_mapped<R: Reduce>(
     // Pass 3 (a repartition; a fresh partition assigned the points while locating).
     let k = targets.len();
     let mut sums = vec![0u64; 2 * k + 2];
-    let mut global_w: Option<Vec<u64>> = None;
-    if let Some((t, weights)) = fresh_tally {
+    // Counts and weights per part that the refinement took from reduced histograms.
+    let mut global: Option<Vec<u64>> = None;
+    if let Some((t, g)) = fresh_tally {
         sums[..k].copy_from_slice(&t.counts);
-        global_w = Some(weights);
+        global = Some(g);
     } else {
         let cut_keys = Cuts {
             cells: &cells,
@@ -921,9 +922,9 @@ fn run_mapped<R: Reduce>(
         assign_parts(&exec, &cut_keys, (keys, &sub_key, quant), parts, &mut sums);
     }
     comm.sum_u64(&mut sums).map_err(comm_err)?;
-    if let Some(g) = global_w {
-        for (s, w) in sums[k..2 * k].iter_mut().zip(g) {
-            *s += w;
+    if let Some(g) = global {
+        for (s, x) in sums[..2 * k].iter_mut().zip(g) {
+            *s += x;
         }
     }
     Ok(finish(

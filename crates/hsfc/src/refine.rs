@@ -783,8 +783,8 @@ impl Geometry {
     }
 }
 
-/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
-/// the global weights per part.
+/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts per
+/// part and the global figures per part (see [`Rounds::global`]: counts, then weights).
 pub(crate) type Located = (Vec<Found>, Option<(Counts, Vec<u64>)>);
 
 /// Sub-keys of the local points (the low words of their fine keys), asked for only for the
@@ -879,12 +879,13 @@ struct Rounds<'a, S> {
     /// Candidates in chunks, each in increasing point order and covering its own range of
     /// points, so that chunks can be processed in parallel (each writing its own parts).
     cands: Vec<Vec<Cand>>,
-    /// With `assign`: the points this rank assigned to each part so far.
+    /// With `assign`: the points this rank assigned to each part so far and counted itself.
     counts: Option<Counts>,
-    /// With `assign`, the weight per part, global: every point's weight is taken from a
-    /// (reduced) histogram bin once the bin's part is known, so points are counted locally but
-    /// never weighed twice.
-    global_w: Option<Vec<u64>>,
+    /// With `assign`, global figures per part: the count (`global[p]`) and the weight
+    /// (`global[k + p]`) of the points of every (reduced) histogram bin whose part is known,
+    /// taken from the bin, so that no point is weighed twice; the points that a bin counted
+    /// (after the first round) are not counted locally, the others are (see `counts`).
+    global: Option<Vec<u64>>,
 }
 
 /// The number of candidates in `cs`.
@@ -978,14 +979,14 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             queries,
             assign.as_ref().map(|a| (a.positive, &cuts_below[..])),
         );
-        let global_w = assign.as_ref().map(|a| {
-            let mut w = vec![0u64; a.k];
+        let global = assign.as_ref().map(|a| {
+            let mut g = vec![0u64; 2 * a.k];
             for (b, &hw) in hist0.iter().enumerate() {
                 if slot_of_bin[b] == u32::MAX {
-                    w[part_of_bin[b] as usize] += hw;
+                    g[a.k + part_of_bin[b] as usize] += hw;
                 }
             }
-            w
+            g
         });
         Rounds {
             exec,
@@ -1001,7 +1002,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             found: vec![None; queries.len()],
             pending: (0..queries.len()).collect(),
             cands: Vec::new(),
-            global_w,
+            global,
         }
     }
 
@@ -1046,7 +1047,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             |entry| {
                 let b = bin_of_entry(entry);
                 match slot_of_bin[b] {
-                    // Its weight is counted from hist0 (see `global_w`).
+                    // Its weight is counted from hist0 (see `global`).
                     u32::MAX => Route::Done(part_of_bin[b]),
                     s => Route::Cand(s),
                 }
@@ -1125,10 +1126,16 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             ),
             None => Vec::new(),
         };
-        if let Some(gw) = self.global_w.as_mut() {
+        if let (Some(g), Some(asg)) = (self.global.as_mut(), self.assign.as_ref()) {
+            let k = asg.k;
             for (cell, &f) in fate.iter().enumerate() {
                 if f & DONE != 0 {
-                    gw[(f & !DONE) as usize] += hist[cell * stride];
+                    let part = (f & !DONE) as usize;
+                    g[k + part] += hist[cell * stride];
+                    // After the first round the bins count their points too.
+                    if stride == 3 {
+                        g[part] += hist[cell * 3 + 1];
+                    }
                 }
             }
         }
@@ -1173,7 +1180,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
                         let cell = geom_cell(geom, s, u64::from(e) << park);
                         h[cell] += quant.q(r.start + j);
                         let active = s != sentinel as u32;
-                        // Inactive: its weight is counted from hist0 (see `global_w`).
+                        // Inactive: its weight is counted from hist0 (see `global`).
                         let part = part_of_bin[b];
                         // Parked: the cell, flagged, until pass B knows its part.
                         *p = select_unpredictable(active, CELL_FLAG | cell as u32, part);
@@ -1265,40 +1272,31 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
     fn retain_assigned(&mut self, round: &Geometry, fate: &[u32]) {
         let exec = self.exec;
         let par = exec.parallel_for(count_of(&self.cands));
-        let (Some(asg), Some(t)) = (self.assign.as_mut(), self.counts.as_mut()) else {
+        let Some(asg) = self.assign.as_mut() else {
             return;
         };
-        let k = asg.k;
         let geom = &round.geom[..];
         // Each chunk with the slice of parts its points fall in.
         let work = with_parts(&mut self.cands, asg.parts);
         // Branch-free (a candidate's fate is unpredictable): every candidate writes its entry
-        // (a kept one's is scratch until its part is known) and a count (the kept ones into
-        // a spare counter, see [`SPARE`]), and is copied down.
+        // (a kept one's is scratch until its part is known) and is copied down. The finished
+        // ones are not counted here: their bins counted them (see `global`).
         let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
-            let mut counts = vec![0u64; k + SPARE];
+            let all: &mut [Cand] = cs;
             let mut kept = 0;
-            for j in 0..cs.len() {
-                let c = cs[j];
+            for j in 0..all.len() {
+                let c = all[j];
                 let v = fate[geom_cell(geom, c.slot, c.key)];
-                let keep = v & DONE == 0;
                 parts[c.idx as usize - off] = v & !DONE;
-                let spare = k + (j & (SPARE - 1));
-                counts[select_unpredictable(keep, spare, (v & !DONE) as usize)] += 1;
-                cs[kept] = Cand { slot: v, ..c };
-                kept += usize::from(keep);
+                all[kept] = Cand { slot: v, ..c };
+                kept += usize::from(v & DONE == 0);
             }
             cs.truncate(kept);
-            counts.truncate(k);
-            counts
         };
-        let per = if par {
-            exec.map_items(work, retain)
+        if par {
+            exec.map_items(work, retain);
         } else {
-            work.into_iter().map(retain).collect()
-        };
-        for counts in per {
-            t.merge(&Counts { counts });
+            work.into_iter().for_each(retain);
         }
     }
 
@@ -1371,7 +1369,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         for c in self.cands.drain(..) {
             self.exec.scratch.give_cands(c);
         }
-        let counts = match (self.counts, self.global_w) {
+        let counts = match (self.counts, self.global) {
             (Some(t), Some(w)) => Some((t, w)),
             _ => None,
         };
