@@ -35,6 +35,12 @@ pub(crate) enum Quant<'a> {
 const TWO52: f64 = 4_503_599_627_370_496.0;
 
 impl Quant<'_> {
+    /// Whether a point's weight is 1, so that a histogram's weights are also its counts: the
+    /// passes then count no point themselves (see `Rounds::global`).
+    fn counted_by_weight(&self) -> bool {
+        matches!(self, Quant::Unit)
+    }
+
     #[inline(always)]
     pub(crate) fn q(&self, i: usize) -> u64 {
         match *self {
@@ -256,7 +262,9 @@ fn gather(
                         Route::Keep => {}
                         Route::Done(part) => {
                             *p = part;
-                            t.counts[part as usize] += 1;
+                            if !quant.counted_by_weight() {
+                                t.counts[part as usize] += 1;
+                            }
                         }
                         Route::Cand(slot) => cs.push(cand(r.start + j, slot)),
                     }
@@ -304,8 +312,10 @@ fn pass_b(
             let cand = v & DONE == 0;
             *p = v & !DONE;
             let finished = parked & !cand;
-            counts[select_unpredictable(finished, (v & !DONE) as usize, k + (j & (SPARE - 1)))] +=
-                1;
+            if !quant.counted_by_weight() {
+                let spare = k + (j & (SPARE - 1));
+                counts[select_unpredictable(finished, (v & !DONE) as usize, spare)] += 1;
+            }
             let i = r.start + j;
             spare[n].write(Cand {
                 key: keys[i],
@@ -884,7 +894,8 @@ struct Rounds<'a, S> {
     /// With `assign`, global figures per part: the count (`global[p]`) and the weight
     /// (`global[k + p]`) of the points of every (reduced) histogram bin whose part is known,
     /// taken from the bin, so that no point is weighed twice; the points that a bin counted
-    /// (after the first round) are not counted locally, the others are (see `counts`).
+    /// (after the first round, or every bin with unit weights, whose weights are counts) are
+    /// not counted locally, the others are (see `counts`).
     global: Option<Vec<u64>>,
 }
 
@@ -983,7 +994,11 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             let mut g = vec![0u64; 2 * a.k];
             for (b, &hw) in hist0.iter().enumerate() {
                 if slot_of_bin[b] == u32::MAX {
-                    g[a.k + part_of_bin[b] as usize] += hw;
+                    let part = part_of_bin[b] as usize;
+                    g[a.k + part] += hw;
+                    if input.quant.counted_by_weight() {
+                        g[part] += hw;
+                    }
                 }
             }
             g
@@ -1132,9 +1147,12 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
                 if f & DONE != 0 {
                     let part = (f & !DONE) as usize;
                     g[k + part] += hist[cell * stride];
-                    // After the first round the bins count their points too.
+                    // After the first round the bins count their points too; with unit
+                    // weights, their weight is their count.
                     if stride == 3 {
                         g[part] += hist[cell * 3 + 1];
+                    } else if self.input.quant.counted_by_weight() {
+                        g[part] += hist[cell];
                     }
                 }
             }
@@ -1185,7 +1203,9 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
                         // Parked: the cell, flagged, until pass B knows its part.
                         *p = select_unpredictable(active, CELL_FLAG | cell as u32, part);
                         let spare = k + (j & (SPARE - 1));
-                        counts[select_unpredictable(active, spare, part as usize)] += 1;
+                        if !quant.counted_by_weight() {
+                            counts[select_unpredictable(active, spare, part as usize)] += 1;
+                        }
                     }
                     h.truncate(cells);
                     counts.truncate(k);
