@@ -230,8 +230,14 @@ pub(crate) fn key2(t: &Tables, x: u32, y: u32) -> u64 {
 /// 3-D key of cell `(x, y, z)` (21 bits each), table driven, 7 lookups.
 #[inline(always)]
 pub(crate) fn key3(t: &Tables, x: u32, y: u32, z: u32) -> u64 {
+    key3_from(t, 0, x, y, z)
+}
+
+/// [`key3`] of `(x, y, z)` in the orientation of `state` (inside a cell, the sub-key).
+#[inline(always)]
+fn key3_from(t: &Tables, state: usize, x: u32, y: u32, z: u32) -> u64 {
     let multi: &[u16; 32 << 9] = t.multi[..].try_into().expect("3-D table size");
-    let mut s = 0usize;
+    let mut s = state;
     let mut key = 0u64;
     let mut shift = 18i32;
     while shift >= 0 {
@@ -614,6 +620,11 @@ pub(crate) fn state_of_key(key: u64, dim: usize) -> usize {
 pub(crate) fn sub_key(state: usize, sub: &[u32]) -> u64 {
     let n = sub.len();
     let t = tables(n);
+    // In 3-D the sub-key is 7 whole lookups, as a cell's key: the same walk from `state`.
+    const _: () = assert!(SUB_BITS == 21);
+    if let &[x, y, z] = sub {
+        return key3_from(t, state, x, y, z);
+    }
     // Pad the sub-coordinates to whole lookups (in 2-D, 21 levels to 24) and drop the padding
     // levels' digits: the digits of a level depend only on the levels above it.
     let lv = t.levels;
