@@ -204,9 +204,9 @@ fn bench_machine(
             run(g)?;
         }
         let h1 = run_hier(hier, machine, &file, 1, "serial", reps)?;
-        let (f1, _) = run_ours(hsfc, &file, &sizes_file, 1, reps)?;
+        let (f1, _) = run_ours(hsfc, &file, &sizes_file, (1, None), reps)?;
         let h2 = run_hier(hier, machine, &file, 2, "serial", reps)?;
-        let (f2, _) = run_ours(hsfc, &file, &sizes_file, 2, reps)?;
+        let (f2, _) = run_ours(hsfc, &file, &sizes_file, (2, None), reps)?;
         let hd = if quick {
             None
         } else {

@@ -5,6 +5,10 @@
 //! Zoltan/ours and ours/Zoltan (1 thread) and ours 1 thread / 2 threads, and every run's
 //! max_rel_dev, all measured in one run.
 //!
+//! `--simd scalar|avx2|avx512` runs our CLI with `HSFC_SIMD` set to it (a machine with
+//! AVX-512 measured as one without it would run); the table's footer names the path every run
+//! reported (`hsfc --json`'s `simd`), and a run that reports another is an error.
+//!
 //! Everything it makes lives in `target/bench-hsfc/` (data files are reused when present).
 
 use crate::bench::{
@@ -51,12 +55,21 @@ fn sizes_of(name: &str) -> Vec<f64> {
     }
 }
 
+const USAGE: &str = "usage: bench hsfc [--quick] [--simd scalar|avx2|avx512]";
+
 pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     let mut quick = false;
-    for a in args {
+    let mut simd: Option<&str> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
-            other => bail!("bench hsfc: unknown argument `{other}` (usage: bench hsfc [--quick])"),
+            "--simd" => match it.next().map(String::as_str) {
+                Some(v @ ("scalar" | "avx2" | "avx512")) => simd = Some(v),
+                Some(v) => bail!("bench hsfc: --simd {v}: unknown path ({USAGE})"),
+                None => bail!("bench hsfc: --simd needs a value ({USAGE})"),
+            },
+            other => bail!("bench hsfc: unknown argument `{other}` ({USAGE})"),
         }
     }
     let root = project_root();
@@ -160,8 +173,8 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         let sizes = if inp.dim == 2 { &sizes_2d } else { &sizes_3d };
         for &s in sizes {
             let sizes_file = work.join(format!("data/sizes_{s}.txt"));
-            let (o1, lim1) = run_ours(&ours, &file, &sizes_file, 1, reps)?;
-            let (o2, lim2) = run_ours(&ours, &file, &sizes_file, 2, reps)?;
+            let (o1, lim1) = run_ours(&ours, &file, &sizes_file, (1, simd), reps)?;
+            let (o2, lim2) = run_ours(&ours, &file, &sizes_file, (2, simd), reps)?;
             at_limit &= lim1 && lim2;
             let z = run_zoltan(&zdriver, &file, &sizes_file, 3)?;
             // coupe's Hilbert curve is 2-D, equal parts only.
@@ -219,9 +232,13 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         median(&ratios)
     );
     println!(
-        "3-D graded, ours/Zoltan (1 thread): worst {w3:.3}, median {:.3}   (target <= 0.10, goal <= 0.05; 3-D keys: {})",
+        "3-D graded, ours/Zoltan (1 thread): worst {w3:.3}, median {:.3}   (target <= 0.10, goal <= 0.05)",
         median(&ratios_3d),
-        KEYS3_PATH.get().map_or("not reported", String::as_str)
+    );
+    println!(
+        "SIMD path of our runs: {} ({})",
+        simd_paths(),
+        simd.map_or("the best here; --simd chooses", |_| "asked with --simd")
     );
     println!(
         "ours 1t/2t: min {smin:.2}, median {:.2}   (target >= 1.7)",
@@ -234,18 +251,31 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Runs our CLI; also checks the balance limit on every part.
-/// The 3-D key implementation the runs reported (`hsfc --json`'s `keys_path`).
-static KEYS3_PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// The SIMD paths our runs reported (`hsfc --json`'s `simd`).
+static SIMD_PATHS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
+/// The SIMD paths our runs reported so far, joined.
+fn simd_paths() -> String {
+    let paths = SIMD_PATHS.lock().unwrap_or_else(|e| e.into_inner());
+    if paths.is_empty() {
+        return "not reported".to_string();
+    }
+    paths.join(", ")
+}
+
+/// Runs our CLI on `threads` threads, with `HSFC_SIMD=simd` when given (a run that reports
+/// another path is an error); also checks the balance limit on every part.
 pub(crate) fn run_ours(
     bin: &Path,
     file: &Path,
     sizes: &Path,
-    threads: usize,
+    (threads, simd): (usize, Option<&str>),
     reps: usize,
 ) -> Result<(Run, bool)> {
     let mut cmd = Command::new(bin);
+    if let Some(s) = simd {
+        cmd.env("HSFC_SIMD", s);
+    }
     cmd.arg("partition").arg(file).arg("--sizes").arg(sizes);
     cmd.args([
         "--threads",
@@ -262,9 +292,20 @@ pub(crate) fn run_ours(
             .map(|x| x.as_f64().context("number"))
             .collect()
     };
-    if let Some(path) = v["keys_path"].as_str() {
-        let _ = KEYS3_PATH.set(path.to_string());
+    let path = v["simd"].as_str().context("hsfc --json lacks simd")?;
+    if let Some(s) = simd
+        && s != path
+    {
+        bail!(
+            "asked for HSFC_SIMD={s}, but {} reports {path}",
+            bin.display()
+        );
     }
+    let mut paths = SIMD_PATHS.lock().unwrap_or_else(|e| e.into_inner());
+    if !paths.iter().any(|p| p == path) {
+        paths.push(path.to_string());
+    }
+    drop(paths);
     let (w, t, wmax) = (arr("weights")?, arr("targets")?, num(&v, "max_weight")?);
     let slack = 1e-9 * w.iter().sum::<f64>();
     let at_limit = w.iter().zip(&t).all(|(a, b)| (a - b).abs() <= wmax + slack);

@@ -74,7 +74,7 @@ commands:
   bench laplace [--repeats R] [--ranks 1,2,3,4] [--target-vertices N]
           the 17-step run in one process and over thread ranks (release, one invocation):
           medians, ratios to serial, per-phase times, waiting, migration, peak heap per rank
-  bench hsfc [--quick]
+  bench hsfc [--quick] [--simd scalar|avx2|avx512]
           hsfc vs Zoltan HSFC (peer driver, built with make) and coupe 0.1.0 on 10^6 and
           4*10^6 2-D points and 10^6 corner-graded 3-D points (8 to 1,024 parts): time
           medians, ratios, balance (data in target/bench-hsfc/)

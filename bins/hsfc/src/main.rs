@@ -34,6 +34,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Partition a ZPT1 point file into K parts (equal, or sized by a sizes file).
+    ///
+    /// The environment variable HSFC_SIMD=scalar|avx2|avx512 chooses the vector
+    /// instructions (default: the best this processor has; one it lacks is an error).
     Partition(PartitionArgs),
     /// Write a ZPT1 point file: uniform or corner-graded points, unit or random weights.
     Gen(GenArgs),
@@ -197,9 +200,8 @@ impl Report<'_> {
                 "targets": p.targets(),
                 "counts": p.part_counts(),
             });
-            if self.dim == 3 {
-                j["keys_path"] = hsfc::keys3_path().into();
-            }
+            // The vector instructions the passes took (HSFC_SIMD, else the best here).
+            j["simd"] = hsfc::Simd::active().name().into();
             if let Some(ranks) = self.ranks {
                 j["ranks"] = ranks.into();
             }
@@ -331,7 +333,11 @@ fn main() -> std::process::ExitCode {
 fn run() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Partition(a) => partition_cmd(&a),
+        Cmd::Partition(a) => {
+            // A bad HSFC_SIMD is refused here (the library would ignore it).
+            hsfc::Simd::from_env()?;
+            partition_cmd(&a)
+        }
         Cmd::Gen(g) => {
             cli_support::check_outputs([("--out", Some(g.out.as_path()))])?;
             let (coords, w) = hsfc::generate::points(

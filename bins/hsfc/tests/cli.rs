@@ -379,3 +379,57 @@ fn hostile_counts_and_sums_are_refused_or_exact() {
         std::fs::remove_file(p).unwrap();
     }
 }
+
+/// `HSFC_SIMD` chooses the vector instructions: `--json` names the path that ran, every path
+/// writes the same parts, and a name that is no path, or a path this processor lacks, is
+/// refused before the run.
+#[test]
+fn hsfc_simd_chooses_the_path_and_refuses_bad_values() {
+    let f = tmp("simd.zpt");
+    run_ok(
+        hsfc()
+            .args(["gen", "--n", "3e4", "--dim", "3", "--dist", "graded"])
+            .args(["--weights", "random", "-o"])
+            .arg(&f),
+    );
+    let part = |simd: &str, out: &PathBuf| {
+        let mut cmd = hsfc();
+        cmd.env("HSFC_SIMD", simd)
+            .arg("partition")
+            .arg(&f)
+            .args(["--parts", "37", "--json", "--out"])
+            .arg(out);
+        cmd
+    };
+    let scalar = tmp("scalar.u32");
+    for s in hsfc::Simd::ALL {
+        let out = tmp(&format!("{}.u32", s.name()));
+        if s.supported() {
+            let j: serde_json::Value =
+                serde_json::from_str(&run_ok(&mut part(s.name(), &out))).unwrap();
+            assert_eq!(j["simd"], s.name());
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                std::fs::read(&scalar).unwrap()
+            );
+        } else {
+            let e = run_err(&mut part(s.name(), &out));
+            assert!(
+                e.contains(&format!("HSFC_SIMD={}: this processor lacks it", s.name())),
+                "{e}"
+            );
+        }
+    }
+    let best = tmp("best.u32");
+    let j: serde_json::Value = serde_json::from_str(&run_ok(&mut part("", &best))).unwrap();
+    assert_eq!(
+        j["simd"],
+        hsfc::Simd::detected().name(),
+        "empty: the best here"
+    );
+    let e = run_err(&mut part("avx1024", &tmp("bad.u32")));
+    assert!(
+        e.contains("HSFC_SIMD=avx1024: unknown (scalar, avx2 or avx512)"),
+        "{e}"
+    );
+}

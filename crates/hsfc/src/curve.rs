@@ -10,6 +10,7 @@
 //! Tests check the table encoder against the reference on full small grids, and check that
 //! the curve is a Hilbert curve (a bijection whose consecutive cells are neighbours).
 
+use crate::simd::Simd;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -229,8 +230,14 @@ pub(crate) fn key2(t: &Tables, x: u32, y: u32) -> u64 {
 /// 3-D key of cell `(x, y, z)` (21 bits each), table driven, 7 lookups.
 #[inline(always)]
 pub(crate) fn key3(t: &Tables, x: u32, y: u32, z: u32) -> u64 {
+    key3_from(t, 0, x, y, z)
+}
+
+/// [`key3`] of `(x, y, z)` in the orientation of `state` (inside a cell, the sub-key).
+#[inline(always)]
+fn key3_from(t: &Tables, state: usize, x: u32, y: u32, z: u32) -> u64 {
     let multi: &[u16; 32 << 9] = t.multi[..].try_into().expect("3-D table size");
-    let mut s = 0usize;
+    let mut s = state;
     let mut key = 0u64;
     let mut shift = 18i32;
     while shift >= 0 {
@@ -265,44 +272,30 @@ fn step3() -> &'static [u32; 32 << 9] {
 const STATE3: u32 = 31 << 9;
 
 /// Keys of the 3-D cells `(x[j], y[j], z[j])` (21 bits each) into `out[j]`; all four slices
-/// have the same length. Table driven like [`key3`], with the processor's vector gathers
-/// when it has AVX-512 or AVX2 (the same lookups, so the same keys), else eight walks
-/// interleaved ([`keys3_path`] names the one this processor takes).
+/// have the same length. Table driven like [`key3`], with the vector gathers of `simd` (AVX-512
+/// or AVX2; the same lookups, so the same keys), else eight walks interleaved. A path the
+/// processor lacks is never taken (the next one down runs).
 #[inline]
-pub(crate) fn keys3(x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
+pub(crate) fn keys3(simd: Simd, x: &[u32], y: &[u32], z: &[u32], out: &mut [u64]) {
     assert!(
         x.len() == out.len() && y.len() == out.len() && z.len() == out.len(),
         "keys3: lengths differ"
     );
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if simd >= Simd::Avx512 && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the processor supports AVX-512F (checked just above).
             unsafe { keys3_avx512(x, y, z, out) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if simd >= Simd::Avx2 && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor supports AVX2 (checked just above).
             unsafe { keys3_avx2(x, y, z, out) };
             return;
         }
     }
+    let _ = simd;
     keys3_portable(x, y, z, out);
-}
-
-/// Which implementation of the bulk 3-D Hilbert keys runs on this processor: `"avx512"`,
-/// `"avx2"` or `"portable"` (benchmarks print it).
-pub fn keys3_path() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return "avx512";
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return "avx2";
-        }
-    }
-    "portable"
 }
 
 /// [`keys3`] with AVX2: 32 cells at a time (four vectors of 8 lanes, so that four chains of
@@ -627,6 +620,11 @@ pub(crate) fn state_of_key(key: u64, dim: usize) -> usize {
 pub(crate) fn sub_key(state: usize, sub: &[u32]) -> u64 {
     let n = sub.len();
     let t = tables(n);
+    // In 3-D the sub-key is 7 whole lookups, as a cell's key: the same walk from `state`.
+    const _: () = assert!(SUB_BITS == 21);
+    if let &[x, y, z] = sub {
+        return key3_from(t, state, x, y, z);
+    }
     // Pad the sub-coordinates to whole lookups (in 2-D, 21 levels to 24) and drop the padding
     // levels' digits: the digits of a level depend only on the levels above it.
     let lv = t.levels;
@@ -880,17 +878,11 @@ mod tests {
             }
             let want: Vec<u64> = (0..n).map(|j| key_of_cell(&[x[j], y[j], z[j]])).collect();
             let mut got = vec![0u64; n];
-            keys3(&x, &y, &z, &mut got);
-            assert_eq!(got, want, "n = {n}");
-            got.fill(0);
-            keys3_portable(&x, &y, &z, &mut got);
-            assert_eq!(got, want, "n = {n}, portable");
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            // Every path this processor has (a path it lacks would run the next one down).
+            for simd in Simd::ALL.into_iter().filter(|s| s.supported()) {
                 got.fill(0);
-                // SAFETY: the processor supports AVX2 (checked just above).
-                unsafe { keys3_avx2(&x, &y, &z, &mut got) };
-                assert_eq!(got, want, "n = {n}, avx2");
+                keys3(simd, &x, &y, &z, &mut got);
+                assert_eq!(got, want, "n = {n}, {}", simd.name());
             }
         }
     }

@@ -2,6 +2,7 @@
 
 use crate::Error;
 use crate::scratch::Scratch;
+use crate::simd::Simd;
 use part_api::Par;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -14,21 +15,24 @@ use std::sync::Arc;
 pub(crate) struct Exec<'w> {
     pool: Option<Arc<rayon::ThreadPool>>,
     threads: usize,
+    /// The vector instructions the passes take.
+    pub(crate) simd: Simd,
     /// The caller's buffers for the passes' histograms and candidate lists.
     pub(crate) scratch: &'w Scratch,
 }
 
 impl std::fmt::Debug for Exec<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Exec({} threads)", self.threads)
+        write!(f, "Exec({} threads, {})", self.threads, self.simd.name())
     }
 }
 
 impl<'w> Exec<'w> {
-    pub(crate) fn new(par: Par, scratch: &'w Scratch) -> Result<Exec<'w>, Error> {
+    pub(crate) fn new(par: Par, simd: Simd, scratch: &'w Scratch) -> Result<Exec<'w>, Error> {
         Ok(Exec {
             pool: par.pool()?,
             threads: par.degree(),
+            simd,
             scratch,
         })
     }

@@ -47,16 +47,17 @@ mod mapping;
 mod partition;
 mod refine;
 mod scratch;
+pub mod simd;
 pub mod summary;
 #[cfg(test)]
 mod tests;
 mod workspace;
 
-pub use curve::keys3_path;
 pub use error::Error;
 pub use mapping::BoundingBox;
 use part_api::{Partitioner, Points, Reduce};
 pub use partition::{Migration, Partition};
+pub use simd::{Simd, SimdError};
 pub use workspace::Workspace;
 
 /// The partitioner's settings (public fields; build with `..Default::default()`).

@@ -4,6 +4,7 @@ use crate::curve::{self, key_bits, sub_key_bits, tables};
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
 use crate::refine::{self, B0, Found, Quant};
+use crate::simd::Simd;
 use crate::{Error, Hsfc, Workspace};
 use part_api::{Failed, Points, Reduce};
 
@@ -606,39 +607,56 @@ fn exponent_above(x: f64) -> i32 {
 
 /// Keys of a block of at most [`BLOCK`] points: cells first, then the keys. In 2-D both
 /// loops are straight-line integer code that the compiler vectorises (the prefix-scan
-/// encoder); in 3-D the cells are, and the table walks use vector gathers with AVX-512
-/// ([`curve::keys3`]). Each instruction set runs the same operations, so gives the same keys.
-fn keys_block<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
+/// encoder, with AVX2 when `simd` allows it); in 3-D the cells are, and the table walks use
+/// the vector gathers of `simd` ([`curve::keys3`]). Each instruction set runs the same
+/// operations, so gives the same keys; a path the processor lacks is never taken.
+fn keys_block<const D: usize>(
+    simd: Simd,
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
     #[cfg(target_arch = "x86_64")]
     {
-        if D == 3 && std::arch::is_x86_feature_detected!("avx512f") {
+        if D == 3 && simd >= Simd::Avx512 && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the processor supports AVX-512F (checked just above).
-            unsafe { keys_block_avx512::<D>(axes, pb, kb) };
+            unsafe { keys_block_avx512::<D>(simd, axes, pb, kb) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if simd >= Simd::Avx2 && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor supports AVX2 (checked just above).
-            unsafe { keys_block_avx2::<D>(axes, pb, kb) };
+            unsafe { keys_block_avx2::<D>(simd, axes, pb, kb) };
             return;
         }
     }
-    keys_block_portable::<D>(axes, pb, kb);
+    keys_block_portable::<D>(simd, axes, pb, kb);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn keys_block_avx512<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    keys_block_portable::<D>(axes, pb, kb);
+fn keys_block_avx512<const D: usize>(
+    simd: Simd,
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
+    keys_block_portable::<D>(simd, axes, pb, kb);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn keys_block_avx2<const D: usize>(axes: &[crate::mapping::Axis; 3], pb: &[f64], kb: &mut [u64]) {
-    keys_block_portable::<D>(axes, pb, kb);
+fn keys_block_avx2<const D: usize>(
+    simd: Simd,
+    axes: &[crate::mapping::Axis; 3],
+    pb: &[f64],
+    kb: &mut [u64],
+) {
+    keys_block_portable::<D>(simd, axes, pb, kb);
 }
 
 #[inline(always)]
 fn keys_block_portable<const D: usize>(
+    simd: Simd,
     axes: &[crate::mapping::Axis; 3],
     pb: &[f64],
     kb: &mut [u64],
@@ -651,7 +669,7 @@ fn keys_block_portable<const D: usize>(
     }
     if D == 3 {
         let n = kb.len();
-        curve::keys3(&c[0][..n], &c[1][..n], &c[2][..n], kb);
+        curve::keys3(simd, &c[0][..n], &c[1][..n], &c[2][..n], kb);
         return;
     }
     let mut hi = [0u32; BLOCK];
@@ -678,51 +696,61 @@ fn keys_pass<const D: usize>(
     let kb = key_bits(D);
     let shift0 = kb - B0;
     let axes = map.axes;
-    // With `bins`, each point's level-0 bin is also written there (the caller's parts buffer,
-    // used as scratch), so that later passes read 4 bytes per point instead of the key.
+    // With `bins`, each point's top key bits are also written there (the caller's parts
+    // buffer, used as scratch, see `refine::PARK_BITS`), so that later passes read 4 bytes per
+    // point instead of the key.
     let mut no_bins: [u32; 0] = [];
     let (bins, with_bins) = match bins {
         Some(b) => (b, true),
         None => (&mut no_bins[..], false),
     };
+    const NB: usize = 1 << B0;
     let hists = exec.map_chunks_mut2(keys, bins, with_bins, |r, out, bins_out| {
-        let mut h = vec![0u64; 1 << B0].into_boxed_slice();
-        let h: &mut [u64; 1 << B0] = (&mut *h).try_into().expect("histogram size");
+        // Two histograms, for the even and the odd points of a block: on graded data most
+        // points fall in one bin, and one counter would make a chain of dependent adds.
+        let mut h = vec![0u64; 2 * NB].into_boxed_slice();
+        let h: &mut [u64; 2 * NB] = (&mut *h).try_into().expect("histogram size");
         let pts = &points[r.start * D..r.end * D];
         // Keys first (independent per point, so the table walks of several points overlap),
         // then the histogram over the keys just written, block by block.
         let mut kbuf = [0u64; BLOCK];
         for (bi, (pb, dst)) in pts.chunks(BLOCK * D).zip(out.chunks_mut(BLOCK)).enumerate() {
             let kb = &mut kbuf[..dst.len()];
-            keys_block::<D>(&axes, pb, kb);
+            keys_block::<D>(exec.simd, &axes, pb, kb);
             // Every element of the output is written here (the caller relies on it).
             for (d, &k) in dst.iter_mut().zip(kb.iter()) {
                 d.write(k);
             }
             if with_bins {
                 let start = bi * BLOCK;
+                let park = key_bits(D) - refine::PARK_BITS;
                 for (o, &k) in bins_out[start..start + kb.len()].iter_mut().zip(kb.iter()) {
-                    *o = (k >> shift0) as u32;
+                    *o = (k >> park) as u32;
                 }
             }
             let base = r.start + bi * BLOCK;
+            let bin = |j: usize, k: u64| ((j & 1) * NB) | ((k >> shift0) as usize & (NB - 1));
             match quant {
                 Quant::Unit => {
-                    for &k in kb.iter() {
-                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += 1;
+                    for (j, &k) in kb.iter().enumerate() {
+                        h[bin(j, k)] += 1;
                     }
                 }
                 Quant::Scaled { .. } => {
                     for (j, &k) in kb.iter().enumerate() {
-                        h[(k >> shift0) as usize & ((1 << B0) - 1)] += quant.q(base + j);
+                        h[bin(j, k)] += quant.q(base + j);
                     }
                 }
             }
         }
-        h.to_vec()
+        let (even, odd) = h.split_at(NB);
+        even.iter()
+            .zip(odd)
+            .map(|(a, b)| a + b)
+            .collect::<Vec<u64>>()
     });
     let mut it = hists.into_iter();
-    let mut h = it.next().unwrap_or_else(|| vec![0u64; 1 << B0]);
+    let mut h = it.next().unwrap_or_else(|| vec![0u64; NB]);
     for o in it {
         for (x, y) in h.iter_mut().zip(o) {
             *x += y;
@@ -823,7 +851,7 @@ fn run_mapped<R: Reduce>(
 ) -> Result<Partition, Error> {
     let (points, dim, weights) = input.into_parts();
     check_global(cfg, dim, targets, prev)?;
-    let exec = Exec::new(cfg.par, &ws.scratch)?;
+    let exec = Exec::new(cfg.par, ws.simd(), &ws.scratch)?;
     let ext = extent(&exec, comm, input, parts)?;
     let (map, kept) = curve(dim, ext.bbox, ext.n_total, prev);
     let (quant, quantum) = quantize(weights, ext.wmax, ext.n_total);
@@ -880,10 +908,11 @@ fn run_mapped<R: Reduce>(
     // Pass 3 (a repartition; a fresh partition assigned the points while locating).
     let k = targets.len();
     let mut sums = vec![0u64; 2 * k + 2];
-    let mut global_w: Option<Vec<u64>> = None;
-    if let Some((t, weights)) = fresh_tally {
+    // Counts and weights per part that the refinement took from reduced histograms.
+    let mut global: Option<Vec<u64>> = None;
+    if let Some((t, g)) = fresh_tally {
         sums[..k].copy_from_slice(&t.counts);
-        global_w = Some(weights);
+        global = Some(g);
     } else {
         let cut_keys = Cuts {
             cells: &cells,
@@ -893,9 +922,9 @@ fn run_mapped<R: Reduce>(
         assign_parts(&exec, &cut_keys, (keys, &sub_key, quant), parts, &mut sums);
     }
     comm.sum_u64(&mut sums).map_err(comm_err)?;
-    if let Some(g) = global_w {
-        for (s, w) in sums[k..2 * k].iter_mut().zip(g) {
-            *s += w;
+    if let Some(g) = global {
+        for (s, x) in sums[..2 * k].iter_mut().zip(g) {
+            *s += x;
         }
     }
     Ok(finish(
@@ -1064,7 +1093,7 @@ fn quantize(weights: Option<&[f64]>, wmax: f64, n_total: u64) -> (Quant<'_>, f64
 
 /// Pass 2: every local point's key into `keys` (the caller's buffer, kept between calls), and
 /// the local weight histogram over the top key bits; with `bins` (a fresh partition's parts
-/// buffer, used as scratch) each point's level-0 bin too.
+/// buffer, used as scratch) each point's top key bits too (see `refine::PARK_BITS`).
 fn key_pass(
     exec: &Exec,
     keys: &mut Vec<u64>,

@@ -17,6 +17,7 @@
 use crate::exec::Exec;
 use crate::scratch::{Cand, Scratch};
 use part_api::Reduce;
+use std::hint::select_unpredictable;
 
 /// Key bits in the histogram made by the key pass.
 pub(crate) const B0: u32 = 14;
@@ -34,6 +35,12 @@ pub(crate) enum Quant<'a> {
 const TWO52: f64 = 4_503_599_627_370_496.0;
 
 impl Quant<'_> {
+    /// Whether a point's weight is 1, so that a histogram's weights are also its counts: the
+    /// passes then count no point themselves (see `Rounds::global`).
+    fn counted_by_weight(&self) -> bool {
+        matches!(self, Quant::Unit)
+    }
+
     #[inline(always)]
     pub(crate) fn q(&self, i: usize) -> u64 {
         match *self {
@@ -118,8 +125,8 @@ pub(crate) struct Assign<'a> {
     pub mult: &'a [u32],
     /// Part id of the c-th part of positive size.
     pub positive: &'a [u32],
-    /// Output, one per local point; on entry it holds each point's level-0 bin (the top
-    /// [`B0`] key bits), written there by the key pass.
+    /// Output, one per local point; on entry it holds each point's top [`PARK_BITS`] key
+    /// bits, written there by the key pass.
     pub parts: &'a mut [u32],
     /// Number of parts K.
     pub k: usize,
@@ -127,6 +134,22 @@ pub(crate) struct Assign<'a> {
 
 /// Marks a parts entry that holds a first-round cell instead of a part (pass A to pass B).
 const CELL_FLAG: u32 = 1 << 31;
+
+/// The key bits the key pass leaves in a fresh partition's parts entries (below
+/// [`CELL_FLAG`]): enough for the first round's sub-bins, so that pass A reads no key.
+pub(crate) const PARK_BITS: u32 = 31;
+const _: () = assert!(B0 + 16 <= PARK_BITS && PARK_BITS < 32);
+
+/// The level-0 bin of a parts entry that the key pass wrote.
+#[inline(always)]
+fn bin_of_entry(e: u32) -> usize {
+    (e >> (PARK_BITS - B0)) as usize & ((1 << B0) - 1)
+}
+
+/// Spare counters after the K parts' in a pass's counts: the points that get no part yet
+/// count into one of them (in turn), which no part reads; several, so that the adds do not
+/// form one chain of dependent adds through memory.
+const SPARE: usize = 8;
 
 /// A fresh partition writes the parts while locating ([`Assign`]) when it has fewer parts
 /// than this, so that a part fits beside the flags above in a `u32`.
@@ -239,7 +262,9 @@ fn gather(
                         Route::Keep => {}
                         Route::Done(part) => {
                             *p = part;
-                            t.counts[part as usize] += 1;
+                            if !quant.counted_by_weight() {
+                                t.counts[part as usize] += 1;
+                            }
                         }
                         Route::Cand(slot) => cs.push(cand(r.start + j, slot)),
                     }
@@ -263,8 +288,8 @@ fn gather(
 /// first-round sub-bin, flagged) get their part, or become candidates of the next round,
 /// from their sub-bin's `fate`. Branch-free, as a point's fate is unpredictable: every point
 /// writes its entry (unchanged when pass A assigned it; a candidate's is scratch until its
-/// part is known) and a count (the others into a spare last counter), and is written as a
-/// candidate, which only the candidates keep.
+/// part is known) and a count (the others into a spare counter, see [`SPARE`]), and is
+/// written as a candidate, which only the candidates keep.
 fn pass_b(
     exec: &Exec,
     (keys, quant): (&[u64], Quant<'_>),
@@ -274,24 +299,23 @@ fn pass_b(
     let k = a.k;
     exec.map_chunks_mut(a.parts, |r, out| {
         let mut cs = exec.scratch.cands(r.len());
-        let mut counts = vec![0u64; k + 1];
+        let mut counts = vec![0u64; k + SPARE];
         let mut n = 0;
         let spare = &mut cs.spare_capacity_mut()[..r.len()];
+        let last = fate.len().saturating_sub(1);
         for (j, p) in out.iter_mut().enumerate() {
             let e = *p;
             let parked = e & CELL_FLAG != 0;
-            let v = if parked {
-                fate[(e & !CELL_FLAG) as usize]
-            } else {
-                DONE | e
-            };
+            // Read for every entry (an assigned one reads some fate, unused), then chosen.
+            let f = fate[((e & !CELL_FLAG) as usize).min(last)];
+            let v = select_unpredictable(parked, f, DONE | e);
             let cand = v & DONE == 0;
             *p = v & !DONE;
-            counts[if parked && !cand {
-                (v & !DONE) as usize
-            } else {
-                k
-            }] += 1;
+            let finished = parked & !cand;
+            if !quant.counted_by_weight() {
+                let spare = k + (j & (SPARE - 1));
+                counts[select_unpredictable(finished, (v & !DONE) as usize, spare)] += 1;
+            }
             let i = r.start + j;
             spare[n].write(Cand {
                 key: keys[i],
@@ -769,8 +793,8 @@ impl Geometry {
     }
 }
 
-/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts and
-/// the global weights per part.
+/// What [`locate`] returns: one [`Found`] per query, and with `assign` the local counts per
+/// part and the global figures per part (see [`Rounds::global`]: counts, then weights).
 pub(crate) type Located = (Vec<Found>, Option<(Counts, Vec<u64>)>);
 
 /// Sub-keys of the local points (the low words of their fine keys), asked for only for the
@@ -865,12 +889,14 @@ struct Rounds<'a, S> {
     /// Candidates in chunks, each in increasing point order and covering its own range of
     /// points, so that chunks can be processed in parallel (each writing its own parts).
     cands: Vec<Vec<Cand>>,
-    /// With `assign`: the points this rank assigned to each part so far.
+    /// With `assign`: the points this rank assigned to each part so far and counted itself.
     counts: Option<Counts>,
-    /// With `assign`, the weight per part, global: every point's weight is taken from a
-    /// (reduced) histogram bin once the bin's part is known, so points are counted locally but
-    /// never weighed twice.
-    global_w: Option<Vec<u64>>,
+    /// With `assign`, global figures per part: the count (`global[p]`) and the weight
+    /// (`global[k + p]`) of the points of every (reduced) histogram bin whose part is known,
+    /// taken from the bin, so that no point is weighed twice; the points that a bin counted
+    /// (after the first round, or every bin with unit weights, whose weights are counts) are
+    /// not counted locally, the others are (see `counts`).
+    global: Option<Vec<u64>>,
 }
 
 /// The number of candidates in `cs`.
@@ -964,14 +990,18 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             queries,
             assign.as_ref().map(|a| (a.positive, &cuts_below[..])),
         );
-        let global_w = assign.as_ref().map(|a| {
-            let mut w = vec![0u64; a.k];
+        let global = assign.as_ref().map(|a| {
+            let mut g = vec![0u64; 2 * a.k];
             for (b, &hw) in hist0.iter().enumerate() {
                 if slot_of_bin[b] == u32::MAX {
-                    w[part_of_bin[b] as usize] += hw;
+                    let part = part_of_bin[b] as usize;
+                    g[a.k + part] += hw;
+                    if input.quant.counted_by_weight() {
+                        g[part] += hw;
+                    }
                 }
             }
-            w
+            g
         });
         Rounds {
             exec,
@@ -987,7 +1017,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             found: vec![None; queries.len()],
             pending: (0..queries.len()).collect(),
             cands: Vec::new(),
-            global_w,
+            global,
         }
     }
 
@@ -1028,11 +1058,11 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             (self.input.keys, self.input.quant),
             self.assign.as_mut(),
             reserve,
-            // The key pass left the point's level-0 bin in its parts entry.
+            // The key pass left the point's top key bits in its parts entry.
             |entry| {
-                let b = entry as usize & (nb - 1);
+                let b = bin_of_entry(entry);
                 match slot_of_bin[b] {
-                    // Its weight is counted from hist0 (see `global_w`).
+                    // Its weight is counted from hist0 (see `global`).
                     u32::MAX => Route::Done(part_of_bin[b]),
                     s => Route::Cand(s),
                 }
@@ -1111,10 +1141,19 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             ),
             None => Vec::new(),
         };
-        if let Some(gw) = self.global_w.as_mut() {
+        if let (Some(g), Some(asg)) = (self.global.as_mut(), self.assign.as_ref()) {
+            let k = asg.k;
             for (cell, &f) in fate.iter().enumerate() {
                 if f & DONE != 0 {
-                    gw[(f & !DONE) as usize] += hist[cell * stride];
+                    let part = (f & !DONE) as usize;
+                    g[k + part] += hist[cell * stride];
+                    // After the first round the bins count their points too; with unit
+                    // weights, their weight is their count.
+                    if stride == 3 {
+                        g[part] += hist[cell * 3 + 1];
+                    } else if self.input.quant.counted_by_weight() {
+                        g[part] += hist[cell];
+                    }
                 }
             }
         }
@@ -1126,7 +1165,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
     /// round's sub-bins; with `assign`, the other points get their part and the active ones
     /// are parked (their sub-bin, flagged) until pass B knows their fate.
     fn pass_a(&mut self, round: &Geometry) -> Vec<u64> {
-        let (geom, cells) = (&round.geom, round.cells);
+        let cells = round.cells;
         let (exec, keys, quant, shift0) =
             (self.exec, self.input.keys, self.input.quant, self.shift0);
         let (slot_of_bin, part_of_bin) = (&*self.slot_of_bin, &*self.part_of_bin);
@@ -1134,30 +1173,47 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         let per: Vec<(Vec<u64>, Option<Counts>)> = match self.assign.as_mut() {
             Some(a) => {
                 let k = a.k;
+                // The parked key bits: enough for this round's sub-bins (see PARK_BITS).
+                let park = self.input.bits.0 - PARK_BITS;
+                // Branch-free (whether a point is active is unpredictable): the inactive ones
+                // go through a last slot, whose cells follow the round's, in turn, and count
+                // into a spare counter.
+                let mut geom = round.geom.clone();
+                let sentinel = geom.len();
+                geom.push(SlotGeom {
+                    off: cells,
+                    shift: park,
+                    mask: SPARE as u64 - 1,
+                    ones: usize::MAX,
+                    width: 0,
+                });
+                let geom = &geom[..];
                 exec.map_chunks_mut_few(a.parts, |r, out| {
-                    let mut h = exec.scratch.zeroed(cells);
-                    let mut t = Counts::new(k);
+                    let mut h = exec.scratch.zeroed(cells + SPARE);
+                    let mut counts = vec![0u64; k + SPARE];
                     for (j, p) in out.iter_mut().enumerate() {
-                        // The key pass left the point's level-0 bin in its parts entry.
-                        let b = *p as usize & (nb - 1);
-                        let s = slot_of_bin[b];
-                        if s == u32::MAX {
-                            // Its weight is counted from hist0 (see `global_w`).
-                            let part = part_of_bin[b];
-                            *p = part;
-                            t.counts[part as usize] += 1;
-                        } else {
-                            // Parked: the cell, flagged, until pass B knows its part.
-                            let key = keys[r.start + j];
-                            let cell = geom_cell(geom, s, key);
-                            h[cell] += quant.q(r.start + j);
-                            *p = CELL_FLAG | cell as u32;
+                        let e = *p;
+                        let b = bin_of_entry(e);
+                        let s = slot_of_bin[b].min(sentinel as u32);
+                        let cell = geom_cell(geom, s, u64::from(e) << park);
+                        h[cell] += quant.q(r.start + j);
+                        let active = s != sentinel as u32;
+                        // Inactive: its weight is counted from hist0 (see `global`).
+                        let part = part_of_bin[b];
+                        // Parked: the cell, flagged, until pass B knows its part.
+                        *p = select_unpredictable(active, CELL_FLAG | cell as u32, part);
+                        let spare = k + (j & (SPARE - 1));
+                        if !quant.counted_by_weight() {
+                            counts[select_unpredictable(active, spare, part as usize)] += 1;
                         }
                     }
-                    (h, Some(t))
+                    h.truncate(cells);
+                    counts.truncate(k);
+                    (h, Some(Counts { counts }))
                 })
             }
             None => exec.map_ranges(keys.len(), |r| {
+                let geom = &round.geom[..];
                 let mut h = exec.scratch.zeroed(cells);
                 for i in r {
                     let key = keys[i];
@@ -1236,39 +1292,31 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
     fn retain_assigned(&mut self, round: &Geometry, fate: &[u32]) {
         let exec = self.exec;
         let par = exec.parallel_for(count_of(&self.cands));
-        let (Some(asg), Some(t)) = (self.assign.as_mut(), self.counts.as_mut()) else {
+        let Some(asg) = self.assign.as_mut() else {
             return;
         };
-        let k = asg.k;
         let geom = &round.geom[..];
         // Each chunk with the slice of parts its points fall in.
         let work = with_parts(&mut self.cands, asg.parts);
         // Branch-free (a candidate's fate is unpredictable): every candidate writes its entry
-        // (a kept one's is scratch until its part is known) and a count (the kept ones into
-        // the spare last counter), and is copied down.
+        // (a kept one's is scratch until its part is known) and is copied down. The finished
+        // ones are not counted here: their bins counted them (see `global`).
         let retain = |(cs, off, parts): (&mut Vec<Cand>, usize, &mut [u32])| {
-            let mut counts = vec![0u64; k + 1];
+            let all: &mut [Cand] = cs;
             let mut kept = 0;
-            for j in 0..cs.len() {
-                let c = cs[j];
+            for j in 0..all.len() {
+                let c = all[j];
                 let v = fate[geom_cell(geom, c.slot, c.key)];
-                let keep = v & DONE == 0;
                 parts[c.idx as usize - off] = v & !DONE;
-                counts[if keep { k } else { (v & !DONE) as usize }] += 1;
-                cs[kept] = Cand { slot: v, ..c };
-                kept += usize::from(keep);
+                all[kept] = Cand { slot: v, ..c };
+                kept += usize::from(v & DONE == 0);
             }
             cs.truncate(kept);
-            counts.truncate(k);
-            counts
         };
-        let per = if par {
-            exec.map_items(work, retain)
+        if par {
+            exec.map_items(work, retain);
         } else {
-            work.into_iter().map(retain).collect()
-        };
-        for counts in per {
-            t.merge(&Counts { counts });
+            work.into_iter().for_each(retain);
         }
     }
 
@@ -1341,7 +1389,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         for c in self.cands.drain(..) {
             self.exec.scratch.give_cands(c);
         }
-        let counts = match (self.counts, self.global_w) {
+        let counts = match (self.counts, self.global) {
             (Some(t), Some(w)) => Some((t, w)),
             _ => None,
         };

@@ -1600,3 +1600,67 @@ fn a_box_that_cannot_separate_the_points_falls_back_to_ordered_coordinates() {
     let (p, _) = serial_2d(&cloud(500, 2, 3), None, &[1.0, 2.0]);
     assert!(!p.unwrap().ordered_fallback());
 }
+
+/// A partition and a repartition of it (other sizes, tolerance 0.05) with the vector
+/// instructions forced to `simd`: both results, the parts after each, and the keys.
+fn on_simd_path(
+    simd: crate::Simd,
+    points: Points<'_>,
+    targets: &[f64],
+    threads: usize,
+) -> (Partition, Vec<u32>, Partition, Vec<u32>, Vec<u64>) {
+    let mut ws = Workspace {
+        forced: Some(simd),
+        ..Default::default()
+    };
+    assert_eq!(ws.simd(), simd, "a path this processor has");
+    let cfg = Hsfc {
+        par: Par::threads(threads),
+        tolerance: 0.05,
+    };
+    let mut parts = vec![0u32; points.len()];
+    let p = cfg
+        .partition_with(&mut ws, &Serial, points, targets, &mut parts)
+        .unwrap();
+    let fresh = parts.clone();
+    let resized: Vec<f64> = targets.iter().rev().map(|t| t * 1.5 + 0.25).collect();
+    let q = cfg
+        .repartition(&mut ws, &Serial, &p, points, &resized, &mut parts)
+        .unwrap();
+    (p, fresh, q, parts, ws.keys.clone())
+}
+
+#[test]
+fn every_simd_path_gives_the_scalar_partition() {
+    // Each path this processor has, against the baseline (no gathers, no AVX), on 2-D and
+    // 3-D, uniform and graded points, unit and random weights, on 1 and 2 threads (the
+    // parallel passes start at 2^14 points).
+    let paths: Vec<crate::Simd> = crate::Simd::ALL
+        .into_iter()
+        .filter(|s| s.supported() && *s != crate::Simd::Scalar)
+        .collect();
+    for dim in [2usize, 3] {
+        for dist in [Distribution::Uniform, Distribution::Graded] {
+            for (seed, kind) in [(7u64, WeightKind::Unit), (8, WeightKind::Random)] {
+                let (pts, w) = points(40_000, dim, dist, kind, seed);
+                let input = Points::new(&pts, dim, w.as_deref());
+                for targets in [vec![1.0; 7], uneven_sizes()] {
+                    for threads in [1usize, 2] {
+                        let want = on_simd_path(crate::Simd::Scalar, input, &targets, threads);
+                        for &simd in &paths {
+                            let got = on_simd_path(simd, input, &targets, threads);
+                            let case = format!(
+                                "{} vs scalar: {dim}-D {dist:?} {kind:?}, k {}, {threads} threads",
+                                simd.name(),
+                                targets.len()
+                            );
+                            assert!(got.4 == want.4, "keys differ: {case}");
+                            assert!(got.1 == want.1 && got.3 == want.3, "parts differ: {case}");
+                            assert_eq!((&got.0, &got.2), (&want.0, &want.2), "{case}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
