@@ -109,6 +109,14 @@ impl Keys {
             lo: None,
         }
     }
+    /// `n` placeholder keys (all zero): the elements of a rank alone, which no other rank
+    /// asks for by key (see `Local::refine`).
+    pub(crate) fn unnamed(n: usize) -> Keys {
+        Keys {
+            hi: vec![0; n],
+            lo: None,
+        }
+    }
     /// Number of keys.
     #[inline]
     pub(crate) fn len(&self) -> usize {

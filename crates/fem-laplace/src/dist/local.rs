@@ -70,6 +70,8 @@ pub(crate) struct Local {
     pub(crate) rank: u32,
     pub(crate) size: usize,
     pub(crate) mesh: Mesh,
+    /// Each local element's tree key (its place in the curve); with one rank, which never
+    /// names an element to another, placeholders after the first refinement.
     pub(crate) ekey: Keys,
     pub(crate) eowner: Vec<u32>,
     /// Each vertex's birth ([`Birth`]: `sg`, `key`), the identity ranks give a vertex when
@@ -405,52 +407,15 @@ impl Local {
         } else {
             (0..ne).map(|t| self.owns_element(t)).collect()
         };
-        // Keys have one bit per level: the deepest elements cannot be bisected here.
-        let mut total = 0usize;
-        for t in 0..ne {
-            if all_owned || owned[t] {
-                if bits[t] != 0 && self.mesh.level[t] >= LEVEL_LIMIT - 1 {
-                    return Err(FemError::LevelLimit {
-                        element: t,
-                        level: self.mesh.level[t],
-                        limit: LEVEL_LIMIT,
-                    });
-                }
-                total += crate::mesh::children_count(bits[t]) as usize;
-            }
-        }
+        let (total, new_vertices) = self.refinement_size(&bits, (!all_owned).then_some(&owned))?;
         // Room for the elements and vertices a migration and the ghost layer will bring, so
         // that the arrays grow once per step: a large migration (a rank's part growing by
         // half) fits without copying them. Room no element takes is address space only.
         let spare = if self.size > 1 { total / 2 + 1024 } else { 0 };
-        // One new vertex per marked edge: an edge between two local elements is marked on
-        // both sides (the marks are closed), a boundary edge on one.
-        let mut halves = 0usize;
-        for (&b, nb) in bits.iter().zip(&self.mesh.nbr) {
-            if b != 0 {
-                for (k, &n) in nb.iter().enumerate() {
-                    if b & (1 << k) != 0 {
-                        halves += if n == NONE { 2 } else { 1 };
-                    }
-                }
-            }
-        }
-        let new_vertices = halves.div_ceil(2);
         self.reserve_vertices(self.mesh.coords.len() + new_vertices);
         let marks = Marks::from_bits(bits, new_vertices);
         lap(&mut tt, "refine: checks, room");
-        // The vertices about to be created on edges shared with ghosts, and the ghosts' ranks.
-        self.new_ranks.clear();
-        for &(t, k) in &self.shared {
-            let (tu, ku) = (t as usize, k as usize);
-            if marks.bits[tu] & (1 << k) != 0 {
-                let tv = self.mesh.tri[tu];
-                let c = &self.mesh.coords;
-                let key = edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize]);
-                let g = self.mesh.nbr[tu][ku];
-                self.new_ranks.insert(key, self.eowner[g as usize]);
-            }
-        }
+        self.note_new_interface(&marks.bits);
         let levels = self.mesh.level.clone();
         let mut creators: Vec<(u32, u8)> = Vec::new();
         let scope = if all_owned {
@@ -479,28 +444,21 @@ impl Local {
         lap(&mut tt, "refine: refine_part");
         self.open_gap(gap.clone());
         let nv = self.mesh.coords.len();
-        // Each new vertex's birth from its creating element (still numbered as before), and
-        // its owner: the creator's (the interface ones are coordinated in the rebuild).
         self.vowner.resize(nv, me);
-        for (&(t, k), v) in creators.iter().zip(gap.clone().chain(appended.clone())) {
-            let b = Birth::created(step, self.ekey.get(t as usize), levels[t as usize], k);
-            if v < gap.end {
-                (self.bsg[v], self.bkey[v]) = (b.sg, b.key);
-            } else {
-                self.bsg.push(b.sg);
-                self.bkey.push(b.key);
-            }
-            self.vowner[v] = self.eowner[t as usize];
-        }
+        self.record_births(&creators, (gap.clone(), appended.clone()), step, &levels);
         drop(creators);
         lap(&mut tt, "refine: bisect");
         // Children's keys, in the order the refinement wrote the children (computed after it,
         // so that the old and new element arrays and keys are not all alive at once), with
         // the census of the refined part.
         let keep = |t: usize| all_owned || owned[t];
-        let (keys, census) = self
-            .ekey
-            .children(&levels, &marks.bits, keep, total + spare);
+        // Keys name elements between ranks (migrations, the ghost layer, the marking's
+        // order): a rank alone keeps none, only the count.
+        let (keys, census) = if several {
+            (self.ekey).children(&levels, &marks.bits, keep, total + spare)
+        } else {
+            (Keys::unnamed(total), [total as u64, 0])
+        };
         self.u.resize(nv, 0.0);
         for new in [gap.clone(), appended.clone()] {
             crate::solver::prolongate_into(&self.mesh, &mut self.u, new, |p| {
@@ -521,6 +479,80 @@ impl Local {
         self.shared.clear();
         lap(&mut tt, "refine: births, prolongation");
         Ok(census)
+    }
+
+    /// The children and new vertices a refinement by `bits` makes of the owned elements (all
+    /// when `owned` is `None`): keys have one bit per level, so the deepest elements cannot be
+    /// bisected here. One new vertex per marked edge: an edge between two local elements is
+    /// marked on both sides (the marks are closed), a boundary edge on one.
+    fn refinement_size(
+        &self,
+        bits: &[u8],
+        owned: Option<&Vec<bool>>,
+    ) -> Result<(usize, usize), FemError> {
+        let mut total = 0usize;
+        for (t, &b) in bits.iter().enumerate() {
+            if owned.is_none_or(|o| o[t]) {
+                if b != 0 && self.mesh.level[t] >= LEVEL_LIMIT - 1 {
+                    return Err(FemError::LevelLimit {
+                        element: t,
+                        level: self.mesh.level[t],
+                        limit: LEVEL_LIMIT,
+                    });
+                }
+                total += crate::mesh::children_count(b) as usize;
+            }
+        }
+        let mut halves = 0usize;
+        for (&b, nb) in bits.iter().zip(&self.mesh.nbr) {
+            if b != 0 {
+                for (k, &n) in nb.iter().enumerate() {
+                    if b & (1 << k) != 0 {
+                        halves += if n == NONE { 2 } else { 1 };
+                    }
+                }
+            }
+        }
+        Ok((total, halves.div_ceil(2)))
+    }
+
+    /// Before a refinement by `bits`: the vertices it will create on edges shared with
+    /// ghosts, by key, with the ghosts' ranks (`new_ranks`, for [`Local::kept_involvement`]).
+    fn note_new_interface(&mut self, bits: &[u8]) {
+        self.new_ranks.clear();
+        for &(t, k) in &self.shared {
+            let (tu, ku) = (t as usize, k as usize);
+            if bits[tu] & (1 << k) != 0 {
+                let tv = self.mesh.tri[tu];
+                let c = &self.mesh.coords;
+                let key = edge_key(c[tv[(ku + 1) % 3] as usize], c[tv[(ku + 2) % 3] as usize]);
+                let g = self.mesh.nbr[tu][ku];
+                self.new_ranks.insert(key, self.eowner[g as usize]);
+            }
+        }
+    }
+
+    /// Each new vertex's birth from its creating element (`creators`, in the order of the
+    /// ids: the gap's, then the appended ones; the elements still numbered as before, at
+    /// `levels`), and its owner: the creator's (the interface ones are confirmed in the
+    /// rebuild).
+    fn record_births(
+        &mut self,
+        creators: &[(u32, u8)],
+        (gap, appended): (std::ops::Range<usize>, std::ops::Range<usize>),
+        step: usize,
+        levels: &[u8],
+    ) {
+        for (&(t, k), v) in creators.iter().zip(gap.clone().chain(appended)) {
+            let b = Birth::created(step, self.ekey.get(t as usize), levels[t as usize], k);
+            if v < gap.end {
+                (self.bsg[v], self.bkey[v]) = (b.sg, b.key);
+            } else {
+                self.bsg.push(b.sg);
+                self.bkey.push(b.key);
+            }
+            self.vowner[v] = self.eowner[t as usize];
+        }
     }
 
     /// After [`Mesh::refine_part`] opened the vertex gap `gap` (the vertices from its start on
