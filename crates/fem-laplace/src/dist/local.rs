@@ -29,7 +29,10 @@
 //!    ranks are the interface vertices. Each interface vertex has a coordinator rank (a hash
 //!    of its key): every rank holding it reports the smallest key of its elements around it,
 //!    the coordinator names the owner and the ranks involved, and each of those sends the
-//!    others its elements around the vertex: the ghost layer.
+//!    others its elements around the vertex: the ghost layer. On a kept partition the
+//!    coordinator is not asked: a refinement keeps every vertex's ranks and owner, and a
+//!    vertex it creates on an edge shared with a ghost involves the two ranks of that edge
+//!    and belongs to its creator's ([`Local::kept_involvement`]).
 
 use super::keys::{
     Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, edge_key, gallop, key_point, merge_in_place, mix,

@@ -9,7 +9,7 @@
 //! | marking | `mark` | min-label propagation of the serial order along the closure rules, then a selection: exactly the serial marks |
 //! | refinement | `local` | owned elements bisected as in the serial code; interface vertices created on both sides with the same key and birth |
 //! | partition, migration | [`Balancer`] (`drum_loop::Balancing`), `local` | element centroids with weights, flat HSFC or `hier-part`; elements move with vertices, ancestors and solution values; count and key checksum checked |
-//! | ghosts, ownership | `local` | a coordinator rank per interface vertex names its owner and the ranks around it, which exchange their elements |
+//! | ghosts, ownership | `local` | a coordinator rank per interface vertex names its owner and the ranks around it, which exchange their elements (on a kept partition each rank knows both from the last rebuild and its refinement) |
 //! | assembly | [`crate::System`] | own rows only, entries in curve order as in the whole mesh |
 //! | CG | [`crate::solver`] | halo exchange before each product; dot products summed exactly ([`crate::exact::ExactSum`]) |
 //! | preconditioner | `skeleton` | each rank sweeps its bulk; the skeleton (parents of vertices owned elsewhere, and their ancestors) is replicated and swept by every rank in the serial order |
