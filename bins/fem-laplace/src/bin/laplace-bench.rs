@@ -201,7 +201,7 @@ fn run() -> Result<()> {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
     println!(
-        "\n{:>5} {:>9} {:>9} {:>9} {:>11} {:>11} {:>9} {:>12} {:>10} {:>12}",
+        "\n{:>5} {:>9} {:>9} {:>9} {:>11} {:>11} {:>9} {:>12} {:>10} {:>12} {:>10}",
         "ranks",
         "time s",
         "vs serial",
@@ -211,8 +211,10 @@ fn run() -> Result<()> {
         "moved MB",
         "sum peak MB",
         "sum/serial",
-        "max rank MB"
+        "max rank MB",
+        "calls/step"
     );
+    let mut targets: Vec<String> = Vec::new();
     let mut phase_rows = Vec::new();
     for r in o.ranks.iter().map(|&r| r as usize) {
         dist(cfg, r)?; // warm-up
@@ -236,8 +238,9 @@ fn run() -> Result<()> {
             .fold(0.0, f64::max);
         let moved: u64 = d.reports.iter().map(|x| x.migration.elements).sum();
         let bytes: u64 = d.reports.iter().map(|x| x.migration.bytes).sum();
+        let calls = calls_per_step(&d.reports, 5);
         println!(
-            "{:>5} {:>8.3} {:>9.3} {:>8.2} {:>10.3} {:>10} {:>8.2} {:>9.1} {:>9.2} {:>10.1} {:>9.2}",
+            "{:>5} {:>8.3} {:>9.3} {:>8.2} {:>10.3} {:>10} {:>8.2} {:>9.1} {:>9.2} {:>10.1} {:>9.2} {:>10.1}",
             r,
             t,
             t / ts,
@@ -248,8 +251,22 @@ fn run() -> Result<()> {
             peak as f64 / 1e6,
             peak as f64 / s_peak as f64,
             rank_peak_sum as f64 / 1e6,
-            rank_peak_sum as f64 / s_peak as f64
+            rank_peak_sum as f64 / s_peak as f64,
+            calls
         );
+        match r {
+            1 => targets.push(format!(
+                "R = 1: {:.3}x the serial run (target <= 1.05)",
+                t / ts
+            )),
+            2 => targets.push(format!(
+                "2 ranks: {:.2}x faster than the serial run (target >= 1.7, goal 1.85); \
+                 {calls:.1} collectives per rank and step over the last 5 steps (target <= 30, \
+                 goal 15)",
+                ts / t
+            )),
+            _ => {}
+        }
         let _ = rank_peak_max;
         // Where the time goes: per phase, the largest rank's sum over the steps.
         let mut per = vec![RankTimes::default(); r];
@@ -277,6 +294,9 @@ fn run() -> Result<()> {
             }
         }
         phase_rows.push((r, per, waits));
+    }
+    for line in &targets {
+        println!("{line}");
     }
     println!("\nwhere the time goes (seconds over the run, per rank; the last run of each row):");
     println!(
@@ -320,6 +340,14 @@ fn run() -> Result<()> {
          for the other ranks)"
     );
     Ok(())
+}
+
+/// The calls into the communicator per rank and step over the last `n` steps of `reports`:
+/// each step's most over the ranks, averaged.
+fn calls_per_step(reports: &[DistStepReport], n: usize) -> f64 {
+    let last = &reports[reports.len().saturating_sub(n)..];
+    let most = |x: &DistStepReport| x.ranks.iter().map(|k| k.collectives).max().unwrap_or(0);
+    last.iter().map(most).sum::<u64>() as f64 / last.len().max(1) as f64
 }
 
 /// The phases of the table, in its column order: the step's phases up to the estimate.
