@@ -11,10 +11,10 @@
 //! orders like the serial run's position in the union. Hence the cuts, the ties and every
 //! object's part equal the serial run's for any number of ranks and any spread of the objects.
 
-use super::select::{before, wt};
+use super::select::before;
 use super::{
     AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, LowSide, Method, MomentSums,
-    Plane, Stats, inertial_from, low_goal, moment_sums,
+    Plane, Stats, inertial_from, low_goal, moment_sums_of,
 };
 use crate::input::{Input, check_points, exponent, fractions, pow2};
 use crate::{Error, Par};
@@ -31,15 +31,104 @@ fn ord(x: f64) -> u64 {
     if b >> 63 == 1 { !b } else { b | 1 << 63 }
 }
 
-/// Component `j` of the order of a dot with key `k` and global id `g`.
+/// Component `j` of the order of an object at `x` with key `k` and global id `g()`.
 #[inline(always)]
-fn component<const D: usize>(d: &Dot<D>, k: f64, g: u64, j: usize) -> u64 {
+fn component<const D: usize>(x: &[f64; D], k: f64, g: impl FnOnce() -> u64, j: usize) -> u64 {
     if j == 0 {
         ord(k)
     } else if j <= D {
-        ord(d.x[j - 1])
+        ord(x[j - 1])
     } else {
-        g
+        g()
+    }
+}
+
+/// The local objects of a distributed bisection, read where the caller holds them (nothing
+/// is copied): `D` coordinates each, read as [`Dot::of`] reads them (`-0.0` as `0.0`), and
+/// the integer weights.
+#[derive(Clone, Copy)]
+struct Objects<'a, const D: usize> {
+    xs: &'a [[f64; D]],
+    /// Each object's integer weight ([`Input::quantize`]); `None`: every object weighs 1.
+    w: Option<&'a [u32]>,
+}
+
+impl<const D: usize> Objects<'_, D> {
+    /// The coordinates of object `i`.
+    #[inline(always)]
+    fn x(&self, i: usize) -> [f64; D] {
+        self.xs[i].map(|c| c + 0.0)
+    }
+
+    /// The integer weight of object `i`.
+    #[inline(always)]
+    fn w(&self, i: usize) -> u64 {
+        self.w.map_or(1, |w| u64::from(w[i]))
+    }
+}
+
+/// The local objects of a segment of the recursion: all of them (the root's, which no cut
+/// has rearranged), or those listed by index.
+enum Sel<'s> {
+    All(usize),
+    Listed(&'s mut [u32]),
+}
+
+impl Sel<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Sel::All(n) => *n,
+            Sel::Listed(s) => s.len(),
+        }
+    }
+
+    /// Calls `f(j, i)` for each object `i` of the segment, `j` being its place in it.
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(usize, usize)) {
+        match self {
+            Sel::All(n) => (0..*n).for_each(|i| f(i, i)),
+            Sel::Listed(s) => s.iter().enumerate().for_each(|(j, &i)| f(j, i as usize)),
+        }
+    }
+
+    /// The object in place `j`.
+    #[inline(always)]
+    fn at(&self, j: usize) -> usize {
+        match self {
+            Sel::All(_) => j,
+            Sel::Listed(s) => s[j] as usize,
+        }
+    }
+
+    /// The low objects (`low`, by place) and the high ones, as two lists: at the root a new
+    /// index array written into `listed`, low objects first, each side in index order; else
+    /// this list, rearranged in place.
+    fn split<'s>(self, low: &[bool], listed: &'s mut Vec<u32>) -> (Sel<'s>, Sel<'s>)
+    where
+        Self: 's,
+    {
+        let nl = low.iter().filter(|&&l| l).count();
+        let s: &'s mut [u32] = match self {
+            Sel::All(n) => {
+                let mut v = Vec::with_capacity(n);
+                v.extend((0..n as u32).filter(|&i| low[i as usize]));
+                v.extend((0..n as u32).filter(|&i| !low[i as usize]));
+                *listed = v;
+                listed
+            }
+            Sel::Listed(s) => {
+                let mut at = 0;
+                for j in 0..s.len() {
+                    if low[j] {
+                        s.swap(j, at);
+                        at += 1;
+                    }
+                }
+                s
+            }
+        };
+        let (a, b) = s.split_at_mut(nl);
+        (Sel::Listed(a), Sel::Listed(b))
     }
 }
 
@@ -53,11 +142,11 @@ struct Pivot<const D: usize> {
 }
 
 impl<const D: usize> Pivot<D> {
-    /// Whether dot `d` (key `k`, id `g`) precedes the pivot in the order.
+    /// Whether the object at `x` (key `k`, global id `g`) precedes the pivot in the order.
     #[inline(always)]
-    fn after(&self, d: &Dot<D>, k: f64, g: u64) -> bool {
+    fn after(&self, x: &[f64; D], k: f64, g: u64) -> bool {
         // `before` compares ids as u32; compare the full global ids here.
-        let a = Dot { id: 0, ..*d };
+        let a = Dot { x: *x, w: 0, id: 0 };
         let b = Dot {
             x: self.x,
             w: 0,
@@ -86,21 +175,25 @@ struct Boundary<const D: usize> {
 }
 
 impl<const D: usize> Boundary<D> {
-    /// Whether dot `d` (key `k`, global id `g`) is on the low side. A key other than the
-    /// pivot's decides alone (the order's first component), without a branch on it.
+    /// Whether the object at `x` (key `k`, global id `g()`) is on the low side. A key other
+    /// than the pivot's decides alone (the order's first component), without a branch on it.
     #[inline(always)]
-    fn holds(&self, d: &Dot<D>, k: f64, g: u64) -> bool {
+    fn holds(&self, x: &[f64; D], k: f64, g: impl FnOnce() -> u64) -> bool {
         match self.pivot {
             None => self.all,
             Some((pv, take)) => {
-                (k < pv.k) | (k == pv.k && (pv.after(d, k, g) || (take && g == pv.g)))
+                (k < pv.k)
+                    | (k == pv.k && {
+                        let g = g();
+                        pv.after(x, k, g) || (take && g == pv.g)
+                    })
             }
         }
     }
 }
 
-/// The global id of each local object, by its local index ([`Dot::id`]): its place in the
-/// order of the union, the last component of the order.
+/// The global id of each local object, by its local index: its place in the order of the
+/// union, the last component of the order.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum GlobalIds<'a> {
     /// The ranks' objects taken in rank order: this rank's object `i` is `offset + i`.
@@ -110,12 +203,12 @@ pub(crate) enum GlobalIds<'a> {
 }
 
 impl GlobalIds<'_> {
-    /// The global id of the local object `id`.
+    /// The global id of the local object `i`.
     #[inline(always)]
-    fn of(self, id: u32) -> u64 {
+    fn of(self, i: usize) -> u64 {
         match self {
-            GlobalIds::Offset(o) => o + u64::from(id),
-            GlobalIds::Given(g) => g[id as usize],
+            GlobalIds::Offset(o) => o + i as u64,
+            GlobalIds::Given(g) => g[i],
         }
     }
 }
@@ -140,17 +233,18 @@ pub(crate) struct DistJob<'a, C: Comm> {
     pub(crate) ids: GlobalIds<'a>,
 }
 
-/// Global `(total weight, count, bounding box)` of the dots (the box's key range unset).
+/// Global `(total weight, count, bounding box)` of the objects (the box's key range unset).
 fn global_stats<const D: usize, C: Comm>(
     comm: &C,
-    v: &[Dot<D>],
-    unit: bool,
+    o: Objects<'_, D>,
 ) -> Result<(u64, u64, Stats<D>), Error> {
-    let mut total = [0u64, v.len() as u64];
+    let n = o.xs.len();
+    let w =
+        o.w.map_or(n as u64, |w| w.iter().map(|&w| u64::from(w)).sum());
+    let mut total = [w, n as u64];
     let mut st = Stats::<D>::EMPTY;
-    for d in v {
-        total[0] += if unit { 1 } else { d.w as u64 };
-        st.add(d, 0.0);
+    for i in 0..n {
+        st.add_x(&o.x(i), 0.0);
     }
     comm.allreduce_u64(ReduceOp::Sum, &mut total)?;
     let st = reduce_stats(comm, st)?;
@@ -210,10 +304,10 @@ fn reduce_moments<const D: usize, C: Comm>(
     Ok(out)
 }
 
-/// One segment of the distributed recursion: the local dots `v` of the set `set` that goes to
-/// the parts `p0..p0 + counts.len()`, at depth `depth`.
+/// One segment of the distributed recursion: the local objects `sel` of the set `set` that
+/// goes to the parts `p0..p0 + counts.len()`, at depth `depth`.
 struct Seg<'s, const D: usize> {
-    v: &'s mut [Dot<D>],
+    sel: Sel<'s>,
     counts: &'s mut [usize],
     p0: u32,
     set: Set<D>,
@@ -227,25 +321,26 @@ struct Out<'o> {
 }
 
 impl<C: Comm> DistJob<'_, C> {
-    /// Bisects the local dots `v` among all parts, collectively; writes each local object's
-    /// part into `parts` (by `Dot::id`) and returns the cuts and the global part counts.
-    pub(crate) fn run<const D: usize>(
+    /// Bisects the local objects `o` among all parts, collectively; writes each one's part
+    /// into `parts` and returns the cuts and the global part counts.
+    fn run<const D: usize>(
         &self,
-        v: &mut [Dot<D>],
+        o: Objects<'_, D>,
         parts: &mut [u32],
     ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
-        let (total, len, st) = global_stats(self.comm, v, self.input.unit)?;
+        let (total, len, st) = global_stats(self.comm, o)?;
         let k = self.input.fractions.len();
         let mut counts = vec![0usize; k];
         let mut cuts = Vec::new();
         let root = Seg {
-            v,
+            sel: Sel::All(o.xs.len()),
             counts: &mut counts,
             p0: 0,
             set: Set { len, total, st },
             depth: 0,
         };
         self.split(
+            o,
             root,
             &mut Out {
                 cuts: &mut cuts,
@@ -256,31 +351,38 @@ impl<C: Comm> DistJob<'_, C> {
     }
 
     /// The serial `Job::split`, collectively: appends the cuts of this subtree in preorder.
-    fn split<const D: usize>(&self, seg: Seg<'_, D>, out: &mut Out<'_>) -> Result<(), Error> {
+    fn split<const D: usize>(
+        &self,
+        o: Objects<'_, D>,
+        seg: Seg<'_, D>,
+        out: &mut Out<'_>,
+    ) -> Result<(), Error> {
         let st = seg.set.st;
         if seg.counts.len() == 1 {
             seg.counts[0] = seg.set.len as usize;
-            for d in seg.v.iter() {
-                out.parts[d.id as usize] = seg.p0;
-            }
+            seg.sel.each(|_, i| out.parts[i] = seg.p0);
             return Ok(());
         }
         match self.method {
             Method::Rcb => {
                 let axis = st.longest_axis();
-                self.cut(seg, out, Plane::Axis(axis), &AxisKey(axis))
+                self.cut(o, seg, out, Plane::Axis(axis), &AxisKey(axis))
             }
             Method::Rib => {
-                let v = &*seg.v;
+                let sel = &seg.sel;
                 // The local sums on the setting's pool (the communicator stays on this thread).
                 let par = self.par;
+                let at = |j: usize| {
+                    let i = sel.at(j);
+                    (o.x(i), o.w(i))
+                };
                 let sums = |u: bool| {
-                    let local = par.install(|| moment_sums(v, &st, u, par))?;
+                    let local = par.install(|| moment_sums_of(sel.len(), at, &st, u, par))?;
                     reduce_moments(self.comm, local)
                 };
                 let (plane, key): (Plane, InertialKey<D>) =
                     inertial_from(&st, self.input.unit, sums)?;
-                self.cut(seg, out, plane, &key)
+                self.cut(o, seg, out, plane, &key)
             }
         }
     }
@@ -289,13 +391,14 @@ impl<C: Comm> DistJob<'_, C> {
     /// further.
     fn cut<const D: usize, K: Key<D>>(
         &self,
+        o: Objects<'_, D>,
         seg: Seg<'_, D>,
         out: &mut Out<'_>,
         plane: Plane,
         key: &K,
     ) -> Result<(), Error> {
         let Seg {
-            v,
+            sel,
             counts,
             p0,
             set,
@@ -305,17 +408,17 @@ impl<C: Comm> DistJob<'_, C> {
         let k = counts.len();
         let half = k / 2;
         // The keys are computed where needed, never stored (as in the serial bisection).
-        let keys = |i: usize| key.key(&v[i].x);
+        let keys = |i: usize| key.key(&o.x(i));
         // RCB's key is a coordinate: its range over the set is the set's box.
         let range = match plane {
             Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
             _ => None,
         };
-        let b = self.boundary(v, &keys, range, (p0, k), set)?;
+        let b = self.boundary(o, &sel, &keys, range, (p0, k), set)?;
         if k == 2 && !self.keep_ties {
-            return self.two_parts(v, counts, out, (plane, depth, key), (p0, set), &b);
+            return self.two_parts((o, &sel), counts, out, (plane, depth, key), (p0, set), &b);
         }
-        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, set, b)?;
+        let (m, p, low, [sl, sh]) = self.low_side(o, &sel, &keys, set, b)?;
         let side = LowSide {
             m,
             len,
@@ -324,7 +427,7 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
-        let last_low = || self.last_low(v, &keys, |i| low[i]);
+        let last_low = || self.last_low(o, &sel, &keys, |j, _| low[j]);
         let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
         let mid = cut.high.start;
         if k == 2 {
@@ -332,23 +435,14 @@ impl<C: Comm> DistJob<'_, C> {
             // objects).
             counts[0] = m as usize;
             counts[1] = (len - m) as usize;
-            for (d, &l) in v.iter().zip(&low) {
-                out.parts[d.id as usize] = if l { p0 } else { mid };
-            }
+            sel.each(|j, i| out.parts[i] = if low[j] { p0 } else { mid });
             out.cuts.push(cut);
             return Ok(());
         }
 
-        // Low objects to the front.
-        let mut nl = 0;
-        for i in 0..v.len() {
-            if low[i] {
-                v.swap(i, nl);
-                nl += 1;
-            }
-        }
+        let mut listed = Vec::new();
+        let (vl, vh) = sel.split(&low, &mut listed);
         drop(low);
-        let (vl, vh) = v.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
         let at = out.cuts.len();
         out.cuts.push(cut);
@@ -356,7 +450,7 @@ impl<C: Comm> DistJob<'_, C> {
             out.cuts[at].children[0] = Some(out.cuts.len());
         }
         let low = Seg {
-            v: vl,
+            sel: vl,
             counts: cl,
             p0,
             set: Set {
@@ -366,12 +460,12 @@ impl<C: Comm> DistJob<'_, C> {
             },
             depth: depth + 1,
         };
-        self.split(low, out)?;
+        self.split(o, low, out)?;
         if k - half > 1 {
             out.cuts[at].children[1] = Some(out.cuts.len());
         }
         let high = Seg {
-            v: vh,
+            sel: vh,
             counts: ch,
             p0: mid,
             set: Set {
@@ -381,15 +475,16 @@ impl<C: Comm> DistJob<'_, C> {
             },
             depth: depth + 1,
         };
-        self.split(high, out)
+        self.split(o, high, out)
     }
 
-    /// The boundary of the low side of the local dots `v` (key of dot `i`: `keys(i)`) of the
-    /// set `set` of parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`,
-    /// nearest its goal ([`low_goal`], through [`DistJob::crossing`]).
+    /// The boundary of the low side of the local objects `sel` (key of object `i`:
+    /// `keys(i)`) of the set `set` of parts `p0..p0 + k`: the `m` first objects in the order,
+    /// weighing `p`, nearest its goal ([`low_goal`], through [`DistJob::crossing`]).
     fn boundary<const D: usize>(
         &self,
-        v: &[Dot<D>],
+        o: Objects<'_, D>,
+        sel: &Sel<'_>,
         keys: &impl Fn(usize) -> f64,
         range: Option<(f64, f64)>,
         (p0, k): (u32, usize),
@@ -414,7 +509,8 @@ impl<C: Comm> DistJob<'_, C> {
                 pivot: None,
             },
             Goal::Tau(tau) => {
-                let (below_n, below_w, pv) = self.crossing(v, keys, range, len, tau, unit)?;
+                let (below_n, below_w, pv) =
+                    self.crossing((o, sel), keys, range, len, tau, unit)?;
                 let take = below_w + pv.w - tau < tau - below_w;
                 let (m, p) = if take {
                     (below_n + 1, below_w + pv.w)
@@ -433,12 +529,12 @@ impl<C: Comm> DistJob<'_, C> {
     }
 
     /// A cut into two parts (`counts.len() == 2`) without `keep_ties`: one pass over the local
-    /// dots writes each object's part and the two keys the cut value needs (the low side's
+    /// objects writes each one's part and the two keys the cut value needs (the low side's
     /// largest, the high side's smallest; the sides' boxes would only serve further cuts),
     /// then the cut as [`LowSide::cut`] places it.
     fn two_parts<const D: usize, K: Key<D>>(
         &self,
-        v: &[Dot<D>],
+        (o, sel): (Objects<'_, D>, &Sel<'_>),
         counts: &mut [usize],
         out: &mut Out<'_>,
         (plane, depth, key): (Plane, u32, &K),
@@ -449,13 +545,14 @@ impl<C: Comm> DistJob<'_, C> {
         let mid = p0 + 1;
         // [-(largest low key), smallest high key], reduced by one minimum.
         let mut r = [f64::INFINITY, f64::INFINITY];
-        for d in v {
-            let k = key.key(&d.x);
-            let low = b.holds(d, k, ids.of(d.id));
+        sel.each(|_, i| {
+            let x = o.x(i);
+            let k = key.key(&x);
+            let low = b.holds(&x, k, || ids.of(i));
             r[0] = if low && -k < r[0] { -k } else { r[0] };
             r[1] = if !low && k < r[1] { k } else { r[1] };
-            out.parts[d.id as usize] = if low { p0 } else { mid };
-        }
+            out.parts[i] = if low { p0 } else { mid };
+        });
         self.comm.allreduce_f64(ReduceOp::Min, &mut r)?;
         let sl = Stats::<D> {
             kmax: -r[0],
@@ -473,9 +570,10 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
+        let keys = |i: usize| key.key(&o.x(i));
         let last_low = || {
-            self.last_low(v, &|i| key.key(&v[i].x), |i| {
-                b.holds(&v[i], key.key(&v[i].x), ids.of(v[i].id))
+            self.last_low(o, sel, &keys, |_, i| {
+                b.holds(&o.x(i), keys(i), || ids.of(i))
             })
         };
         let (cut, _) = side.cut(self.input, (plane, depth), (p0, 2), last_low)?;
@@ -485,13 +583,15 @@ impl<C: Comm> DistJob<'_, C> {
         Ok(())
     }
 
-    /// The low side of the local dots `v` (key of dot `i`: `keys(i)`) of the set `set` whose
-    /// boundary is `b` ([`DistJob::boundary`]); with `keep_ties`, every object with the key on
-    /// the cut then moves to the side that leaves the low weight nearer to the goal. Returns
-    /// `m`, `p`, which local dots are low, and both sides' global statistics.
+    /// The low side of the local objects `sel` (key of object `i`: `keys(i)`) of the set `set`
+    /// whose boundary is `b` ([`DistJob::boundary`]); with `keep_ties`, every object with the
+    /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
+    /// Returns `m`, `p`, which local objects are low (by place in `sel`), and both sides'
+    /// global statistics.
     fn low_side<const D: usize>(
         &self,
-        v: &[Dot<D>],
+        o: Objects<'_, D>,
+        sel: &Sel<'_>,
         keys: &impl Fn(usize) -> f64,
         set: Set<D>,
         b: Boundary<D>,
@@ -499,21 +599,21 @@ impl<C: Comm> DistJob<'_, C> {
         let (comm, ids) = (self.comm, self.ids);
         let len = set.len;
         let unit = self.input.unit || set.total == 0;
-        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
+        let w_of = |i: usize| if unit { 1 } else { o.w(i) };
         let (mut m, mut p, tau) = (b.m, b.p, b.tau);
-        let low_of = |i: usize| b.holds(&v[i], keys(i), ids.of(v[i].id));
         // The sides and their statistics in one pass.
-        let mut low: Vec<bool> = Vec::with_capacity(v.len());
+        let mut low: Vec<bool> = Vec::with_capacity(sel.len());
         let (mut l, mut h) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
-        for (i, d) in v.iter().enumerate() {
-            let is_low = low_of(i);
+        sel.each(|_, i| {
+            let (x, k) = (o.x(i), keys(i));
+            let is_low = b.holds(&x, k, || ids.of(i));
             low.push(is_low);
             if is_low {
-                l.add(d, keys(i));
+                l.add_x(&x, k);
             } else {
-                h.add(d, keys(i));
+                h.add_x(&x, k);
             }
-        }
+        });
         let (mut sl, mut sh) = (reduce_stats(comm, l)?, reduce_stats(comm, h)?);
 
         if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
@@ -521,24 +621,24 @@ impl<C: Comm> DistJob<'_, C> {
             // weight nearer to tau.
             let kv = sl.kmax;
             let mut t = [0u64; 4];
-            for (i, d) in v.iter().enumerate() {
+            sel.each(|j, i| {
                 if keys(i) == kv {
-                    let s = if low[i] { 0 } else { 2 };
+                    let s = if low[j] { 0 } else { 2 };
                     t[s] += 1;
-                    t[s + 1] += w_of(d);
+                    t[s + 1] += w_of(i);
                 }
-            }
+            });
             comm.allreduce_u64(ReduceOp::Sum, &mut t)?;
             let [na, wa, nb, wb] = t;
             let (p_up, p_down) = (p + wb, p - wa);
             let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
-            for (i, l) in low.iter_mut().enumerate() {
+            sel.each(|j, i| {
                 if keys(i) == kv {
-                    *l = up;
+                    low[j] = up;
                 }
-            }
+            });
             (m, p) = if up { (m + nb, p_up) } else { (m - na, p_down) };
-            (sl, sh) = side_stats(comm, v, keys, &low)?;
+            (sl, sh) = side_stats(comm, o, sel, keys, &low)?;
         }
         Ok((m, p, low, [sl, sh]))
     }
@@ -548,7 +648,7 @@ impl<C: Comm> DistJob<'_, C> {
     /// and the object. Requires `0 < tau <= total weight`.
     fn crossing<const D: usize>(
         &self,
-        v: &[Dot<D>],
+        (o, sel): (Objects<'_, D>, &Sel<'_>),
         keys: &impl Fn(usize) -> f64,
         range: Option<(f64, f64)>,
         len: u64,
@@ -556,16 +656,16 @@ impl<C: Comm> DistJob<'_, C> {
         unit: bool,
     ) -> Result<(u64, u64, Pivot<D>), Error> {
         let comm = self.comm;
-        let w_of = |i: usize| if unit { 1 } else { v[i].w as u64 };
-        // The candidates: every local object until the first round narrows them.
+        let w_of = |i: usize| if unit { 1 } else { o.w(i) };
+        // The candidates (by index): every local object until the first round narrows them.
         let mut cand: Option<Vec<u32>> = None;
         let (mut below_n, mut below_w) = (0u64, 0u64);
         let mut j = 0usize;
         let mut count = len;
         let ids = self.ids;
-        let comp = |i: usize, j: usize| component(&v[i], keys(i), ids.of(v[i].id), j);
+        let comp = |i: usize, j: usize| component(&o.x(i), keys(i), || ids.of(i), j);
         let mut hist: Vec<u64> = Vec::new();
-        // Each object's bin in the first round.
+        // Each object's bin in the first round (by place).
         let mut bins: Vec<u16> = Vec::new();
         // The range of the first component (the key) over all objects, when known.
         let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
@@ -574,7 +674,7 @@ impl<C: Comm> DistJob<'_, C> {
             if let Some(k) = known.take() {
                 r = k;
             } else {
-                each(cand.as_deref(), v.len(), |i| {
+                each(cand.as_deref(), sel, |i| {
                     let c = comp(i, j);
                     r[0] = r[0].min(c);
                     r[1] = r[1].min(!c);
@@ -595,7 +695,7 @@ impl<C: Comm> DistJob<'_, C> {
             hist.resize(2 * nb, 0);
             let bin = |i: usize| ((comp(i, j) - lo) >> shift) as usize;
             fill_hist(
-                (cand.as_deref(), v.len()),
+                (cand.as_deref(), sel),
                 unit,
                 (&bin, &w_of),
                 &mut hist,
@@ -615,10 +715,16 @@ impl<C: Comm> DistJob<'_, C> {
             below_w = acc;
             count = hist[nb + chosen];
             cand = Some(match cand {
-                None => (0..v.len() as u32)
-                    .zip(std::mem::take(&mut bins))
-                    .filter_map(|(i, b)| (b as usize == chosen).then_some(i))
-                    .collect(),
+                None => {
+                    let bins = std::mem::take(&mut bins);
+                    let mut c = Vec::new();
+                    sel.each(|j, i| {
+                        if bins[j] as usize == chosen {
+                            c.push(i as u32);
+                        }
+                    });
+                    c
+                }
                 Some(mut c) => {
                     c.retain(|&i| bin(i as usize) == chosen);
                     c
@@ -628,16 +734,17 @@ impl<C: Comm> DistJob<'_, C> {
         // One candidate left on one rank: everybody learns it.
         let mut rec = vec![0u64; D + 4];
         let first = match &cand {
-            None => (!v.is_empty()).then_some(0),
+            None => (sel.len() > 0).then(|| sel.at(0)),
             Some(c) => c.first().map(|&i| i as usize),
         };
         if let Some(i) = first {
             rec[0] = 1;
             rec[1] = keys(i).to_bits();
+            let x = o.x(i);
             for a in 0..D {
-                rec[2 + a] = v[i].x[a].to_bits();
+                rec[2 + a] = x[a].to_bits();
             }
-            rec[2 + D] = ids.of(v[i].id);
+            rec[2 + D] = ids.of(i);
             rec[3 + D] = w_of(i);
         }
         comm.allreduce_u64(ReduceOp::Max, &mut rec)?;
@@ -658,42 +765,48 @@ impl<C: Comm> DistJob<'_, C> {
         ))
     }
 
-    /// Coordinates (padded to 3) of the last low-side object in the order.
+    /// Coordinates (padded to 3) of the last low-side object in the order (object `i` in place
+    /// `j` of `sel` is low when `low(j, i)`).
     fn last_low<const D: usize>(
         &self,
-        v: &[Dot<D>],
+        o: Objects<'_, D>,
+        sel: &Sel<'_>,
         keys: &impl Fn(usize) -> f64,
-        low: impl Fn(usize) -> bool,
+        low: impl Fn(usize, usize) -> bool,
     ) -> Result<[f64; 3], Error> {
         // The local last one, as (present, order components, coordinates).
         let width = 2 * D + 3;
-        let g = |i: usize| self.ids.of(v[i].id);
+        let g = |i: usize| self.ids.of(i);
         let mut best: Option<usize> = None;
-        for i in (0..v.len()).filter(|&i| low(i)) {
+        sel.each(|j, i| {
+            if !low(j, i) {
+                return;
+            }
             best = match best {
                 Some(b)
                     if !Pivot {
                         k: keys(b),
-                        x: v[b].x,
+                        x: o.x(b),
                         g: g(b),
                         w: 0,
                     }
-                    .after(&v[i], keys(i), g(i)) =>
+                    .after(&o.x(i), keys(i), g(i)) =>
                 {
                     Some(i)
                 }
                 Some(b) => Some(b),
                 None => Some(i),
             };
-        }
+        });
         let mut mine = vec![0u64; width];
         if let Some(b) = best {
             mine[0] = 1;
+            let x = o.x(b);
             for j in 0..D + 2 {
-                mine[1 + j] = component(&v[b], keys(b), g(b), j);
+                mine[1 + j] = component(&x, keys(b), || g(b), j);
             }
             for a in 0..D {
-                mine[D + 3 + a] = v[b].x[a].to_bits();
+                mine[D + 3 + a] = x[a].to_bits();
             }
         }
         let mut all = vec![0u64; width * self.comm.size()];
@@ -712,12 +825,12 @@ impl<C: Comm> DistJob<'_, C> {
 }
 
 /// One round's histogram of the radix search: `hist` holds the weight of each of its `nb`
-/// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every index
-/// below `n` when `None`). Object `i` is in bin `bin(i) < nb` and weighs `w_of(i)`. The first
-/// round, over every object, keeps each one's bin in `bins` (below [`BINS`], so a `u16`), and
-/// the candidates are picked from it without computing the component again.
+/// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every object
+/// of `sel` when `None`). Object `i` is in bin `bin(i) < nb` and weighs `w_of(i)`. The first
+/// round, over every object, keeps each one's bin in `bins` (by place; below [`BINS`], so a
+/// `u16`), and the candidates are picked from it without computing the component again.
 fn fill_hist(
-    (cand, n): (Option<&[u32]>, usize),
+    (cand, sel): (Option<&[u32]>, &Sel<'_>),
     unit: bool,
     (bin, w_of): (&impl Fn(usize) -> usize, &impl Fn(usize) -> u64),
     hist: &mut [u64],
@@ -726,17 +839,17 @@ fn fill_hist(
     let nb = hist.len() / 2;
     match cand {
         None => {
-            *bins = Vec::with_capacity(n);
-            for i in 0..n {
+            *bins = Vec::with_capacity(sel.len());
+            sel.each(|_, i| {
                 let b = bin(i);
                 hist[nb + b] += 1;
                 bins.push(b as u16);
-            }
+            });
             if unit {
                 hist.copy_within(nb.., 0);
             } else {
-                for (i, &b) in bins.iter().enumerate() {
-                    hist[b as usize] += w_of(i);
+                for (j, &b) in bins.iter().enumerate() {
+                    hist[b as usize] += w_of(sel.at(j));
                 }
             }
         }
@@ -750,30 +863,31 @@ fn fill_hist(
     }
 }
 
-/// Calls `f` with each candidate: every index below `n` when `cand` is `None`.
+/// Calls `f` with each candidate: every object of `sel` when `cand` is `None`.
 #[inline(always)]
-fn each(cand: Option<&[u32]>, n: usize, mut f: impl FnMut(usize)) {
+fn each(cand: Option<&[u32]>, sel: &Sel<'_>, mut f: impl FnMut(usize)) {
     match cand {
-        None => (0..n).for_each(f),
+        None => sel.each(|_, i| f(i)),
         Some(c) => c.iter().for_each(|&i| f(i as usize)),
     }
 }
 
-/// Global statistics of the low and the high side (by `low[i]`).
+/// Global statistics of the low and the high side (by `low`, by place in `sel`).
 fn side_stats<const D: usize, C: Comm>(
     comm: &C,
-    v: &[Dot<D>],
+    o: Objects<'_, D>,
+    sel: &Sel<'_>,
     keys: &impl Fn(usize) -> f64,
     low: &[bool],
 ) -> Result<(Stats<D>, Stats<D>), Error> {
     let (mut sl, mut sh) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
-    for (i, d) in v.iter().enumerate() {
-        if low[i] {
-            sl.add(d, keys(i));
+    sel.each(|j, i| {
+        if low[j] {
+            sl.add_x(&o.x(i), keys(i));
         } else {
-            sh.add(d, keys(i));
+            sh.add_x(&o.x(i), keys(i));
         }
-    }
+    });
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
 }
 
@@ -935,15 +1049,24 @@ pub(crate) fn bisect_dist<C: Comm>(
     ))
 }
 
+/// The bisection of the local points `coords` (`D` each) with `weights`, in place.
 fn run_dim<const D: usize, C: Comm>(
     job: &DistJob<'_, C>,
     coords: &[f64],
     weights: Option<&[f64]>,
     parts: &mut [u32],
 ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
-    let n = coords.len() / D;
-    let mut dots: Vec<Dot<D>> = (0..n)
-        .map(|i| Dot::of(coords, weights, job.input, i))
-        .collect();
-    job.run(&mut dots, parts)
+    let (xs, _) = coords.as_chunks::<D>();
+    // The integer weights (as `Dot::of` has them); none for unit weights, each object's 1.
+    let w: Option<Vec<u32>> = match weights {
+        Some(w) if !job.input.unit => Some(w.iter().map(|&w| job.input.quantize(w)).collect()),
+        _ => None,
+    };
+    job.run(
+        Objects {
+            xs,
+            w: w.as_deref(),
+        },
+        parts,
+    )
 }
