@@ -82,12 +82,16 @@ impl Sel<'_> {
         }
     }
 
-    /// Calls `f(j, i)` for each object `i` of the segment, `j` being its place in it.
+    /// Calls `f(j, i)` for each object `i` of the segment, `j` being its place in it (`f`
+    /// called from one place, so that it is inlined into the loop).
     #[inline(always)]
     fn each(&self, mut f: impl FnMut(usize, usize)) {
-        match self {
-            Sel::All(n) => (0..*n).for_each(|i| f(i, i)),
-            Sel::Listed(s) => s.iter().enumerate().for_each(|(j, &i)| f(j, i as usize)),
+        let list = match self {
+            Sel::All(_) => None,
+            Sel::Listed(s) => Some(&**s),
+        };
+        for j in 0..self.len() {
+            f(j, list.map_or(j, |s| s[j] as usize));
         }
     }
 
@@ -181,15 +185,16 @@ impl<const D: usize> Boundary<D> {
     fn holds(&self, x: &[f64; D], k: f64, g: impl FnOnce() -> u64) -> bool {
         match self.pivot {
             None => self.all,
-            Some((pv, take)) => {
-                (k < pv.k)
-                    | (k == pv.k && {
-                        let g = g();
-                        pv.after(x, k, g) || (take && g == pv.g)
-                    })
-            }
+            Some((pv, take)) => (k < pv.k) | (k == pv.k && on_pivot_key(pv, take, x, k, g())),
         }
     }
+}
+
+/// [`Boundary::holds`] for an object with the pivot's key (rare, so out of the loops).
+#[cold]
+#[inline(never)]
+fn on_pivot_key<const D: usize>(pv: Pivot<D>, take: bool, x: &[f64; D], k: f64, g: u64) -> bool {
+    pv.after(x, k, g) || (take && g == pv.g)
 }
 
 /// The global id of each local object, by its local index: its place in the order of the
@@ -549,8 +554,14 @@ impl<C: Comm> DistJob<'_, C> {
             let x = o.x(i);
             let k = key.key(&x);
             let low = b.holds(&x, k, || ids.of(i));
-            r[0] = if low && -k < r[0] { -k } else { r[0] };
-            r[1] = if !low && k < r[1] { k } else { r[1] };
+            // Branch-free: the sides interleave at random.
+            let (kl, kh) = if low {
+                (-k, f64::INFINITY)
+            } else {
+                (f64::INFINITY, k)
+            };
+            r[0] = if kl < r[0] { kl } else { r[0] };
+            r[1] = if kh < r[1] { kh } else { r[1] };
             out.parts[i] = if low { p0 } else { mid };
         });
         self.comm.allreduce_f64(ReduceOp::Min, &mut r)?;
@@ -866,9 +877,9 @@ fn fill_hist(
 /// Calls `f` with each candidate: every object of `sel` when `cand` is `None`.
 #[inline(always)]
 fn each(cand: Option<&[u32]>, sel: &Sel<'_>, mut f: impl FnMut(usize)) {
-    match cand {
-        None => sel.each(|_, i| f(i)),
-        Some(c) => c.iter().for_each(|&i| f(i as usize)),
+    let n = cand.map_or(sel.len(), <[u32]>::len);
+    for j in 0..n {
+        f(cand.map_or_else(|| sel.at(j), |c| c[j] as usize));
     }
 }
 
