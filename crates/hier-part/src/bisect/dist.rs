@@ -60,6 +60,12 @@ impl<const D: usize> Objects<'_, D> {
         self.xs[i].map(|c| c + 0.0)
     }
 
+    /// The key of object `i`.
+    #[inline(always)]
+    fn key(&self, key: &impl Key<D>, i: usize) -> f64 {
+        key.key(&self.x(i))
+    }
+
     /// The integer weight of object `i`.
     #[inline(always)]
     fn w(&self, i: usize) -> u64 {
@@ -413,17 +419,16 @@ impl<C: Comm> DistJob<'_, C> {
         let k = counts.len();
         let half = k / 2;
         // The keys are computed where needed, never stored (as in the serial bisection).
-        let keys = |i: usize| key.key(&o.x(i));
         // RCB's key is a coordinate: its range over the set is the set's box.
         let range = match plane {
             Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
             _ => None,
         };
-        let b = self.boundary(o, &sel, &keys, range, (p0, k), set)?;
+        let b = self.boundary(o, &sel, key, range, (p0, k), set)?;
         if k == 2 && !self.keep_ties {
             return self.two_parts((o, &sel), counts, out, (plane, depth, key), (p0, set), &b);
         }
-        let (m, p, low, [sl, sh]) = self.low_side(o, &sel, &keys, set, b)?;
+        let (m, p, low, [sl, sh]) = self.low_side(o, &sel, key, set, b)?;
         let side = LowSide {
             m,
             len,
@@ -432,7 +437,7 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
-        let last_low = || self.last_low(o, &sel, &keys, |j, _| low[j]);
+        let last_low = || self.last_low(o, &sel, key, |j, _| low[j]);
         let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
         let mid = cut.high.start;
         if k == 2 {
@@ -483,14 +488,14 @@ impl<C: Comm> DistJob<'_, C> {
         self.split(o, high, out)
     }
 
-    /// The boundary of the low side of the local objects `sel` (key of object `i`:
-    /// `keys(i)`) of the set `set` of parts `p0..p0 + k`: the `m` first objects in the order,
-    /// weighing `p`, nearest its goal ([`low_goal`], through [`DistJob::crossing`]).
+    /// The boundary of the low side of the local objects `sel` (keys by `key`) of the set
+    /// `set` of parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest
+    /// its goal ([`low_goal`], through [`DistJob::crossing`]).
     fn boundary<const D: usize>(
         &self,
         o: Objects<'_, D>,
         sel: &Sel<'_>,
-        keys: &impl Fn(usize) -> f64,
+        key: &impl Key<D>,
         range: Option<(f64, f64)>,
         (p0, k): (u32, usize),
         set: Set<D>,
@@ -514,8 +519,7 @@ impl<C: Comm> DistJob<'_, C> {
                 pivot: None,
             },
             Goal::Tau(tau) => {
-                let (below_n, below_w, pv) =
-                    self.crossing((o, sel), keys, range, len, tau, unit)?;
+                let (below_n, below_w, pv) = self.crossing((o, sel), key, range, len, tau, unit)?;
                 let take = below_w + pv.w - tau < tau - below_w;
                 let (m, p) = if take {
                     (below_n + 1, below_w + pv.w)
@@ -581,10 +585,9 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
-        let keys = |i: usize| key.key(&o.x(i));
         let last_low = || {
-            self.last_low(o, sel, &keys, |_, i| {
-                b.holds(&o.x(i), keys(i), || ids.of(i))
+            self.last_low(o, sel, key, |_, i| {
+                b.holds(&o.x(i), o.key(key, i), || ids.of(i))
             })
         };
         let (cut, _) = side.cut(self.input, (plane, depth), (p0, 2), last_low)?;
@@ -594,7 +597,7 @@ impl<C: Comm> DistJob<'_, C> {
         Ok(())
     }
 
-    /// The low side of the local objects `sel` (key of object `i`: `keys(i)`) of the set `set`
+    /// The low side of the local objects `sel` (keys by `key`) of the set `set`
     /// whose boundary is `b` ([`DistJob::boundary`]); with `keep_ties`, every object with the
     /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
     /// Returns `m`, `p`, which local objects are low (by place in `sel`), and both sides'
@@ -603,7 +606,7 @@ impl<C: Comm> DistJob<'_, C> {
         &self,
         o: Objects<'_, D>,
         sel: &Sel<'_>,
-        keys: &impl Fn(usize) -> f64,
+        key: &impl Key<D>,
         set: Set<D>,
         b: Boundary<D>,
     ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
@@ -616,7 +619,7 @@ impl<C: Comm> DistJob<'_, C> {
         let mut low: Vec<bool> = Vec::with_capacity(sel.len());
         let (mut l, mut h) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
         sel.each(|_, i| {
-            let (x, k) = (o.x(i), keys(i));
+            let (x, k) = (o.x(i), o.key(key, i));
             let is_low = b.holds(&x, k, || ids.of(i));
             low.push(is_low);
             if is_low {
@@ -633,7 +636,7 @@ impl<C: Comm> DistJob<'_, C> {
             let kv = sl.kmax;
             let mut t = [0u64; 4];
             sel.each(|j, i| {
-                if keys(i) == kv {
+                if o.key(key, i) == kv {
                     let s = if low[j] { 0 } else { 2 };
                     t[s] += 1;
                     t[s + 1] += w_of(i);
@@ -644,12 +647,12 @@ impl<C: Comm> DistJob<'_, C> {
             let (p_up, p_down) = (p + wb, p - wa);
             let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
             sel.each(|j, i| {
-                if keys(i) == kv {
+                if o.key(key, i) == kv {
                     low[j] = up;
                 }
             });
             (m, p) = if up { (m + nb, p_up) } else { (m - na, p_down) };
-            (sl, sh) = side_stats(comm, o, sel, keys, &low)?;
+            (sl, sh) = side_stats(comm, o, sel, key, &low)?;
         }
         Ok((m, p, low, [sl, sh]))
     }
@@ -660,21 +663,23 @@ impl<C: Comm> DistJob<'_, C> {
     fn crossing<const D: usize>(
         &self,
         (o, sel): (Objects<'_, D>, &Sel<'_>),
-        keys: &impl Fn(usize) -> f64,
+        key: &impl Key<D>,
         range: Option<(f64, f64)>,
         len: u64,
         tau: u64,
         unit: bool,
     ) -> Result<(u64, u64, Pivot<D>), Error> {
         let comm = self.comm;
-        let w_of = |i: usize| if unit { 1 } else { o.w(i) };
         // The candidates (by index): every local object until the first round narrows them.
         let mut cand: Option<Vec<u32>> = None;
         let (mut below_n, mut below_w) = (0u64, 0u64);
         let mut j = 0usize;
         let mut count = len;
-        let ids = self.ids;
-        let comp = |i: usize, j: usize| component(&o.x(i), keys(i), || ids.of(i), j);
+        let order = Order {
+            o,
+            key: *key,
+            ids: self.ids,
+        };
         let mut hist: Vec<u64> = Vec::new();
         // Each object's bin in the first round (by place).
         let mut bins: Vec<u16> = Vec::new();
@@ -686,7 +691,7 @@ impl<C: Comm> DistJob<'_, C> {
                 r = k;
             } else {
                 each(cand.as_deref(), sel, |i| {
-                    let c = comp(i, j);
+                    let c = order.comp(i, j);
                     r[0] = r[0].min(c);
                     r[1] = r[1].min(!c);
                 });
@@ -704,11 +709,11 @@ impl<C: Comm> DistJob<'_, C> {
             let nb = ((span >> shift) + 1) as usize;
             hist.clear();
             hist.resize(2 * nb, 0);
-            let bin = |i: usize| ((comp(i, j) - lo) >> shift) as usize;
+            let round = Round { j, lo, shift };
             fill_hist(
                 (cand.as_deref(), sel),
                 unit,
-                (&bin, &w_of),
+                (&order, round),
                 &mut hist,
                 &mut bins,
             );
@@ -737,7 +742,7 @@ impl<C: Comm> DistJob<'_, C> {
                     c
                 }
                 Some(mut c) => {
-                    c.retain(|&i| bin(i as usize) == chosen);
+                    c.retain(|&i| round.bin(&order, i as usize) == chosen);
                     c
                 }
             });
@@ -750,13 +755,13 @@ impl<C: Comm> DistJob<'_, C> {
         };
         if let Some(i) = first {
             rec[0] = 1;
-            rec[1] = keys(i).to_bits();
+            rec[1] = o.key(key, i).to_bits();
             let x = o.x(i);
             for a in 0..D {
                 rec[2 + a] = x[a].to_bits();
             }
-            rec[2 + D] = ids.of(i);
-            rec[3 + D] = w_of(i);
+            rec[2 + D] = order.ids.of(i);
+            rec[3 + D] = order.w(i, unit);
         }
         comm.allreduce_u64(ReduceOp::Max, &mut rec)?;
         assert_eq!(rec[0], 1, "the crossing object was lost");
@@ -782,7 +787,7 @@ impl<C: Comm> DistJob<'_, C> {
         &self,
         o: Objects<'_, D>,
         sel: &Sel<'_>,
-        keys: &impl Fn(usize) -> f64,
+        key: &impl Key<D>,
         low: impl Fn(usize, usize) -> bool,
     ) -> Result<[f64; 3], Error> {
         // The local last one, as (present, order components, coordinates).
@@ -796,12 +801,12 @@ impl<C: Comm> DistJob<'_, C> {
             best = match best {
                 Some(b)
                     if !Pivot {
-                        k: keys(b),
+                        k: o.key(key, b),
                         x: o.x(b),
                         g: g(b),
                         w: 0,
                     }
-                    .after(&o.x(i), keys(i), g(i)) =>
+                    .after(&o.x(i), o.key(key, i), g(i)) =>
                 {
                     Some(i)
                 }
@@ -814,7 +819,7 @@ impl<C: Comm> DistJob<'_, C> {
             mine[0] = 1;
             let x = o.x(b);
             for j in 0..D + 2 {
-                mine[1 + j] = component(&x, keys(b), || g(b), j);
+                mine[1 + j] = component(&x, o.key(key, b), || g(b), j);
             }
             for a in 0..D {
                 mine[D + 3 + a] = x[a].to_bits();
@@ -835,27 +840,75 @@ impl<C: Comm> DistJob<'_, C> {
     }
 }
 
+/// The components of the order of the local objects, by index: the key `key`, the
+/// coordinates, the global id.
+struct Order<'a, const D: usize, K> {
+    o: Objects<'a, D>,
+    key: K,
+    ids: GlobalIds<'a>,
+}
+
+impl<const D: usize, K: Key<D>> Order<'_, D, K> {
+    /// Component `j` of object `i`.
+    #[inline(always)]
+    fn comp(&self, i: usize, j: usize) -> u64 {
+        let x = self.o.x(i);
+        component(&x, self.key.key(&x), || self.ids.of(i), j)
+    }
+
+    /// Object `i`'s weight as the selection counts it (1 with `unit`).
+    #[inline(always)]
+    fn w(&self, i: usize, unit: bool) -> u64 {
+        if unit { 1 } else { self.o.w(i) }
+    }
+}
+
+/// One round of the radix search: object `i` is in bin `(component j of i − lo) >> shift`.
+#[derive(Clone, Copy)]
+struct Round {
+    j: usize,
+    lo: u64,
+    shift: u32,
+}
+
+impl Round {
+    /// The bin of object `i`.
+    #[inline(always)]
+    fn bin<const D: usize, K: Key<D>>(&self, order: &Order<'_, D, K>, i: usize) -> usize {
+        ((order.comp(i, self.j) - self.lo) >> self.shift) as usize
+    }
+}
+
 /// One round's histogram of the radix search: `hist` holds the weight of each of its `nb`
 /// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every object
-/// of `sel` when `None`). Object `i` is in bin `bin(i) < nb` and weighs `w_of(i)`. The first
-/// round, over every object, keeps each one's bin in `bins` (by place; below [`BINS`], so a
-/// `u16`), and the candidates are picked from it without computing the component again.
-fn fill_hist(
+/// of `sel` when `None`), each object in its bin of `round` (below `nb`) with its weight in
+/// `order` (1 with `unit`). The first round, over every object, keeps each one's bin in
+/// `bins` (by place; below [`BINS`], so a `u16`), and the candidates are picked from it
+/// without computing the component again.
+fn fill_hist<const D: usize, K: Key<D>>(
     (cand, sel): (Option<&[u32]>, &Sel<'_>),
     unit: bool,
-    (bin, w_of): (&impl Fn(usize) -> usize, &impl Fn(usize) -> u64),
+    (order, round): (&Order<'_, D, K>, Round),
     hist: &mut [u64],
     bins: &mut Vec<u16>,
 ) {
     let nb = hist.len() / 2;
+    let bin = |i: usize| round.bin(order, i);
+    let w_of = |i: usize| order.w(i, unit);
     match cand {
         None => {
+            // Counted in 32 bits (fewer bytes for the cache; a rank holds fewer than 2^32
+            // objects), written in one pass with the bins (no capacity check per object).
+            let mut counts = vec![0u32; nb];
             *bins = Vec::with_capacity(sel.len());
-            sel.each(|_, i| {
-                let b = bin(i);
-                hist[nb + b] += 1;
-                bins.push(b as u16);
-            });
+            bins.extend((0..sel.len()).map(|j| {
+                let b = bin(sel.at(j));
+                counts[b] += 1;
+                b as u16
+            }));
+            for (h, &c) in hist[nb..].iter_mut().zip(&counts) {
+                *h = u64::from(c);
+            }
             if unit {
                 hist.copy_within(nb.., 0);
             } else {
@@ -888,15 +941,15 @@ fn side_stats<const D: usize, C: Comm>(
     comm: &C,
     o: Objects<'_, D>,
     sel: &Sel<'_>,
-    keys: &impl Fn(usize) -> f64,
+    key: &impl Key<D>,
     low: &[bool],
 ) -> Result<(Stats<D>, Stats<D>), Error> {
     let (mut sl, mut sh) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
     sel.each(|j, i| {
         if low[j] {
-            sl.add_x(&o.x(i), keys(i));
+            sl.add_x(&o.x(i), o.key(key, i));
         } else {
-            sh.add_x(&o.x(i), keys(i));
+            sh.add_x(&o.x(i), o.key(key, i));
         }
     });
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))

@@ -58,7 +58,7 @@ impl<const D: usize> Dot<D> {
 
 /// The key a split orders objects by, computed from the coordinates when needed (never
 /// stored: a split then costs about one pass over its objects).
-pub(crate) trait Key<const D: usize>: Sync {
+pub(crate) trait Key<const D: usize>: Copy + Sync {
     fn key(&self, x: &[f64; D]) -> f64;
 }
 
