@@ -16,6 +16,11 @@ pub trait Scalar: Copy + Send + Sync + 'static + sealed::Sealed {
     const SIZE: usize;
     /// The wire bytes of `src`, concatenated.
     fn to_bytes(src: &[Self]) -> Vec<u8>;
+    /// Writes the wire bytes of `src` into `dst`.
+    ///
+    /// # Panics
+    /// If `dst.len() != src.len() · SIZE`.
+    fn write_bytes(src: &[Self], dst: &mut [u8]);
     /// Decodes `src` (a multiple of `SIZE` bytes) into `dst`.
     ///
     /// # Panics
@@ -35,16 +40,22 @@ macro_rules! scalar {
             const SIZE: usize = std::mem::size_of::<$t>();
             fn to_bytes(src: &[Self]) -> Vec<u8> {
                 let mut w = Writer::with_capacity(src.len() * Self::SIZE);
-                for &x in src {
-                    w.$t(x);
-                }
+                w.scalars(src);
                 w.into_bytes()
+            }
+            fn write_bytes(src: &[Self], dst: &mut [u8]) {
+                assert_eq!(dst.len(), src.len() * Self::SIZE, "byte length does not match");
+                // Whole values, little-endian, in a loop without checks (a copy on
+                // little-endian hosts).
+                for (d, x) in dst.chunks_exact_mut(Self::SIZE).zip(src) {
+                    d.copy_from_slice(&x.to_le_bytes());
+                }
             }
             fn copy_from_bytes(src: &[u8], dst: &mut [Self]) {
                 assert_eq!(src.len(), dst.len() * Self::SIZE, "byte length does not match");
-                let mut r = Reader::new(src, "a typed collective's buffer");
-                for d in dst.iter_mut() {
-                    *d = r.$t().expect("the length was checked");
+                // As `write_bytes`, the other way (the length was checked).
+                for (d, b) in dst.iter_mut().zip(src.chunks_exact(Self::SIZE)) {
+                    *d = $t::from_le_bytes(b.try_into().expect("chunks of SIZE bytes"));
                 }
             }
             fn vec_from_bytes(src: &[u8]) -> Vec<Self> {
@@ -82,6 +93,19 @@ mod tests {
         let mut z = [0u32; 2];
         u32::copy_from_bytes(&u32::to_bytes(&[7, u32::MAX]), &mut z);
         assert_eq!(z, [7, u32::MAX]);
+    }
+
+    #[test]
+    fn a_slice_is_written_as_its_values_one_by_one() {
+        let (a, b) = ([7u32, u32::MAX, 0x0102_0304], [-1i32, 5]);
+        let mut one = Writer::default();
+        a.iter().for_each(|&x| one.u32(x));
+        b.iter().for_each(|&x| one.i32(x));
+        let mut bulk = Writer::default();
+        bulk.scalars(&a);
+        bulk.scalars(&b);
+        assert_eq!(one.as_bytes(), bulk.as_bytes());
+        assert_eq!(&bulk.as_bytes()[8..12], &[4, 3, 2, 1]);
     }
 
     #[test]

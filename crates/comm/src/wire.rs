@@ -94,6 +94,14 @@ impl Writer {
         self.buf.extend_from_slice(s.as_bytes());
     }
 
+    /// Appends the values of `xs`, each as its own method would (the reader must know how
+    /// many there are): one copy of the whole slice.
+    pub fn scalars<T: crate::Scalar>(&mut self, xs: &[T]) {
+        let at = self.buf.len();
+        self.buf.resize(at + xs.len() * T::SIZE, 0);
+        T::write_bytes(xs, &mut self.buf[at..]);
+    }
+
     /// Appends raw bytes (the reader must know their length).
     pub fn bytes(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);
