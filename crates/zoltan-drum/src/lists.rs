@@ -220,18 +220,21 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
     let mut j = 0;
     if identity && !a.stay && !all && gid == 1 && lid == 1 {
         // The common case in one tight pass: an object moves when its part is not this
-        // process, and its part is its process.
+        // process, and its part is its process. Branch-free (movers and stayers interleave
+        // at random): each object is written at the next free entry, which only a mover
+        // keeps; once the `n` movers are written, the rest stay.
         let (eg, el) = (&mut *l.gids, &mut *l.lids);
         let (ep, et) = (&mut *l.procs, &mut *l.parts);
         for (i, &p) in parts.iter().enumerate() {
-            if p as usize != me {
-                let p = int(p as usize);
-                eg[j].write(gids[i]);
-                el[j].write(lids[i]);
-                ep[j].write(p);
-                et[j].write(p);
-                j += 1;
+            if j == n {
+                break;
             }
+            let q = p as c_int;
+            eg[j].write(gids[i]);
+            el[j].write(lids[i]);
+            ep[j].write(q);
+            et[j].write(q);
+            j += usize::from(p as usize != me);
         }
     } else {
         for i in (0..a.objects.n).filter(|&i| listed(i)) {
@@ -265,31 +268,48 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
 pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Result<List, Error> {
     let size = comm.size();
     let order = by_destination(ex, size)?;
-    let mut byte_counts = vec![0usize; size];
-    let mut w = Writer::with_capacity(size + ex.len() * 4 * (gid + lid + 1));
+    // Whether each message carries its parts, and the bytes of each.
+    let with_parts: Vec<bool> = (order.groups().enumerate())
+        .map(|(d, mine)| mine.clone().any(|i| ex.parts[i] as usize != d))
+        .collect();
+    let byte_counts: Vec<usize> = (order.groups().zip(&with_parts))
+        .map(|(mine, &p)| match mine.count_left() {
+            0 => 0,
+            k => 1 + 4 * k * (gid + lid + usize::from(p)),
+        })
+        .collect();
+    let mut w = Writer::with_capacity(byte_counts.iter().sum());
     for (d, mine) in order.groups().enumerate() {
         if mine.count_left() == 0 {
             continue;
         }
         let before = w.len();
-        let parts = mine.clone().any(|i| ex.parts[i] as usize != d);
+        let parts = with_parts[d];
         w.u8(u8::from(parts));
-        for i in mine.clone() {
-            for &x in &ex.gids[i * gid..][..gid] {
-                w.u32(x);
+        match &mine {
+            // Consecutive entries: their words in three copies.
+            Group::Range(r) => {
+                w.scalars(&ex.gids[r.start * gid..r.end * gid]);
+                w.scalars(&ex.lids[r.start * lid..r.end * lid]);
+                if parts {
+                    w.scalars(&ex.parts[r.clone()]);
+                }
+            }
+            Group::Picked(_) => {
+                for i in mine.clone() {
+                    w.scalars(&ex.gids[i * gid..][..gid]);
+                }
+                for i in mine.clone() {
+                    w.scalars(&ex.lids[i * lid..][..lid]);
+                }
+                if parts {
+                    for i in mine {
+                        w.i32(ex.parts[i]);
+                    }
+                }
             }
         }
-        for i in mine.clone() {
-            for &x in &ex.lids[i * lid..][..lid] {
-                w.u32(x);
-            }
-        }
-        if parts {
-            for i in mine {
-                w.i32(ex.parts[i]);
-            }
-        }
-        byte_counts[d] = w.len() - before;
+        debug_assert_eq!(byte_counts[d], w.len() - before, "message {d}: its bytes");
     }
     drop(order);
     let got = comm.alltoallv_bytes(w.as_bytes(), &byte_counts)?;
