@@ -44,19 +44,10 @@ macro_rules! scalar {
                 w.into_bytes()
             }
             fn write_bytes(src: &[Self], dst: &mut [u8]) {
-                assert_eq!(dst.len(), src.len() * Self::SIZE, "byte length does not match");
-                // Whole values, little-endian, in a loop without checks (a copy on
-                // little-endian hosts).
-                for (d, x) in dst.chunks_exact_mut(Self::SIZE).zip(src) {
-                    d.copy_from_slice(&x.to_le_bytes());
-                }
+                crate::wire::put_all(src, dst);
             }
             fn copy_from_bytes(src: &[u8], dst: &mut [Self]) {
-                assert_eq!(src.len(), dst.len() * Self::SIZE, "byte length does not match");
-                // As `write_bytes`, the other way (the length was checked).
-                for (d, b) in dst.iter_mut().zip(src.chunks_exact(Self::SIZE)) {
-                    *d = $t::from_le_bytes(b.try_into().expect("chunks of SIZE bytes"));
-                }
+                crate::wire::get_all(src, dst);
             }
             fn vec_from_bytes(src: &[u8]) -> Vec<Self> {
                 assert!(

@@ -128,6 +128,56 @@ impl Writer {
     }
 }
 
+/// A value of fixed size in the wire format (the [`crate::Scalar`] types): its bytes.
+pub(crate) trait Fixed: Copy {
+    const SIZE: usize;
+    /// Writes the value's `SIZE` bytes into `dst`.
+    fn put(self, dst: &mut [u8]);
+    /// The value of the `SIZE` bytes `src`.
+    fn get(src: &[u8]) -> Self;
+}
+
+macro_rules! fixed {
+    ($($t:ty),*) => {$(
+        impl Fixed for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn put(self, dst: &mut [u8]) {
+                dst.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline(always)]
+            fn get(src: &[u8]) -> Self {
+                <$t>::from_le_bytes(src.try_into().expect("a value's bytes"))
+            }
+        }
+    )*};
+}
+
+fixed!(u8, u16, u32, u64, i32, i64, f32, f64);
+
+/// Writes the values `src` into `dst`, each as [`Writer`] writes it: whole values in a loop
+/// without checks (a copy on little-endian hosts).
+///
+/// # Panics
+/// If `dst.len() != src.len() · SIZE`.
+pub(crate) fn put_all<T: Fixed>(src: &[T], dst: &mut [u8]) {
+    assert_eq!(dst.len(), src.len() * T::SIZE, "byte length does not match");
+    for (d, &x) in dst.chunks_exact_mut(T::SIZE).zip(src) {
+        x.put(d);
+    }
+}
+
+/// Reads the values `dst` from `src`, the other way of [`put_all`].
+///
+/// # Panics
+/// If `src.len() != dst.len() · SIZE`.
+pub(crate) fn get_all<T: Fixed>(src: &[u8], dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len() * T::SIZE, "byte length does not match");
+    for (d, b) in dst.iter_mut().zip(src.chunks_exact(T::SIZE)) {
+        *d = T::get(b);
+    }
+}
+
 /// Reads values back in the order a [`Writer`] wrote them; every read checks the length.
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
