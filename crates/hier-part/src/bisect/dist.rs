@@ -16,7 +16,7 @@ use super::{
     AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, LowSide, Method, MomentSums,
     Plane, Stats, inertial_from, low_goal, moment_sums_of,
 };
-use crate::input::{Input, check_points, exponent, fractions, pow2};
+use crate::input::{Bounds, Input, check_points_bounded, exponent, fractions, pow2};
 use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
 use part_api::Points;
@@ -244,18 +244,22 @@ pub(crate) struct DistJob<'a, C: Comm> {
     pub(crate) ids: GlobalIds<'a>,
 }
 
-/// Global `(total weight, count, bounding box)` of the objects (the box's key range unset).
+/// Global `(total weight, count, bounding box)` of the objects whose local box is `bounds`
+/// (the box's key range 0 when there are objects).
 fn global_stats<const D: usize, C: Comm>(
     comm: &C,
     o: Objects<'_, D>,
+    bounds: &Bounds,
 ) -> Result<(u64, u64, Stats<D>), Error> {
     let n = o.xs.len();
     let w =
         o.w.map_or(n as u64, |w| w.iter().map(|&w| u64::from(w)).sum());
     let mut total = [w, n as u64];
     let mut st = Stats::<D>::EMPTY;
-    for i in 0..n {
-        st.add_x(&o.x(i), 0.0);
+    if n > 0 {
+        st.lo.copy_from_slice(&bounds.0[..D]);
+        st.hi.copy_from_slice(&bounds.1[..D]);
+        (st.kmin, st.kmax) = (0.0, 0.0);
     }
     comm.allreduce_u64(ReduceOp::Sum, &mut total)?;
     let st = reduce_stats(comm, st)?;
@@ -332,14 +336,15 @@ struct Out<'o> {
 }
 
 impl<C: Comm> DistJob<'_, C> {
-    /// Bisects the local objects `o` among all parts, collectively; writes each one's part
-    /// into `parts` and returns the cuts and the global part counts.
+    /// Bisects the local objects `o` (bounding box `bounds`) among all parts, collectively;
+    /// writes each one's part into `parts` and returns the cuts and the global part counts.
     fn run<const D: usize>(
         &self,
         o: Objects<'_, D>,
+        bounds: &Bounds,
         parts: &mut [u32],
     ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
-        let (total, len, st) = global_stats(self.comm, o)?;
+        let (total, len, st) = global_stats(self.comm, o, bounds)?;
         let k = self.input.fractions.len();
         let mut counts = vec![0usize; k];
         let mut cuts = Vec::new();
@@ -424,9 +429,10 @@ impl<C: Comm> DistJob<'_, C> {
             Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
             _ => None,
         };
-        let b = self.boundary(o, &sel, key, range, (p0, k), set)?;
+        let (b, near) = self.boundary(o, &sel, key, (range, out.parts), (p0, k), set)?;
         if k == 2 && !self.keep_ties {
-            return self.two_parts((o, &sel), counts, out, (plane, depth, key), (p0, set), &b);
+            let (o, at) = ((o, &sel), (p0, set));
+            return self.two_parts(o, counts, out, (plane, depth, key), at, (&b, near));
         }
         let (m, p, low, [sl, sh]) = self.low_side(o, &sel, key, set, b)?;
         let side = LowSide {
@@ -490,57 +496,69 @@ impl<C: Comm> DistJob<'_, C> {
 
     /// The boundary of the low side of the local objects `sel` (keys by `key`) of the set
     /// `set` of parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest
-    /// its goal ([`low_goal`], through [`DistJob::crossing`]).
+    /// its goal ([`low_goal`], through [`DistJob::crossing`]), and what the crossing search
+    /// leaves in `scratch` ([`Near`]).
     fn boundary<const D: usize>(
         &self,
         o: Objects<'_, D>,
         sel: &Sel<'_>,
         key: &impl Key<D>,
-        range: Option<(f64, f64)>,
+        (range, scratch): (Option<(f64, f64)>, &mut [u32]),
         (p0, k): (u32, usize),
         set: Set<D>,
-    ) -> Result<Boundary<D>, Error> {
+    ) -> Result<(Boundary<D>, Option<Near>), Error> {
         let (len, total) = (set.len, set.total);
         let unit = self.input.unit || total == 0;
         let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
         Ok(match goal {
-            Goal::Nothing => Boundary {
-                m: 0,
-                p: 0,
-                tau: 0,
-                all: false,
-                pivot: None,
-            },
-            Goal::Everything => Boundary {
-                m: len,
-                p: sel_total,
-                tau: 0,
-                all: true,
-                pivot: None,
-            },
+            Goal::Nothing => (
+                Boundary {
+                    m: 0,
+                    p: 0,
+                    tau: 0,
+                    all: false,
+                    pivot: None,
+                },
+                None,
+            ),
+            Goal::Everything => (
+                Boundary {
+                    m: len,
+                    p: sel_total,
+                    tau: 0,
+                    all: true,
+                    pivot: None,
+                },
+                None,
+            ),
             Goal::Tau(tau) => {
-                let (below_n, below_w, pv) = self.crossing((o, sel), key, range, len, tau, unit)?;
+                let (crossing, near) =
+                    self.crossing((o, sel), key, (range, scratch), len, tau, unit)?;
+                let (below_n, below_w, pv) = crossing;
                 let take = below_w + pv.w - tau < tau - below_w;
                 let (m, p) = if take {
                     (below_n + 1, below_w + pv.w)
                 } else {
                     (below_n, below_w)
                 };
-                Boundary {
+                let b = Boundary {
                     m,
                     p,
                     tau,
                     all: false,
                     pivot: Some((pv, take)),
-                }
+                };
+                (b, near)
             }
         })
     }
 
-    /// A cut into two parts (`counts.len() == 2`) without `keep_ties`: one pass over the local
-    /// objects writes each one's part and the two keys the cut value needs (the low side's
-    /// largest, the high side's smallest; the sides' boxes would only serve further cuts),
-    /// then the cut as [`LowSide::cut`] places it.
+    /// A cut into two parts (`counts.len() == 2`) without `keep_ties`: each local object's
+    /// part and the two keys the cut value needs (the low side's largest, the high side's
+    /// smallest; the sides' boxes would only serve further cuts), then the cut as
+    /// [`LowSide::cut`] places it. With the first round's bins (`near`, [`Near`]) a bin
+    /// decides an object's side, and only the objects of the bins around the pivot's are
+    /// read; else one pass over every local object's coordinates.
     fn two_parts<const D: usize, K: Key<D>>(
         &self,
         (o, sel): (Objects<'_, D>, &Sel<'_>),
@@ -548,13 +566,13 @@ impl<C: Comm> DistJob<'_, C> {
         out: &mut Out<'_>,
         (plane, depth, key): (Plane, u32, &K),
         (p0, set): (u32, Set<D>),
-        b: &Boundary<D>,
+        (b, near): (&Boundary<D>, Option<Near>),
     ) -> Result<(), Error> {
         let ids = self.ids;
         let mid = p0 + 1;
         // [-(largest low key), smallest high key], reduced by one minimum.
         let mut r = [f64::INFINITY, f64::INFINITY];
-        sel.each(|_, i| {
+        let mut decide = |i: usize, parts: &mut [u32]| {
             let x = o.x(i);
             let k = key.key(&x);
             let low = b.holds(&x, k, || ids.of(i));
@@ -566,8 +584,21 @@ impl<C: Comm> DistJob<'_, C> {
             };
             r[0] = if kl < r[0] { kl } else { r[0] };
             r[1] = if kh < r[1] { kh } else { r[1] };
-            out.parts[i] = if low { p0 } else { mid };
-        });
+            parts[i] = if low { p0 } else { mid };
+        };
+        match near {
+            Some(near) => {
+                // Below the pivot's bin every object is low, above it high; the largest low
+                // key and the smallest high one are in the bins listed, with every object of
+                // their keys (one key, one bin), in the order of `sel` as in the full pass.
+                let c = near.chosen;
+                sel.each(|_, i| out.parts[i] = if out.parts[i] < c { p0 } else { mid });
+                for &i in &near.objects {
+                    decide(i as usize, out.parts);
+                }
+            }
+            None => sel.each(|_, i| decide(i, out.parts)),
+        }
         self.comm.allreduce_f64(ReduceOp::Min, &mut r)?;
         let sl = Stats::<D> {
             kmax: -r[0],
@@ -659,16 +690,22 @@ impl<C: Comm> DistJob<'_, C> {
 
     /// The crossing object of target `tau`: the first object `e` in the order with
     /// `W(objects up to e) >= tau`. Returns the number and weight of the objects before it,
-    /// and the object. Requires `0 < tau <= total weight`.
+    /// and the object; and when the first round binned the key, its bins (left in `scratch`,
+    /// by index) and the objects near the pivot's ([`Near`]). Requires
+    /// `0 < tau <= total weight`.
+    #[expect(
+        clippy::type_complexity,
+        reason = "the crossing and what its first round left"
+    )]
     fn crossing<const D: usize>(
         &self,
         (o, sel): (Objects<'_, D>, &Sel<'_>),
         key: &impl Key<D>,
-        range: Option<(f64, f64)>,
+        (range, scratch): (Option<(f64, f64)>, &mut [u32]),
         len: u64,
         tau: u64,
         unit: bool,
-    ) -> Result<(u64, u64, Pivot<D>), Error> {
+    ) -> Result<((u64, u64, Pivot<D>), Option<Near>), Error> {
         let comm = self.comm;
         // The candidates (by index): every local object until the first round narrows them.
         let mut cand: Option<Vec<u32>> = None;
@@ -681,8 +718,9 @@ impl<C: Comm> DistJob<'_, C> {
             ids: self.ids,
         };
         let mut hist: Vec<u64> = Vec::new();
-        // Each object's bin in the first round (by place).
-        let mut bins: Vec<u16> = Vec::new();
+        // The first round's local counts per bin (its bins are in `scratch`).
+        let mut local: Vec<u32> = Vec::new();
+        let mut near = None;
         // The range of the first component (the key) over all objects, when known.
         let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
         while count > 1 {
@@ -715,7 +753,7 @@ impl<C: Comm> DistJob<'_, C> {
                 unit,
                 (&order, round),
                 &mut hist,
-                &mut bins,
+                (scratch, &mut local),
             );
             comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
             let mut chosen = nb - 1;
@@ -732,13 +770,9 @@ impl<C: Comm> DistJob<'_, C> {
             count = hist[nb + chosen];
             cand = Some(match cand {
                 None => {
-                    let bins = std::mem::take(&mut bins);
-                    let mut c = Vec::new();
-                    sel.each(|j, i| {
-                        if bins[j] as usize == chosen {
-                            c.push(i as u32);
-                        }
-                    });
+                    let (c, n) = Near::pick(sel, scratch, &local, chosen);
+                    // The key's bins only (the first component): they order the sides.
+                    near = (j == 0).then_some(n);
                     c
                 }
                 Some(mut c) => {
@@ -769,16 +803,13 @@ impl<C: Comm> DistJob<'_, C> {
         for a in 0..D {
             x[a] = f64::from_bits(rec[2 + a]);
         }
-        Ok((
-            below_n,
-            below_w,
-            Pivot {
-                k: f64::from_bits(rec[1]),
-                x,
-                g: rec[2 + D],
-                w: rec[3 + D],
-            },
-        ))
+        let pv = Pivot {
+            k: f64::from_bits(rec[1]),
+            x,
+            g: rec[2 + D],
+            w: rec[3 + D],
+        };
+        Ok(((below_n, below_w, pv), near))
     }
 
     /// Coordinates (padded to 3) of the last low-side object in the order (object `i` in place
@@ -883,14 +914,14 @@ impl Round {
 /// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every object
 /// of `sel` when `None`), each object in its bin of `round` (below `nb`) with its weight in
 /// `order` (1 with `unit`). The first round, over every object, keeps each one's bin in
-/// `bins` (by place; below [`BINS`], so a `u16`), and the candidates are picked from it
-/// without computing the component again.
+/// `bins` (by index: the parts array, which the cut writes afterwards) and the local counts
+/// in `local`, and the candidates are picked from them without computing the component again.
 fn fill_hist<const D: usize, K: Key<D>>(
     (cand, sel): (Option<&[u32]>, &Sel<'_>),
     unit: bool,
     (order, round): (&Order<'_, D, K>, Round),
     hist: &mut [u64],
-    bins: &mut Vec<u16>,
+    (bins, local): (&mut [u32], &mut Vec<u32>),
 ) {
     let nb = hist.len() / 2;
     let bin = |i: usize| round.bin(order, i);
@@ -898,23 +929,22 @@ fn fill_hist<const D: usize, K: Key<D>>(
     match cand {
         None => {
             // Counted in 32 bits (fewer bytes for the cache; a rank holds fewer than 2^32
-            // objects), written in one pass with the bins (no capacity check per object).
-            let mut counts = vec![0u32; nb];
-            *bins = Vec::with_capacity(sel.len());
-            bins.extend((0..sel.len()).map(|j| {
-                let b = bin(sel.at(j));
+            // objects).
+            let counts = local;
+            counts.clear();
+            counts.resize(nb, 0);
+            sel.each(|_, i| {
+                let b = bin(i);
                 counts[b] += 1;
-                b as u16
-            }));
-            for (h, &c) in hist[nb..].iter_mut().zip(&counts) {
+                bins[i] = b as u32;
+            });
+            for (h, &c) in hist[nb..].iter_mut().zip(counts.iter()) {
                 *h = u64::from(c);
             }
             if unit {
                 hist.copy_within(nb.., 0);
             } else {
-                for (j, &b) in bins.iter().enumerate() {
-                    hist[b as usize] += w_of(sel.at(j));
-                }
+                sel.each(|_, i| hist[bins[i] as usize] += w_of(i));
             }
         }
         Some(c) => {
@@ -924,6 +954,47 @@ fn fill_hist<const D: usize, K: Key<D>>(
                 hist[nb + b] += 1;
             }
         }
+    }
+}
+
+/// What the first round of a crossing search over the key leaves for a cut into two parts:
+/// every local object's bin, in the parts array, and the local objects of the bins around
+/// the one that holds the pivot (`chosen`): that bin and the nearest non-empty ones below and
+/// above it on this rank, in the order of the segment. Every object in a bin below `chosen`
+/// has a smaller key than the pivot (a low one), above it a larger one (a high one).
+struct Near {
+    chosen: u32,
+    objects: Vec<u32>,
+}
+
+impl Near {
+    /// The first round's candidates (the local objects of bin `chosen`, by index, in the
+    /// order of `sel`) and the objects near them, from each object's bin in `bins` (by index)
+    /// and the local `counts` per bin.
+    fn pick(sel: &Sel<'_>, bins: &[u32], counts: &[u32], chosen: usize) -> (Vec<u32>, Near) {
+        let below = counts[..chosen]
+            .iter()
+            .rposition(|&c| c > 0)
+            .unwrap_or(chosen);
+        let above = counts[chosen + 1..]
+            .iter()
+            .position(|&c| c > 0)
+            .map_or(chosen, |b| chosen + 1 + b);
+        // The bins strictly between are empty here: one range test finds the three.
+        let (lo, span) = (below as u32, (above - below) as u32);
+        let mut objects = Vec::new();
+        sel.each(|_, i| {
+            if bins[i].wrapping_sub(lo) <= span {
+                objects.push(i as u32);
+            }
+        });
+        let c = chosen as u32;
+        let cand = objects
+            .iter()
+            .copied()
+            .filter(|&i| bins[i as usize] == c)
+            .collect();
+        (cand, Near { chosen: c, objects })
     }
 }
 
@@ -979,7 +1050,8 @@ pub(crate) fn agreed_summing<C: Comm, T>(
 }
 
 /// Validates the local part of a distributed bisection collectively and builds the shared
-/// [`Input`]: every rank returns an error if any rank found bad data.
+/// [`Input`]: every rank returns an error if any rank found bad data. Also returns the local
+/// points' bounding box, from the check's pass over the coordinates.
 pub(crate) fn validate_dist<C: Comm>(
     comm: &C,
     coords: &[f64],
@@ -988,10 +1060,10 @@ pub(crate) fn validate_dist<C: Comm>(
     gids: GlobalIds<'_>,
     targets: &[f64],
     parts_len: usize,
-) -> Result<Input, Error> {
+) -> Result<(Input, Bounds), Error> {
     let n = coords.len() / dim.max(1);
     let local = (|| {
-        check_points(coords, dim, weights, parts_len, Par::Seq)?;
+        let (_, bounds) = check_points_bounded(coords, dim, weights, parts_len)?;
         if let GlobalIds::Given(g) = gids
             && g.len() != n
         {
@@ -1002,9 +1074,9 @@ pub(crate) fn validate_dist<C: Comm>(
                 per: "point",
             });
         }
-        fractions(targets)
+        Ok((fractions(targets)?, bounds))
     })();
-    let fractions = agreed(comm, local)?;
+    let (fractions, bounds) = agreed(comm, local)?;
     // [has weights, lacks weights], then [targets hash, its complement].
     let mut has = [
         u64::from(n > 0 && weights.is_some()),
@@ -1038,7 +1110,7 @@ pub(crate) fn validate_dist<C: Comm>(
         input.unit = false;
         input.scale = (pow2(e / 2), pow2(e - e / 2));
     }
-    Ok(input)
+    Ok((input, bounds))
 }
 
 /// A hash of the bits of `targets` (FNV-1a), to check that every rank passed the same.
@@ -1062,7 +1134,7 @@ pub(crate) fn bisect_dist<C: Comm>(
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
     let (coords, dim, weights) = points.into_parts();
-    let input = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
+    let (input, bounds) = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
     let job = DistJob {
         comm,
         method: b.method,
@@ -1072,9 +1144,9 @@ pub(crate) fn bisect_dist<C: Comm>(
         ids: gids,
     };
     let (cuts, counts) = match dim {
-        1 => run_dim::<1, C>(&job, coords, weights, parts),
-        2 => run_dim::<2, C>(&job, coords, weights, parts),
-        _ => run_dim::<3, C>(&job, coords, weights, parts),
+        1 => run_dim::<1, C>(&job, (coords, &bounds), weights, parts),
+        2 => run_dim::<2, C>(&job, (coords, &bounds), weights, parts),
+        _ => run_dim::<3, C>(&job, (coords, &bounds), weights, parts),
     }?;
     // Part weights from exact integer sums, the same on every rank.
     let k = targets.len();
@@ -1113,10 +1185,11 @@ pub(crate) fn bisect_dist<C: Comm>(
     ))
 }
 
-/// The bisection of the local points `coords` (`D` each) with `weights`, in place.
+/// The bisection of the local points `coords` (`D` each, bounding box `bounds`) with
+/// `weights`, in place.
 fn run_dim<const D: usize, C: Comm>(
     job: &DistJob<'_, C>,
-    coords: &[f64],
+    (coords, bounds): (&[f64], &Bounds),
     weights: Option<&[f64]>,
     parts: &mut [u32],
 ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
@@ -1131,6 +1204,7 @@ fn run_dim<const D: usize, C: Comm>(
             xs,
             w: w.as_deref(),
         },
+        bounds,
         parts,
     )
 }
