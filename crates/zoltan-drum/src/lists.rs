@@ -270,7 +270,11 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
     let order = by_destination(ex, size)?;
     // Whether each message carries its parts, and the bytes of each.
     let with_parts: Vec<bool> = (order.groups().enumerate())
-        .map(|(d, mine)| mine.clone().any(|i| ex.parts[i] as usize != d))
+        .map(|(d, mine)| match mine {
+            // One comparison per entry (no early exit, so that it vectorises).
+            Group::Range(r) => (ex.parts[r].iter()).fold(false, |a, &p| a | (p as usize != d)),
+            Group::Picked(_) => mine.clone().any(|i| ex.parts[i] as usize != d),
+        })
         .collect();
     let byte_counts: Vec<usize> = (order.groups().zip(&with_parts))
         .map(|(mine, &p)| match mine.count_left() {
@@ -415,10 +419,23 @@ impl ByDestination {
     }
 }
 
-/// Groups the export list `ex` by destination (its processes checked against `size`).
+/// Groups the export list `ex` by destination (its processes checked against `size`). Non-
+/// decreasing processes in range (one destination, say) are grouped in place, each group's
+/// start found by a binary search; else by a counting sort.
 fn by_destination(ex: &List, size: usize) -> Result<ByDestination, Error> {
+    let procs = &*ex.procs;
+    // One comparison per entry (no early exit, so that it vectorises).
+    let sorted = procs.windows(2).fold(true, |s, w| s & (w[0] <= w[1]));
+    let in_range =
+        |p: Option<&c_int>| p.is_none_or(|&p| usize::try_from(p).is_ok_and(|p| p < size));
+    if sorted && in_range(procs.first()) && in_range(procs.last()) {
+        let start = (0..=size)
+            .map(|d| procs.partition_point(|&p| (p as usize) < d))
+            .collect();
+        return Ok(ByDestination::InPlace(start));
+    }
     let mut start = vec![0usize; size + 1];
-    for (i, &p) in ex.procs.iter().enumerate() {
+    for (i, &p) in procs.iter().enumerate() {
         let dest = usize::try_from(p)
             .ok()
             .filter(|&d| d < size)
@@ -427,9 +444,6 @@ fn by_destination(ex: &List, size: usize) -> Result<ByDestination, Error> {
     }
     for d in 0..size {
         start[d + 1] += start[d];
-    }
-    if ex.procs.windows(2).all(|w| w[0] <= w[1]) {
-        return Ok(ByDestination::InPlace(start));
     }
     let mut at = start.clone();
     let mut order = vec![0u32; ex.len()];
