@@ -908,6 +908,13 @@ impl Round {
     fn bin<const D: usize, K: Key<D>>(&self, order: &Order<'_, D, K>, i: usize) -> usize {
         ((order.comp(i, self.j) - self.lo) >> self.shift) as usize
     }
+
+    /// [`Round::bin`] in a round on the key (`j == 0`).
+    #[inline(always)]
+    fn key_bin<const D: usize, K: Key<D>>(&self, order: &Order<'_, D, K>, i: usize) -> usize {
+        let x = order.o.x(i);
+        ((ord(order.key.key(&x)) - self.lo) >> self.shift) as usize
+    }
 }
 
 /// One round's histogram of the radix search: `hist` holds the weight of each of its `nb`
@@ -929,16 +936,30 @@ fn fill_hist<const D: usize, K: Key<D>>(
     match cand {
         None => {
             // Counted in 32 bits (fewer bytes for the cache; a rank holds fewer than 2^32
-            // objects).
-            let counts = local;
-            counts.clear();
-            counts.resize(nb, 0);
-            sel.each(|_, i| {
-                let b = bin(i);
-                counts[b] += 1;
-                bins[i] = b as u32;
-            });
-            for (h, &c) in hist[nb..].iter_mut().zip(counts.iter()) {
+            // objects), in `BINS` counters (`nb <= BINS`, a power of two: indexed without a
+            // bounds check).
+            local.clear();
+            local.resize(BINS as usize, 0);
+            let counts = &mut local[..BINS as usize];
+            let mut count = |b: usize| counts[b & (BINS as usize - 1)] += 1;
+            match sel {
+                // The root's objects in index order, by one tight loop (the key's own loop in
+                // the usual first round, on the key).
+                Sel::All(n) if round.j == 0 => {
+                    for (i, b) in bins[..*n].iter_mut().enumerate() {
+                        let c = round.key_bin(order, i);
+                        count(c);
+                        *b = c as u32;
+                    }
+                }
+                _ => sel.each(|_, i| {
+                    let b = bin(i);
+                    count(b);
+                    bins[i] = b as u32;
+                }),
+            }
+            local.truncate(nb);
+            for (h, &c) in hist[nb..].iter_mut().zip(local.iter()) {
                 *h = u64::from(c);
             }
             if unit {
@@ -982,12 +1003,27 @@ impl Near {
             .map_or(chosen, |b| chosen + 1 + b);
         // The bins strictly between are empty here: one range test finds the three.
         let (lo, span) = (below as u32, (above - below) as u32);
+        let near = |b: u32| b.wrapping_sub(lo) <= span;
         let mut objects = Vec::new();
-        sel.each(|_, i| {
-            if bins[i].wrapping_sub(lo) <= span {
-                objects.push(i as u32);
+        match sel {
+            // The root's objects in index order: blocks tested whole first (branch-free, so
+            // that it vectorises; the three bins are a small share of the objects).
+            Sel::All(n) => {
+                const BLOCK: usize = 64;
+                for (k, block) in bins[..*n].chunks(BLOCK).enumerate() {
+                    if block.iter().fold(false, |a, &b| a | near(b)) {
+                        let at = (k * BLOCK) as u32;
+                        let hits = (block.iter().enumerate()).filter(|&(_, &b)| near(b));
+                        objects.extend(hits.map(|(t, _)| at + t as u32));
+                    }
+                }
             }
-        });
+            Sel::Listed(_) => sel.each(|_, i| {
+                if near(bins[i]) {
+                    objects.push(i as u32);
+                }
+            }),
+        }
         let c = chosen as u32;
         let cand = objects
             .iter()
