@@ -2,6 +2,7 @@
 //! ([`crate::wire`]: little-endian).
 
 use crate::wire::{Reader, Writer};
+use std::mem::MaybeUninit;
 
 mod sealed {
     pub trait Sealed {}
@@ -21,11 +22,21 @@ pub trait Scalar: Copy + Send + Sync + 'static + sealed::Sealed {
     /// # Panics
     /// If `dst.len() != src.len() · SIZE`.
     fn write_bytes(src: &[Self], dst: &mut [u8]);
+    /// Writes the wire bytes of `src` into `dst`, bytes not written yet (each is written).
+    ///
+    /// # Panics
+    /// If `dst.len() != src.len() · SIZE`.
+    fn write_uninit(src: &[Self], dst: &mut [MaybeUninit<u8>]);
     /// Decodes `src` (a multiple of `SIZE` bytes) into `dst`.
     ///
     /// # Panics
     /// If `src.len() != dst.len() · SIZE`.
     fn copy_from_bytes(src: &[u8], dst: &mut [Self]);
+    /// Decodes `src` into `dst`, values not written yet (each is written).
+    ///
+    /// # Panics
+    /// If `src.len() != dst.len() · SIZE`.
+    fn decode_uninit(src: &[u8], dst: &mut [MaybeUninit<Self>]);
     /// Decodes `src` (a multiple of `SIZE` bytes).
     ///
     /// # Panics
@@ -46,8 +57,14 @@ macro_rules! scalar {
             fn write_bytes(src: &[Self], dst: &mut [u8]) {
                 crate::wire::put_all(src, dst);
             }
+            fn write_uninit(src: &[Self], dst: &mut [MaybeUninit<u8>]) {
+                crate::wire::put_all_uninit(src, dst);
+            }
             fn copy_from_bytes(src: &[u8], dst: &mut [Self]) {
                 crate::wire::get_all(src, dst);
+            }
+            fn decode_uninit(src: &[u8], dst: &mut [MaybeUninit<Self>]) {
+                crate::wire::get_all_uninit(src, dst);
             }
             fn vec_from_bytes(src: &[u8]) -> Vec<Self> {
                 assert!(
@@ -84,6 +101,19 @@ mod tests {
         let mut z = [0u32; 2];
         u32::copy_from_bytes(&u32::to_bytes(&[7, u32::MAX]), &mut z);
         assert_eq!(z, [7, u32::MAX]);
+        let mut u = [MaybeUninit::<i64>::uninit(); 2];
+        i64::decode_uninit(&i64::to_bytes(&[-3, i64::MAX]), &mut u);
+        // SAFETY: `decode_uninit` wrote both values.
+        let u = unsafe { [u[0].assume_init(), u[1].assume_init()] };
+        assert_eq!(u, [-3, i64::MAX]);
+        let mut v = [MaybeUninit::<u8>::uninit(); 8];
+        f32::write_uninit(&[1.5, -2.0], &mut v);
+        // SAFETY: `write_uninit` wrote the 8 bytes.
+        let v = v.map(|b| unsafe { b.assume_init() });
+        let mut one = Writer::default();
+        one.f32(1.5);
+        one.f32(-2.0);
+        assert_eq!(&v[..], one.as_bytes());
     }
 
     #[test]

@@ -26,6 +26,8 @@
 //! );
 //! ```
 
+use std::mem::MaybeUninit;
+
 /// A message that ended before a value (or held a malformed one): which message, how long it
 /// was, where the read stopped and what it was reading.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,11 +97,14 @@ impl Writer {
     }
 
     /// Appends the values of `xs`, each as its own method would (the reader must know how
-    /// many there are): one copy of the whole slice.
+    /// many there are): one copy of the whole slice, into the buffer's spare capacity.
     pub fn scalars<T: crate::Scalar>(&mut self, xs: &[T]) {
-        let at = self.buf.len();
-        self.buf.resize(at + xs.len() * T::SIZE, 0);
-        T::write_bytes(xs, &mut self.buf[at..]);
+        let n = xs.len() * T::SIZE;
+        self.buf.reserve(n);
+        T::write_uninit(xs, &mut self.buf.spare_capacity_mut()[..n]);
+        // SAFETY: `write_uninit` wrote each of the `n` bytes after the length, within the
+        // capacity just reserved.
+        unsafe { self.buf.set_len(self.buf.len() + n) };
     }
 
     /// Appends raw bytes (the reader must know their length).
@@ -164,6 +169,30 @@ pub(crate) fn put_all<T: Fixed>(src: &[T], dst: &mut [u8]) {
     assert_eq!(dst.len(), src.len() * T::SIZE, "byte length does not match");
     for (d, &x) in dst.chunks_exact_mut(T::SIZE).zip(src) {
         x.put(d);
+    }
+}
+
+/// [`put_all`] into bytes not written yet (each is written).
+///
+/// # Panics
+/// If `dst.len() != src.len() · SIZE`.
+pub(crate) fn put_all_uninit<T: Fixed>(src: &[T], dst: &mut [MaybeUninit<u8>]) {
+    assert_eq!(dst.len(), src.len() * T::SIZE, "byte length does not match");
+    for (d, &x) in dst.chunks_exact_mut(T::SIZE).zip(src) {
+        let mut b = [0u8; 8];
+        x.put(&mut b[..T::SIZE]);
+        d.write_copy_of_slice(&b[..T::SIZE]);
+    }
+}
+
+/// [`get_all`] into values not written yet (each is written).
+///
+/// # Panics
+/// If `src.len() != dst.len() · SIZE`.
+pub(crate) fn get_all_uninit<T: Fixed>(src: &[u8], dst: &mut [MaybeUninit<T>]) {
+    assert_eq!(src.len(), dst.len() * T::SIZE, "byte length does not match");
+    for (d, b) in dst.iter_mut().zip(src.chunks_exact(T::SIZE)) {
+        d.write(T::get(b));
     }
 }
 

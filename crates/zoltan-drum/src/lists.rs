@@ -85,14 +85,6 @@ impl<T: Copy> CBuf<MaybeUninit<T>> {
     }
 }
 
-/// `seg` zeroed and then seen as initialised values, for decoders that write into
-/// initialised slices only (all-zero bits are a valid value of the integer types used here).
-fn zeroed_in<T: Copy + Default>(seg: &mut [MaybeUninit<T>]) -> &mut [T] {
-    seg.fill(MaybeUninit::new(T::default()));
-    // SAFETY: every value of `seg` was just written.
-    unsafe { seg.assume_init_mut() }
-}
-
 impl<T: Copy> std::ops::Deref for CBuf<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
@@ -335,8 +327,8 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
     let total = shape.iter().map(|s| s.1).sum();
     let mut im = Filling::new(total, gid, lid)?;
     let me = int(comm.rank());
-    // The messages fill consecutive entries j..j + k, all four arrays of each (the decoders
-    // write initialised slices, so their segments are zeroed just before, while in cache).
+    // The messages fill consecutive entries j..j + k, all four arrays of each (decoded
+    // straight into the values not written yet).
     let mut j = 0;
     for (src, piece) in got.iter().enumerate() {
         let (parts, k) = shape[src];
@@ -350,10 +342,10 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
                 &mut im.gids[j * gid..][..k * gid],
                 &mut im.lids[j * lid..][..k * lid],
             );
-            u32::copy_from_bytes(r.bytes(4 * k * gid)?, zeroed_in(g));
-            u32::copy_from_bytes(r.bytes(4 * k * lid)?, zeroed_in(l));
+            u32::decode_uninit(r.bytes(4 * k * gid)?, g);
+            u32::decode_uninit(r.bytes(4 * k * lid)?, l);
             if parts {
-                i32::copy_from_bytes(r.bytes(4 * k)?, zeroed_in(&mut im.parts[j..j + k]));
+                i32::decode_uninit(r.bytes(4 * k)?, &mut im.parts[j..j + k]);
             } else {
                 im.parts[j..j + k].fill(MaybeUninit::new(me));
             }
