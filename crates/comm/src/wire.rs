@@ -26,6 +26,8 @@
 //! );
 //! ```
 
+use std::mem::MaybeUninit;
+
 /// A message that ended before a value (or held a malformed one): which message, how long it
 /// was, where the read stopped and what it was reading.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,6 +96,17 @@ impl Writer {
         self.buf.extend_from_slice(s.as_bytes());
     }
 
+    /// Appends the values of `xs`, each as its own method would (the reader must know how
+    /// many there are): one copy of the whole slice, into the buffer's spare capacity.
+    pub fn scalars<T: crate::Scalar>(&mut self, xs: &[T]) {
+        let n = xs.len() * T::SIZE;
+        self.buf.reserve(n);
+        T::write_uninit(xs, &mut self.buf.spare_capacity_mut()[..n]);
+        // SAFETY: `write_uninit` wrote each of the `n` bytes after the length, within the
+        // capacity just reserved.
+        unsafe { self.buf.set_len(self.buf.len() + n) };
+    }
+
     /// Appends raw bytes (the reader must know their length).
     pub fn bytes(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);
@@ -117,6 +130,80 @@ impl Writer {
     /// The message.
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
+    }
+}
+
+/// A value of fixed size in the wire format (the [`crate::Scalar`] types): its bytes.
+pub(crate) trait Fixed: Copy {
+    const SIZE: usize;
+    /// Writes the value's `SIZE` bytes into `dst`.
+    fn put(self, dst: &mut [u8]);
+    /// The value of the `SIZE` bytes `src`.
+    fn get(src: &[u8]) -> Self;
+}
+
+macro_rules! fixed {
+    ($($t:ty),*) => {$(
+        impl Fixed for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn put(self, dst: &mut [u8]) {
+                dst.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline(always)]
+            fn get(src: &[u8]) -> Self {
+                <$t>::from_le_bytes(src.try_into().expect("a value's bytes"))
+            }
+        }
+    )*};
+}
+
+fixed!(u8, u16, u32, u64, i32, i64, f32, f64);
+
+/// Writes the values `src` into `dst`, each as [`Writer`] writes it: whole values in a loop
+/// without checks (a copy on little-endian hosts).
+///
+/// # Panics
+/// If `dst.len() != src.len() · SIZE`.
+pub(crate) fn put_all<T: Fixed>(src: &[T], dst: &mut [u8]) {
+    assert_eq!(dst.len(), src.len() * T::SIZE, "byte length does not match");
+    for (d, &x) in dst.chunks_exact_mut(T::SIZE).zip(src) {
+        x.put(d);
+    }
+}
+
+/// [`put_all`] into bytes not written yet (each is written).
+///
+/// # Panics
+/// If `dst.len() != src.len() · SIZE`.
+pub(crate) fn put_all_uninit<T: Fixed>(src: &[T], dst: &mut [MaybeUninit<u8>]) {
+    assert_eq!(dst.len(), src.len() * T::SIZE, "byte length does not match");
+    for (d, &x) in dst.chunks_exact_mut(T::SIZE).zip(src) {
+        let mut b = [0u8; 8];
+        x.put(&mut b[..T::SIZE]);
+        d.write_copy_of_slice(&b[..T::SIZE]);
+    }
+}
+
+/// [`get_all`] into values not written yet (each is written).
+///
+/// # Panics
+/// If `src.len() != dst.len() · SIZE`.
+pub(crate) fn get_all_uninit<T: Fixed>(src: &[u8], dst: &mut [MaybeUninit<T>]) {
+    assert_eq!(src.len(), dst.len() * T::SIZE, "byte length does not match");
+    for (d, b) in dst.iter_mut().zip(src.chunks_exact(T::SIZE)) {
+        d.write(T::get(b));
+    }
+}
+
+/// Reads the values `dst` from `src`, the other way of [`put_all`].
+///
+/// # Panics
+/// If `src.len() != dst.len() · SIZE`.
+pub(crate) fn get_all<T: Fixed>(src: &[u8], dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len() * T::SIZE, "byte length does not match");
+    for (d, b) in dst.iter_mut().zip(src.chunks_exact(T::SIZE)) {
+        *d = T::get(b);
     }
 }
 

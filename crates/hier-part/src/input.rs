@@ -181,6 +181,92 @@ pub(crate) fn check_points(
     parts_len: usize,
     par: Par,
 ) -> Result<usize, Error> {
+    let n = check_shape(coords, dim, parts_len)?;
+    if all_good_par(coords, false, par)? {
+        // Every coordinate is finite: no need to look for the first that is not.
+    } else {
+        return Err(first_non_finite(coords, dim, par)?);
+    }
+    if let Some(w) = weights {
+        check_weights(w, n, "point", par)?;
+    }
+    Ok(n)
+}
+
+/// The bounding box of some points, per axis (padded to 3 axes).
+pub(crate) type Bounds = ([f64; 3], [f64; 3]);
+
+/// [`check_points`] on this thread, with the points' bounding box from the same pass over
+/// the coordinates (each read as `c + 0.0`, so `-0.0` as `0.0`; `±∞` bounds for no points).
+pub(crate) fn check_points_bounded(
+    coords: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    parts_len: usize,
+) -> Result<(usize, Bounds), Error> {
+    let n = check_shape(coords, dim, parts_len)?;
+    let bounds = match dim {
+        1 => finite_bounds::<8>(coords, dim),
+        2 => finite_bounds::<8>(coords, dim),
+        _ => finite_bounds::<12>(coords, dim),
+    };
+    let Some(bounds) = bounds else {
+        return Err(first_non_finite(coords, dim, Par::Seq)?);
+    };
+    if let Some(w) = weights {
+        check_weights(w, n, "point", Par::Seq)?;
+    }
+    Ok((n, bounds))
+}
+
+/// The bounding box of the points `v` (`dim` coordinates each, `L` a multiple of `dim`), or
+/// `None` when a coordinate is not finite: lane-wise and branch-free as [`all_good`], lane
+/// `l` holding axis `l % dim`. Minimum and maximum of finite values (no `-0.0`) are the same
+/// in any order, so the box is the one a loop over the points finds.
+fn finite_bounds<const L: usize>(v: &[f64], dim: usize) -> Option<Bounds> {
+    let mut bad = [0.0f64; L];
+    let (mut lo, mut hi) = ([f64::INFINITY; L], [f64::NEG_INFINITY; L]);
+    let mut lane = |l: usize, x: f64| {
+        let x = x + 0.0;
+        bad[l] += x * 0.0;
+        lo[l] = if x < lo[l] { x } else { lo[l] };
+        hi[l] = if x > hi[l] { x } else { hi[l] };
+    };
+    let mut chunks = v.chunks_exact(L);
+    for q in &mut chunks {
+        for (l, &x) in q.iter().enumerate() {
+            lane(l, x);
+        }
+    }
+    for (l, &x) in chunks.remainder().iter().enumerate() {
+        lane(l, x);
+    }
+    if bad.iter().any(|&b| b != 0.0) {
+        return None;
+    }
+    let mut b = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for l in 0..L {
+        let a = l % dim;
+        b.0[a] = b.0[a].min(lo[l]);
+        b.1[a] = b.1[a].max(hi[l]);
+    }
+    Some(b)
+}
+
+/// The error of the first coordinate of `coords` that is not finite (there is one).
+fn first_non_finite(coords: &[f64], dim: usize, par: Par) -> Result<Error, Error> {
+    let i = first_bad(coords.len(), par, |i| !coords[i].is_finite())?
+        .expect("a coordinate is not finite");
+    Ok(Error::NonFiniteCoord {
+        point: i / dim,
+        axis: i % dim,
+        value: coords[i],
+    })
+}
+
+/// Checks the dimension (1 to 3), whole points, at most `u32::MAX` of them, and the length of
+/// the output; returns the number of points.
+fn check_shape(coords: &[f64], dim: usize, parts_len: usize) -> Result<usize, Error> {
     if !(1..=3).contains(&dim) {
         return Err(Error::UnsupportedDim { dim });
     }
@@ -204,18 +290,6 @@ pub(crate) fn check_points(
             expected: n,
             per: "point",
         });
-    }
-    if all_good_par(coords, false, par)? {
-        // Every coordinate is finite: no need to look for the first that is not.
-    } else if let Some(i) = first_bad(coords.len(), par, |i| !coords[i].is_finite())? {
-        return Err(Error::NonFiniteCoord {
-            point: i / dim,
-            axis: i % dim,
-            value: coords[i],
-        });
-    }
-    if let Some(w) = weights {
-        check_weights(w, n, "point", par)?;
     }
     Ok(n)
 }

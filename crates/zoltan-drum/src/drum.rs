@@ -203,7 +203,7 @@ thread_local! {
 /// Runs one entry point: a failure leaves its message for [`drum_last_error_message`] and
 /// returns its code; a panic becomes [`DRUM_ERR_PANIC`].
 fn guard(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
-    let failure = match catch_unwind(AssertUnwindSafe(f)) {
+    let failure = match crate::huge::within_call(|| catch_unwind(AssertUnwindSafe(f))) {
         Ok(Ok(())) => return DRUM_OK,
         Ok(Err(e)) => e,
         Err(p) => Failure::Panic(panic_message(p)),

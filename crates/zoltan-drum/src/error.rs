@@ -130,7 +130,7 @@ pub(crate) fn zoltan_guard(
     function: &str,
     f: impl FnOnce() -> Result<Done, Error>,
 ) -> c_int {
-    let result = match catch_unwind(AssertUnwindSafe(f)) {
+    let result = match crate::huge::within_call(|| catch_unwind(AssertUnwindSafe(f))) {
         Ok(r) => r,
         Err(payload) => Err(Error::Panic(part_api::panic_message(payload))),
     };

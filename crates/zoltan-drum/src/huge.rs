@@ -16,8 +16,15 @@
 //! large buffers are mapped with `mmap` and given back with `munmap`), and [`c_alloc`], for
 //! the arrays handed to C, which the application frees with `free` (they come from
 //! `posix_memalign`).
+//!
+//! Within an entry point ([`within_call`]) a large buffer freed is kept, its pages already
+//! faulted, for the next large allocation of the call (the coordinates, dropped once
+//! partitioned, hold the import messages): at most [`KEPT`] mappings of [`KEPT_BYTES`] in all,
+//! given back when the entry point returns, so nothing is held between calls.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A huge page.
 const HUGE: usize = 2 << 20;
@@ -83,19 +90,131 @@ fn map(len: usize) -> *mut u8 {
     q
 }
 
+/// The most freed mappings kept within a call.
+const KEPT: usize = 8;
+/// The most bytes kept within a call.
+const KEPT_BYTES: usize = 256 << 20;
+
+/// Large mappings freed within calls, kept for reuse.
+struct Kept {
+    /// Entry points running now: freed mappings are kept only while one is.
+    active: AtomicUsize,
+    /// `(address, length)` of each (length 0: a free slot).
+    maps: Mutex<[(usize, usize); KEPT]>,
+}
+
+/// The mappings this library's allocator keeps.
+static KEPT_MAPS: Kept = Kept::new();
+
+impl Kept {
+    const fn new() -> Kept {
+        Kept {
+            active: AtomicUsize::new(0),
+            maps: Mutex::new([(0, 0); KEPT]),
+        }
+    }
+
+    /// The kept mappings (nothing panics while they are locked; a poisoned lock is still
+    /// sound).
+    fn maps(&self) -> std::sync::MutexGuard<'_, [(usize, usize); KEPT]> {
+        self.maps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` as one call: mappings freed meanwhile serve later allocations, and those
+    /// still kept when the last call running returns are unmapped.
+    fn within<R>(&self, f: impl FnOnce() -> R) -> R {
+        /// Leaves the call, on return and on unwinding alike.
+        struct Leave<'k>(&'k Kept);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                if self.0.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    self.0.trim();
+                }
+            }
+        }
+        self.active.fetch_add(1, Ordering::SeqCst);
+        let _leave = Leave(self);
+        f()
+    }
+
+    /// Unmaps every kept mapping.
+    fn trim(&self) {
+        let kept = std::mem::replace(&mut *self.maps(), [(0, 0); KEPT]);
+        for (p, len) in kept {
+            if len > 0 {
+                // SAFETY: a kept mapping is owned by the cache alone, just taken out of it.
+                unsafe { libc::munmap(p as *mut libc::c_void, len) };
+            }
+        }
+    }
+
+    /// A kept mapping of at least `len` bytes (the smallest), cut to `len` (the rest stays
+    /// kept); NULL when none is.
+    fn reuse(&self, len: usize) -> *mut u8 {
+        let mut kept = self.maps();
+        let best = (kept.iter_mut()).filter(|m| m.1 >= len).min_by_key(|m| m.1);
+        match best {
+            Some(m) => {
+                let p = m.0;
+                *m = if m.1 > len {
+                    (p + len, m.1 - len)
+                } else {
+                    (0, 0)
+                };
+                p as *mut u8
+            }
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    /// Keeps the mapping of `len` bytes at `p`, being freed, when a call is running and
+    /// there is room; else unmaps it.
+    ///
+    /// # Safety
+    /// `p..p + len` is a mapping of this library that nothing refers to any more.
+    unsafe fn give_back(&self, p: *mut u8, len: usize) {
+        if self.active.load(Ordering::SeqCst) > 0 {
+            let mut kept = self.maps();
+            let bytes: usize = kept.iter().map(|m| m.1).sum();
+            if bytes + len <= KEPT_BYTES
+                && let Some(slot) = kept.iter_mut().find(|m| m.1 == 0)
+            {
+                *slot = (p as usize, len);
+                return;
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { libc::munmap(p.cast(), len) };
+    }
+}
+
+/// Runs `f`, one entry point of the library, as one call of [`HugeAlloc`]'s: large buffers
+/// freed meanwhile serve its later allocations; none is kept once no entry point runs.
+pub(crate) fn within_call<R>(f: impl FnOnce() -> R) -> R {
+    KEPT_MAPS.within(f)
+}
+
 /// The global allocator of this library: [`System`], except that allocations of at least
-/// [`MIN_BYTES`] are fresh mappings on huge pages (zeroed by the kernel, so `alloc_zeroed`
+/// [`MIN_BYTES`] are on whole huge pages: a mapping freed earlier in the same call (zeroed
+/// again for `alloc_zeroed`), else a fresh one (zeroed by the kernel, so `alloc_zeroed`
 /// writes nothing).
 #[derive(Debug)]
 pub(crate) struct HugeAlloc;
 
 // SAFETY: small layouts go to `System` unchanged; a big one gets a mapping of at least its
 // size, aligned to 2 MiB (≥ its alignment), given back by `dealloc` with the same rounded
-// length: the decision depends on the layout alone, which `dealloc` receives unchanged.
+// length: the decision depends on the layout alone, which `dealloc` receives unchanged. A kept
+// mapping is owned by the cache alone until `reuse` hands it (or its first `len` bytes, a
+// multiple of 2 MiB, so the rest stays aligned) to one allocation.
 unsafe impl GlobalAlloc for HugeAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match rounded(layout.size()) {
-            Some(len) if is_big(layout) => map(len),
+            Some(len) if is_big(layout) => {
+                let p = KEPT_MAPS.reuse(len);
+                if p.is_null() { map(len) } else { p }
+            }
             // SAFETY: forwarded with the caller's layout.
             _ => unsafe { System.alloc(layout) },
         }
@@ -103,7 +222,15 @@ unsafe impl GlobalAlloc for HugeAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         match rounded(layout.size()) {
-            Some(len) if is_big(layout) => map(len),
+            Some(len) if is_big(layout) => {
+                let p = KEPT_MAPS.reuse(len);
+                if p.is_null() {
+                    return map(len);
+                }
+                // SAFETY: `len >= layout.size()` bytes from `p` are this allocation's.
+                unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
+                p
+            }
             // SAFETY: forwarded with the caller's layout.
             _ => unsafe { System.alloc_zeroed(layout) },
         }
@@ -111,10 +238,9 @@ unsafe impl GlobalAlloc for HugeAlloc {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         match rounded(layout.size()) {
-            // SAFETY: `ptr` is the start of a mapping of `len` bytes made by `alloc`.
-            Some(len) if is_big(layout) => unsafe {
-                libc::munmap(ptr.cast(), len);
-            },
+            // SAFETY: `ptr` is the start of a mapping of `len` bytes made by `alloc`, which
+            // the caller gives up.
+            Some(len) if is_big(layout) => unsafe { KEPT_MAPS.give_back(ptr, len) },
             // SAFETY: `ptr` came from `System` with this layout.
             _ => unsafe { System.dealloc(ptr, layout) },
         }
@@ -207,6 +333,39 @@ mod tests {
                 a.dealloc(q, Layout::from_size_align(to, 8).unwrap());
             }
         }
+    }
+
+    #[test]
+    fn a_call_reuses_its_freed_mappings_and_keeps_none_after() {
+        let kept = Kept::new();
+        let p = map(6 << 20);
+        assert!(!p.is_null());
+        // SAFETY: the mapping is written within its length, then given up to the cache, whose
+        // pieces are handed out once each.
+        let (q, r, s) = kept.within(|| unsafe {
+            std::ptr::write_bytes(p, 7, 6 << 20);
+            kept.give_back(p, 6 << 20);
+            let q = kept.reuse(HUGE);
+            let r = kept.reuse(2 * HUGE);
+            let s = kept.reuse(HUGE);
+            // The pages as written: reused, not fresh.
+            assert_eq!((*q, *r.add(2 * HUGE - 1)), (7, 7));
+            kept.give_back(q, HUGE);
+            kept.give_back(r, 2 * HUGE);
+            (q as usize, r as usize, s)
+        });
+        // The first 2 MiB of the kept 6 MiB, then the next 4 MiB.
+        assert_eq!((q, r), (p as usize, p as usize + HUGE));
+        assert!(s.is_null(), "nothing left to reuse");
+        assert!(
+            kept.maps().iter().all(|m| m.1 == 0),
+            "nothing kept after the call"
+        );
+        // Outside a call nothing is kept.
+        let t = map(HUGE);
+        // SAFETY: a fresh mapping, given up.
+        unsafe { kept.give_back(t, HUGE) };
+        assert!(kept.reuse(HUGE).is_null());
     }
 
     #[test]

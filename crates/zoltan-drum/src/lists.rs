@@ -85,14 +85,6 @@ impl<T: Copy> CBuf<MaybeUninit<T>> {
     }
 }
 
-/// `seg` zeroed and then seen as initialised values, for decoders that write into
-/// initialised slices only (all-zero bits are a valid value of the integer types used here).
-fn zeroed_in<T: Copy + Default>(seg: &mut [MaybeUninit<T>]) -> &mut [T] {
-    seg.fill(MaybeUninit::new(T::default()));
-    // SAFETY: every value of `seg` was just written.
-    unsafe { seg.assume_init_mut() }
-}
-
 impl<T: Copy> std::ops::Deref for CBuf<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
@@ -220,18 +212,21 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
     let mut j = 0;
     if identity && !a.stay && !all && gid == 1 && lid == 1 {
         // The common case in one tight pass: an object moves when its part is not this
-        // process, and its part is its process.
+        // process, and its part is its process. Branch-free (movers and stayers interleave
+        // at random): each object is written at the next free entry, which only a mover
+        // keeps; once the `n` movers are written, the rest stay.
         let (eg, el) = (&mut *l.gids, &mut *l.lids);
         let (ep, et) = (&mut *l.procs, &mut *l.parts);
         for (i, &p) in parts.iter().enumerate() {
-            if p as usize != me {
-                let p = int(p as usize);
-                eg[j].write(gids[i]);
-                el[j].write(lids[i]);
-                ep[j].write(p);
-                et[j].write(p);
-                j += 1;
+            if j == n {
+                break;
             }
+            let q = p as c_int;
+            eg[j].write(gids[i]);
+            el[j].write(lids[i]);
+            ep[j].write(q);
+            et[j].write(q);
+            j += usize::from(p as usize != me);
         }
     } else {
         for i in (0..a.objects.n).filter(|&i| listed(i)) {
@@ -265,31 +260,52 @@ fn exports(a: &Assignment, gid: usize, lid: usize, all: bool) -> Result<List, Er
 pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Result<List, Error> {
     let size = comm.size();
     let order = by_destination(ex, size)?;
-    let mut byte_counts = vec![0usize; size];
-    let mut w = Writer::with_capacity(size + ex.len() * 4 * (gid + lid + 1));
+    // Whether each message carries its parts, and the bytes of each.
+    let with_parts: Vec<bool> = (order.groups().enumerate())
+        .map(|(d, mine)| match mine {
+            // One comparison per entry (no early exit, so that it vectorises).
+            Group::Range(r) => (ex.parts[r].iter()).fold(false, |a, &p| a | (p as usize != d)),
+            Group::Picked(_) => mine.clone().any(|i| ex.parts[i] as usize != d),
+        })
+        .collect();
+    let byte_counts: Vec<usize> = (order.groups().zip(&with_parts))
+        .map(|(mine, &p)| match mine.count_left() {
+            0 => 0,
+            k => 1 + 4 * k * (gid + lid + usize::from(p)),
+        })
+        .collect();
+    let mut w = Writer::with_capacity(byte_counts.iter().sum());
     for (d, mine) in order.groups().enumerate() {
         if mine.count_left() == 0 {
             continue;
         }
         let before = w.len();
-        let parts = mine.clone().any(|i| ex.parts[i] as usize != d);
+        let parts = with_parts[d];
         w.u8(u8::from(parts));
-        for i in mine.clone() {
-            for &x in &ex.gids[i * gid..][..gid] {
-                w.u32(x);
+        match &mine {
+            // Consecutive entries: their words in three copies.
+            Group::Range(r) => {
+                w.scalars(&ex.gids[r.start * gid..r.end * gid]);
+                w.scalars(&ex.lids[r.start * lid..r.end * lid]);
+                if parts {
+                    w.scalars(&ex.parts[r.clone()]);
+                }
+            }
+            Group::Picked(_) => {
+                for i in mine.clone() {
+                    w.scalars(&ex.gids[i * gid..][..gid]);
+                }
+                for i in mine.clone() {
+                    w.scalars(&ex.lids[i * lid..][..lid]);
+                }
+                if parts {
+                    for i in mine {
+                        w.i32(ex.parts[i]);
+                    }
+                }
             }
         }
-        for i in mine.clone() {
-            for &x in &ex.lids[i * lid..][..lid] {
-                w.u32(x);
-            }
-        }
-        if parts {
-            for i in mine {
-                w.i32(ex.parts[i]);
-            }
-        }
-        byte_counts[d] = w.len() - before;
+        debug_assert_eq!(byte_counts[d], w.len() - before, "message {d}: its bytes");
     }
     drop(order);
     let got = comm.alltoallv_bytes(w.as_bytes(), &byte_counts)?;
@@ -311,8 +327,8 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
     let total = shape.iter().map(|s| s.1).sum();
     let mut im = Filling::new(total, gid, lid)?;
     let me = int(comm.rank());
-    // The messages fill consecutive entries j..j + k, all four arrays of each (the decoders
-    // write initialised slices, so their segments are zeroed just before, while in cache).
+    // The messages fill consecutive entries j..j + k, all four arrays of each (decoded
+    // straight into the values not written yet).
     let mut j = 0;
     for (src, piece) in got.iter().enumerate() {
         let (parts, k) = shape[src];
@@ -326,10 +342,10 @@ pub(crate) fn invert(comm: &MpiComm, ex: &List, gid: usize, lid: usize) -> Resul
                 &mut im.gids[j * gid..][..k * gid],
                 &mut im.lids[j * lid..][..k * lid],
             );
-            u32::copy_from_bytes(r.bytes(4 * k * gid)?, zeroed_in(g));
-            u32::copy_from_bytes(r.bytes(4 * k * lid)?, zeroed_in(l));
+            u32::decode_uninit(r.bytes(4 * k * gid)?, g);
+            u32::decode_uninit(r.bytes(4 * k * lid)?, l);
             if parts {
-                i32::copy_from_bytes(r.bytes(4 * k)?, zeroed_in(&mut im.parts[j..j + k]));
+                i32::decode_uninit(r.bytes(4 * k)?, &mut im.parts[j..j + k]);
             } else {
                 im.parts[j..j + k].fill(MaybeUninit::new(me));
             }
@@ -395,10 +411,23 @@ impl ByDestination {
     }
 }
 
-/// Groups the export list `ex` by destination (its processes checked against `size`).
+/// Groups the export list `ex` by destination (its processes checked against `size`). Non-
+/// decreasing processes in range (one destination, say) are grouped in place, each group's
+/// start found by a binary search; else by a counting sort.
 fn by_destination(ex: &List, size: usize) -> Result<ByDestination, Error> {
+    let procs = &*ex.procs;
+    // One comparison per entry (no early exit, so that it vectorises).
+    let sorted = procs.windows(2).fold(true, |s, w| s & (w[0] <= w[1]));
+    let in_range =
+        |p: Option<&c_int>| p.is_none_or(|&p| usize::try_from(p).is_ok_and(|p| p < size));
+    if sorted && in_range(procs.first()) && in_range(procs.last()) {
+        let start = (0..=size)
+            .map(|d| procs.partition_point(|&p| (p as usize) < d))
+            .collect();
+        return Ok(ByDestination::InPlace(start));
+    }
     let mut start = vec![0usize; size + 1];
-    for (i, &p) in ex.procs.iter().enumerate() {
+    for (i, &p) in procs.iter().enumerate() {
         let dest = usize::try_from(p)
             .ok()
             .filter(|&d| d < size)
@@ -407,9 +436,6 @@ fn by_destination(ex: &List, size: usize) -> Result<ByDestination, Error> {
     }
     for d in 0..size {
         start[d + 1] += start[d];
-    }
-    if ex.procs.windows(2).all(|w| w[0] <= w[1]) {
-        return Ok(ByDestination::InPlace(start));
     }
     let mut at = start.clone();
     let mut order = vec![0u32; ex.len()];

@@ -11,12 +11,12 @@
 //! orders like the serial run's position in the union. Hence the cuts, the ties and every
 //! object's part equal the serial run's for any number of ranks and any spread of the objects.
 
-use super::select::{before, wt};
+use super::select::before;
 use super::{
     AxisKey, Bisection, Bisector, Cut, Dot, Goal, InertialKey, Key, LowSide, Method, MomentSums,
-    Plane, Stats, inertial_from, low_goal, moment_sums,
+    Plane, Stats, inertial_from, low_goal, moment_sums_of,
 };
-use crate::input::{Input, check_points, exponent, fractions, pow2};
+use crate::input::{Bounds, Input, check_points_bounded, exponent, fractions, pow2};
 use crate::{Error, Par};
 use comm::{Comm, ReduceOp};
 use part_api::Points;
@@ -31,15 +31,114 @@ fn ord(x: f64) -> u64 {
     if b >> 63 == 1 { !b } else { b | 1 << 63 }
 }
 
-/// Component `j` of the order of a dot with key `k` and global id `g`.
+/// Component `j` of the order of an object at `x` with key `k` and global id `g()`.
 #[inline(always)]
-fn component<const D: usize>(d: &Dot<D>, k: f64, g: u64, j: usize) -> u64 {
+fn component<const D: usize>(x: &[f64; D], k: f64, g: impl FnOnce() -> u64, j: usize) -> u64 {
     if j == 0 {
         ord(k)
     } else if j <= D {
-        ord(d.x[j - 1])
+        ord(x[j - 1])
     } else {
-        g
+        g()
+    }
+}
+
+/// The local objects of a distributed bisection, read where the caller holds them (nothing
+/// is copied): `D` coordinates each, read as [`Dot::of`] reads them (`-0.0` as `0.0`), and
+/// the integer weights.
+#[derive(Clone, Copy)]
+struct Objects<'a, const D: usize> {
+    xs: &'a [[f64; D]],
+    /// Each object's integer weight ([`Input::quantize`]); `None`: every object weighs 1.
+    w: Option<&'a [u32]>,
+}
+
+impl<const D: usize> Objects<'_, D> {
+    /// The coordinates of object `i`.
+    #[inline(always)]
+    fn x(&self, i: usize) -> [f64; D] {
+        self.xs[i].map(|c| c + 0.0)
+    }
+
+    /// The key of object `i`.
+    #[inline(always)]
+    fn key(&self, key: &impl Key<D>, i: usize) -> f64 {
+        key.key(&self.x(i))
+    }
+
+    /// The integer weight of object `i`.
+    #[inline(always)]
+    fn w(&self, i: usize) -> u64 {
+        self.w.map_or(1, |w| u64::from(w[i]))
+    }
+}
+
+/// The local objects of a segment of the recursion: all of them (the root's, which no cut
+/// has rearranged), or those listed by index.
+enum Sel<'s> {
+    All(usize),
+    Listed(&'s mut [u32]),
+}
+
+impl Sel<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Sel::All(n) => *n,
+            Sel::Listed(s) => s.len(),
+        }
+    }
+
+    /// Calls `f(j, i)` for each object `i` of the segment, `j` being its place in it (`f`
+    /// called from one place, so that it is inlined into the loop).
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(usize, usize)) {
+        let list = match self {
+            Sel::All(_) => None,
+            Sel::Listed(s) => Some(&**s),
+        };
+        for j in 0..self.len() {
+            f(j, list.map_or(j, |s| s[j] as usize));
+        }
+    }
+
+    /// The object in place `j`.
+    #[inline(always)]
+    fn at(&self, j: usize) -> usize {
+        match self {
+            Sel::All(_) => j,
+            Sel::Listed(s) => s[j] as usize,
+        }
+    }
+
+    /// The low objects (`low`, by place) and the high ones, as two lists: at the root a new
+    /// index array written into `listed`, low objects first, each side in index order; else
+    /// this list, rearranged in place.
+    fn split<'s>(self, low: &[bool], listed: &'s mut Vec<u32>) -> (Sel<'s>, Sel<'s>)
+    where
+        Self: 's,
+    {
+        let nl = low.iter().filter(|&&l| l).count();
+        let s: &'s mut [u32] = match self {
+            Sel::All(n) => {
+                let mut v = Vec::with_capacity(n);
+                v.extend((0..n as u32).filter(|&i| low[i as usize]));
+                v.extend((0..n as u32).filter(|&i| !low[i as usize]));
+                *listed = v;
+                listed
+            }
+            Sel::Listed(s) => {
+                let mut at = 0;
+                for j in 0..s.len() {
+                    if low[j] {
+                        s.swap(j, at);
+                        at += 1;
+                    }
+                }
+                s
+            }
+        };
+        let (a, b) = s.split_at_mut(nl);
+        (Sel::Listed(a), Sel::Listed(b))
     }
 }
 
@@ -53,11 +152,11 @@ struct Pivot<const D: usize> {
 }
 
 impl<const D: usize> Pivot<D> {
-    /// Whether dot `d` (key `k`, id `g`) precedes the pivot in the order.
+    /// Whether the object at `x` (key `k`, global id `g`) precedes the pivot in the order.
     #[inline(always)]
-    fn after(&self, d: &Dot<D>, k: f64, g: u64) -> bool {
+    fn after(&self, x: &[f64; D], k: f64, g: u64) -> bool {
         // `before` compares ids as u32; compare the full global ids here.
-        let a = Dot { id: 0, ..*d };
+        let a = Dot { x: *x, w: 0, id: 0 };
         let b = Dot {
             x: self.x,
             w: 0,
@@ -86,21 +185,26 @@ struct Boundary<const D: usize> {
 }
 
 impl<const D: usize> Boundary<D> {
-    /// Whether dot `d` (key `k`, global id `g`) is on the low side. A key other than the
-    /// pivot's decides alone (the order's first component), without a branch on it.
+    /// Whether the object at `x` (key `k`, global id `g()`) is on the low side. A key other
+    /// than the pivot's decides alone (the order's first component), without a branch on it.
     #[inline(always)]
-    fn holds(&self, d: &Dot<D>, k: f64, g: u64) -> bool {
+    fn holds(&self, x: &[f64; D], k: f64, g: impl FnOnce() -> u64) -> bool {
         match self.pivot {
             None => self.all,
-            Some((pv, take)) => {
-                (k < pv.k) | (k == pv.k && (pv.after(d, k, g) || (take && g == pv.g)))
-            }
+            Some((pv, take)) => (k < pv.k) | (k == pv.k && on_pivot_key(pv, take, x, k, g())),
         }
     }
 }
 
-/// The global id of each local object, by its local index ([`Dot::id`]): its place in the
-/// order of the union, the last component of the order.
+/// [`Boundary::holds`] for an object with the pivot's key (rare, so out of the loops).
+#[cold]
+#[inline(never)]
+fn on_pivot_key<const D: usize>(pv: Pivot<D>, take: bool, x: &[f64; D], k: f64, g: u64) -> bool {
+    pv.after(x, k, g) || (take && g == pv.g)
+}
+
+/// The global id of each local object, by its local index: its place in the order of the
+/// union, the last component of the order.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum GlobalIds<'a> {
     /// The ranks' objects taken in rank order: this rank's object `i` is `offset + i`.
@@ -110,12 +214,12 @@ pub(crate) enum GlobalIds<'a> {
 }
 
 impl GlobalIds<'_> {
-    /// The global id of the local object `id`.
+    /// The global id of the local object `i`.
     #[inline(always)]
-    fn of(self, id: u32) -> u64 {
+    fn of(self, i: usize) -> u64 {
         match self {
-            GlobalIds::Offset(o) => o + u64::from(id),
-            GlobalIds::Given(g) => g[id as usize],
+            GlobalIds::Offset(o) => o + i as u64,
+            GlobalIds::Given(g) => g[i],
         }
     }
 }
@@ -140,17 +244,22 @@ pub(crate) struct DistJob<'a, C: Comm> {
     pub(crate) ids: GlobalIds<'a>,
 }
 
-/// Global `(total weight, count, bounding box)` of the dots (the box's key range unset).
+/// Global `(total weight, count, bounding box)` of the objects whose local box is `bounds`
+/// (the box's key range 0 when there are objects).
 fn global_stats<const D: usize, C: Comm>(
     comm: &C,
-    v: &[Dot<D>],
-    unit: bool,
+    o: Objects<'_, D>,
+    bounds: &Bounds,
 ) -> Result<(u64, u64, Stats<D>), Error> {
-    let mut total = [0u64, v.len() as u64];
+    let n = o.xs.len();
+    let w =
+        o.w.map_or(n as u64, |w| w.iter().map(|&w| u64::from(w)).sum());
+    let mut total = [w, n as u64];
     let mut st = Stats::<D>::EMPTY;
-    for d in v {
-        total[0] += if unit { 1 } else { d.w as u64 };
-        st.add(d, 0.0);
+    if n > 0 {
+        st.lo.copy_from_slice(&bounds.0[..D]);
+        st.hi.copy_from_slice(&bounds.1[..D]);
+        (st.kmin, st.kmax) = (0.0, 0.0);
     }
     comm.allreduce_u64(ReduceOp::Sum, &mut total)?;
     let st = reduce_stats(comm, st)?;
@@ -210,10 +319,10 @@ fn reduce_moments<const D: usize, C: Comm>(
     Ok(out)
 }
 
-/// One segment of the distributed recursion: the local dots `v` of the set `set` that goes to
-/// the parts `p0..p0 + counts.len()`, at depth `depth`.
+/// One segment of the distributed recursion: the local objects `sel` of the set `set` that
+/// goes to the parts `p0..p0 + counts.len()`, at depth `depth`.
 struct Seg<'s, const D: usize> {
-    v: &'s mut [Dot<D>],
+    sel: Sel<'s>,
     counts: &'s mut [usize],
     p0: u32,
     set: Set<D>,
@@ -227,25 +336,27 @@ struct Out<'o> {
 }
 
 impl<C: Comm> DistJob<'_, C> {
-    /// Bisects the local dots `v` among all parts, collectively; writes each local object's
-    /// part into `parts` (by `Dot::id`) and returns the cuts and the global part counts.
-    pub(crate) fn run<const D: usize>(
+    /// Bisects the local objects `o` (bounding box `bounds`) among all parts, collectively;
+    /// writes each one's part into `parts` and returns the cuts and the global part counts.
+    fn run<const D: usize>(
         &self,
-        v: &mut [Dot<D>],
+        o: Objects<'_, D>,
+        bounds: &Bounds,
         parts: &mut [u32],
     ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
-        let (total, len, st) = global_stats(self.comm, v, self.input.unit)?;
+        let (total, len, st) = global_stats(self.comm, o, bounds)?;
         let k = self.input.fractions.len();
         let mut counts = vec![0usize; k];
         let mut cuts = Vec::new();
         let root = Seg {
-            v,
+            sel: Sel::All(o.xs.len()),
             counts: &mut counts,
             p0: 0,
             set: Set { len, total, st },
             depth: 0,
         };
         self.split(
+            o,
             root,
             &mut Out {
                 cuts: &mut cuts,
@@ -256,31 +367,38 @@ impl<C: Comm> DistJob<'_, C> {
     }
 
     /// The serial `Job::split`, collectively: appends the cuts of this subtree in preorder.
-    fn split<const D: usize>(&self, seg: Seg<'_, D>, out: &mut Out<'_>) -> Result<(), Error> {
+    fn split<const D: usize>(
+        &self,
+        o: Objects<'_, D>,
+        seg: Seg<'_, D>,
+        out: &mut Out<'_>,
+    ) -> Result<(), Error> {
         let st = seg.set.st;
         if seg.counts.len() == 1 {
             seg.counts[0] = seg.set.len as usize;
-            for d in seg.v.iter() {
-                out.parts[d.id as usize] = seg.p0;
-            }
+            seg.sel.each(|_, i| out.parts[i] = seg.p0);
             return Ok(());
         }
         match self.method {
             Method::Rcb => {
                 let axis = st.longest_axis();
-                self.cut(seg, out, Plane::Axis(axis), &AxisKey(axis))
+                self.cut(o, seg, out, Plane::Axis(axis), &AxisKey(axis))
             }
             Method::Rib => {
-                let v = &*seg.v;
+                let sel = &seg.sel;
                 // The local sums on the setting's pool (the communicator stays on this thread).
                 let par = self.par;
+                let at = |j: usize| {
+                    let i = sel.at(j);
+                    (o.x(i), o.w(i))
+                };
                 let sums = |u: bool| {
-                    let local = par.install(|| moment_sums(v, &st, u, par))?;
+                    let local = par.install(|| moment_sums_of(sel.len(), at, &st, u, par))?;
                     reduce_moments(self.comm, local)
                 };
                 let (plane, key): (Plane, InertialKey<D>) =
                     inertial_from(&st, self.input.unit, sums)?;
-                self.cut(seg, out, plane, &key)
+                self.cut(o, seg, out, plane, &key)
             }
         }
     }
@@ -289,13 +407,14 @@ impl<C: Comm> DistJob<'_, C> {
     /// further.
     fn cut<const D: usize, K: Key<D>>(
         &self,
+        o: Objects<'_, D>,
         seg: Seg<'_, D>,
         out: &mut Out<'_>,
         plane: Plane,
         key: &K,
     ) -> Result<(), Error> {
         let Seg {
-            v,
+            sel,
             counts,
             p0,
             set,
@@ -305,17 +424,17 @@ impl<C: Comm> DistJob<'_, C> {
         let k = counts.len();
         let half = k / 2;
         // The keys are computed where needed, never stored (as in the serial bisection).
-        let keys = |i: usize| key.key(&v[i].x);
         // RCB's key is a coordinate: its range over the set is the set's box.
         let range = match plane {
             Plane::Axis(a) => Some((set.st.lo[a], set.st.hi[a])),
             _ => None,
         };
-        let b = self.boundary(v, &keys, range, (p0, k), set)?;
+        let (b, near) = self.boundary(o, &sel, key, (range, out.parts), (p0, k), set)?;
         if k == 2 && !self.keep_ties {
-            return self.two_parts(v, counts, out, (plane, depth, key), (p0, set), &b);
+            let (o, at) = ((o, &sel), (p0, set));
+            return self.two_parts(o, counts, out, (plane, depth, key), at, (&b, near));
         }
-        let (m, p, low, [sl, sh]) = self.low_side(v, &keys, set, b)?;
+        let (m, p, low, [sl, sh]) = self.low_side(o, &sel, key, set, b)?;
         let side = LowSide {
             m,
             len,
@@ -324,7 +443,7 @@ impl<C: Comm> DistJob<'_, C> {
             low: &sl,
             high: &sh,
         };
-        let last_low = || self.last_low(v, &keys, |i| low[i]);
+        let last_low = || self.last_low(o, &sel, key, |j, _| low[j]);
         let (cut, [w_low, w_high]) = side.cut(self.input, (plane, depth), (p0, k), last_low)?;
         let mid = cut.high.start;
         if k == 2 {
@@ -332,23 +451,14 @@ impl<C: Comm> DistJob<'_, C> {
             // objects).
             counts[0] = m as usize;
             counts[1] = (len - m) as usize;
-            for (d, &l) in v.iter().zip(&low) {
-                out.parts[d.id as usize] = if l { p0 } else { mid };
-            }
+            sel.each(|j, i| out.parts[i] = if low[j] { p0 } else { mid });
             out.cuts.push(cut);
             return Ok(());
         }
 
-        // Low objects to the front.
-        let mut nl = 0;
-        for i in 0..v.len() {
-            if low[i] {
-                v.swap(i, nl);
-                nl += 1;
-            }
-        }
+        let mut listed = Vec::new();
+        let (vl, vh) = sel.split(&low, &mut listed);
         drop(low);
-        let (vl, vh) = v.split_at_mut(nl);
         let (cl, ch) = counts.split_at_mut(half);
         let at = out.cuts.len();
         out.cuts.push(cut);
@@ -356,7 +466,7 @@ impl<C: Comm> DistJob<'_, C> {
             out.cuts[at].children[0] = Some(out.cuts.len());
         }
         let low = Seg {
-            v: vl,
+            sel: vl,
             counts: cl,
             p0,
             set: Set {
@@ -366,12 +476,12 @@ impl<C: Comm> DistJob<'_, C> {
             },
             depth: depth + 1,
         };
-        self.split(low, out)?;
+        self.split(o, low, out)?;
         if k - half > 1 {
             out.cuts[at].children[1] = Some(out.cuts.len());
         }
         let high = Seg {
-            v: vh,
+            sel: vh,
             counts: ch,
             p0: mid,
             set: Set {
@@ -381,80 +491,113 @@ impl<C: Comm> DistJob<'_, C> {
             },
             depth: depth + 1,
         };
-        self.split(high, out)
+        self.split(o, high, out)
     }
 
-    /// The boundary of the low side of the local dots `v` (key of dot `i`: `keys(i)`) of the
-    /// set `set` of parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`,
-    /// nearest its goal ([`low_goal`], through [`DistJob::crossing`]).
+    /// The boundary of the low side of the local objects `sel` (keys by `key`) of the set
+    /// `set` of parts `p0..p0 + k`: the `m` first objects in the order, weighing `p`, nearest
+    /// its goal ([`low_goal`], through [`DistJob::crossing`]), and what the crossing search
+    /// leaves in `scratch` ([`Near`]).
     fn boundary<const D: usize>(
         &self,
-        v: &[Dot<D>],
-        keys: &impl Fn(usize) -> f64,
-        range: Option<(f64, f64)>,
+        o: Objects<'_, D>,
+        sel: &Sel<'_>,
+        key: &impl Key<D>,
+        (range, scratch): (Option<(f64, f64)>, &mut [u32]),
         (p0, k): (u32, usize),
         set: Set<D>,
-    ) -> Result<Boundary<D>, Error> {
+    ) -> Result<(Boundary<D>, Option<Near>), Error> {
         let (len, total) = (set.len, set.total);
         let unit = self.input.unit || total == 0;
         let (goal, sel_total) = low_goal(&self.input.fractions, p0, k, len, total, unit);
         Ok(match goal {
-            Goal::Nothing => Boundary {
-                m: 0,
-                p: 0,
-                tau: 0,
-                all: false,
-                pivot: None,
-            },
-            Goal::Everything => Boundary {
-                m: len,
-                p: sel_total,
-                tau: 0,
-                all: true,
-                pivot: None,
-            },
+            Goal::Nothing => (
+                Boundary {
+                    m: 0,
+                    p: 0,
+                    tau: 0,
+                    all: false,
+                    pivot: None,
+                },
+                None,
+            ),
+            Goal::Everything => (
+                Boundary {
+                    m: len,
+                    p: sel_total,
+                    tau: 0,
+                    all: true,
+                    pivot: None,
+                },
+                None,
+            ),
             Goal::Tau(tau) => {
-                let (below_n, below_w, pv) = self.crossing(v, keys, range, len, tau, unit)?;
+                let (crossing, near) =
+                    self.crossing((o, sel), key, (range, scratch), len, tau, unit)?;
+                let (below_n, below_w, pv) = crossing;
                 let take = below_w + pv.w - tau < tau - below_w;
                 let (m, p) = if take {
                     (below_n + 1, below_w + pv.w)
                 } else {
                     (below_n, below_w)
                 };
-                Boundary {
+                let b = Boundary {
                     m,
                     p,
                     tau,
                     all: false,
                     pivot: Some((pv, take)),
-                }
+                };
+                (b, near)
             }
         })
     }
 
-    /// A cut into two parts (`counts.len() == 2`) without `keep_ties`: one pass over the local
-    /// dots writes each object's part and the two keys the cut value needs (the low side's
-    /// largest, the high side's smallest; the sides' boxes would only serve further cuts),
-    /// then the cut as [`LowSide::cut`] places it.
+    /// A cut into two parts (`counts.len() == 2`) without `keep_ties`: each local object's
+    /// part and the two keys the cut value needs (the low side's largest, the high side's
+    /// smallest; the sides' boxes would only serve further cuts), then the cut as
+    /// [`LowSide::cut`] places it. With the first round's bins (`near`, [`Near`]) a bin
+    /// decides an object's side, and only the objects of the bins around the pivot's are
+    /// read; else one pass over every local object's coordinates.
     fn two_parts<const D: usize, K: Key<D>>(
         &self,
-        v: &[Dot<D>],
+        (o, sel): (Objects<'_, D>, &Sel<'_>),
         counts: &mut [usize],
         out: &mut Out<'_>,
         (plane, depth, key): (Plane, u32, &K),
         (p0, set): (u32, Set<D>),
-        b: &Boundary<D>,
+        (b, near): (&Boundary<D>, Option<Near>),
     ) -> Result<(), Error> {
         let ids = self.ids;
         let mid = p0 + 1;
         // [-(largest low key), smallest high key], reduced by one minimum.
         let mut r = [f64::INFINITY, f64::INFINITY];
-        for d in v {
-            let k = key.key(&d.x);
-            let low = b.holds(d, k, ids.of(d.id));
-            r[0] = if low && -k < r[0] { -k } else { r[0] };
-            r[1] = if !low && k < r[1] { k } else { r[1] };
-            out.parts[d.id as usize] = if low { p0 } else { mid };
+        let mut decide = |i: usize, parts: &mut [u32]| {
+            let x = o.x(i);
+            let k = key.key(&x);
+            let low = b.holds(&x, k, || ids.of(i));
+            // Branch-free: the sides interleave at random.
+            let (kl, kh) = if low {
+                (-k, f64::INFINITY)
+            } else {
+                (f64::INFINITY, k)
+            };
+            r[0] = if kl < r[0] { kl } else { r[0] };
+            r[1] = if kh < r[1] { kh } else { r[1] };
+            parts[i] = if low { p0 } else { mid };
+        };
+        match near {
+            Some(near) => {
+                // Below the pivot's bin every object is low, above it high; the largest low
+                // key and the smallest high one are in the bins listed, with every object of
+                // their keys (one key, one bin), in the order of `sel` as in the full pass.
+                let c = near.chosen;
+                sel.each(|_, i| out.parts[i] = if out.parts[i] < c { p0 } else { mid });
+                for &i in &near.objects {
+                    decide(i as usize, out.parts);
+                }
+            }
+            None => sel.each(|_, i| decide(i, out.parts)),
         }
         self.comm.allreduce_f64(ReduceOp::Min, &mut r)?;
         let sl = Stats::<D> {
@@ -474,8 +617,8 @@ impl<C: Comm> DistJob<'_, C> {
             high: &sh,
         };
         let last_low = || {
-            self.last_low(v, &|i| key.key(&v[i].x), |i| {
-                b.holds(&v[i], key.key(&v[i].x), ids.of(v[i].id))
+            self.last_low(o, sel, key, |_, i| {
+                b.holds(&o.x(i), o.key(key, i), || ids.of(i))
             })
         };
         let (cut, _) = side.cut(self.input, (plane, depth), (p0, 2), last_low)?;
@@ -485,35 +628,37 @@ impl<C: Comm> DistJob<'_, C> {
         Ok(())
     }
 
-    /// The low side of the local dots `v` (key of dot `i`: `keys(i)`) of the set `set` whose
-    /// boundary is `b` ([`DistJob::boundary`]); with `keep_ties`, every object with the key on
-    /// the cut then moves to the side that leaves the low weight nearer to the goal. Returns
-    /// `m`, `p`, which local dots are low, and both sides' global statistics.
+    /// The low side of the local objects `sel` (keys by `key`) of the set `set`
+    /// whose boundary is `b` ([`DistJob::boundary`]); with `keep_ties`, every object with the
+    /// key on the cut then moves to the side that leaves the low weight nearer to the goal.
+    /// Returns `m`, `p`, which local objects are low (by place in `sel`), and both sides'
+    /// global statistics.
     fn low_side<const D: usize>(
         &self,
-        v: &[Dot<D>],
-        keys: &impl Fn(usize) -> f64,
+        o: Objects<'_, D>,
+        sel: &Sel<'_>,
+        key: &impl Key<D>,
         set: Set<D>,
         b: Boundary<D>,
     ) -> Result<(u64, u64, Vec<bool>, [Stats<D>; 2]), Error> {
         let (comm, ids) = (self.comm, self.ids);
         let len = set.len;
         let unit = self.input.unit || set.total == 0;
-        let w_of = |d: &Dot<D>| if unit { 1 } else { wt::<D, false>(d) };
+        let w_of = |i: usize| if unit { 1 } else { o.w(i) };
         let (mut m, mut p, tau) = (b.m, b.p, b.tau);
-        let low_of = |i: usize| b.holds(&v[i], keys(i), ids.of(v[i].id));
         // The sides and their statistics in one pass.
-        let mut low: Vec<bool> = Vec::with_capacity(v.len());
+        let mut low: Vec<bool> = Vec::with_capacity(sel.len());
         let (mut l, mut h) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
-        for (i, d) in v.iter().enumerate() {
-            let is_low = low_of(i);
+        sel.each(|_, i| {
+            let (x, k) = (o.x(i), o.key(key, i));
+            let is_low = b.holds(&x, k, || ids.of(i));
             low.push(is_low);
             if is_low {
-                l.add(d, keys(i));
+                l.add_x(&x, k);
             } else {
-                h.add(d, keys(i));
+                h.add_x(&x, k);
             }
-        }
+        });
         let (mut sl, mut sh) = (reduce_stats(comm, l)?, reduce_stats(comm, h)?);
 
         if self.keep_ties && m > 0 && m < len && sl.kmax >= sh.kmin {
@@ -521,52 +666,61 @@ impl<C: Comm> DistJob<'_, C> {
             // weight nearer to tau.
             let kv = sl.kmax;
             let mut t = [0u64; 4];
-            for (i, d) in v.iter().enumerate() {
-                if keys(i) == kv {
-                    let s = if low[i] { 0 } else { 2 };
+            sel.each(|j, i| {
+                if o.key(key, i) == kv {
+                    let s = if low[j] { 0 } else { 2 };
                     t[s] += 1;
-                    t[s + 1] += w_of(d);
+                    t[s + 1] += w_of(i);
                 }
-            }
+            });
             comm.allreduce_u64(ReduceOp::Sum, &mut t)?;
             let [na, wa, nb, wb] = t;
             let (p_up, p_down) = (p + wb, p - wa);
             let up = p_up.abs_diff(tau) < p_down.abs_diff(tau);
-            for (i, l) in low.iter_mut().enumerate() {
-                if keys(i) == kv {
-                    *l = up;
+            sel.each(|j, i| {
+                if o.key(key, i) == kv {
+                    low[j] = up;
                 }
-            }
+            });
             (m, p) = if up { (m + nb, p_up) } else { (m - na, p_down) };
-            (sl, sh) = side_stats(comm, v, keys, &low)?;
+            (sl, sh) = side_stats(comm, o, sel, key, &low)?;
         }
         Ok((m, p, low, [sl, sh]))
     }
 
     /// The crossing object of target `tau`: the first object `e` in the order with
     /// `W(objects up to e) >= tau`. Returns the number and weight of the objects before it,
-    /// and the object. Requires `0 < tau <= total weight`.
+    /// and the object; and when the first round binned the key, its bins (left in `scratch`,
+    /// by index) and the objects near the pivot's ([`Near`]). Requires
+    /// `0 < tau <= total weight`.
+    #[expect(
+        clippy::type_complexity,
+        reason = "the crossing and what its first round left"
+    )]
     fn crossing<const D: usize>(
         &self,
-        v: &[Dot<D>],
-        keys: &impl Fn(usize) -> f64,
-        range: Option<(f64, f64)>,
+        (o, sel): (Objects<'_, D>, &Sel<'_>),
+        key: &impl Key<D>,
+        (range, scratch): (Option<(f64, f64)>, &mut [u32]),
         len: u64,
         tau: u64,
         unit: bool,
-    ) -> Result<(u64, u64, Pivot<D>), Error> {
+    ) -> Result<((u64, u64, Pivot<D>), Option<Near>), Error> {
         let comm = self.comm;
-        let w_of = |i: usize| if unit { 1 } else { v[i].w as u64 };
-        // The candidates: every local object until the first round narrows them.
+        // The candidates (by index): every local object until the first round narrows them.
         let mut cand: Option<Vec<u32>> = None;
         let (mut below_n, mut below_w) = (0u64, 0u64);
         let mut j = 0usize;
         let mut count = len;
-        let ids = self.ids;
-        let comp = |i: usize, j: usize| component(&v[i], keys(i), ids.of(v[i].id), j);
+        let order = Order {
+            o,
+            key: *key,
+            ids: self.ids,
+        };
         let mut hist: Vec<u64> = Vec::new();
-        // Each object's bin in the first round.
-        let mut bins: Vec<u16> = Vec::new();
+        // The first round's local counts per bin (its bins are in `scratch`).
+        let mut local: Vec<u32> = Vec::new();
+        let mut near = None;
         // The range of the first component (the key) over all objects, when known.
         let mut known = range.map(|(lo, hi)| [ord(lo), !ord(hi)]);
         while count > 1 {
@@ -574,8 +728,8 @@ impl<C: Comm> DistJob<'_, C> {
             if let Some(k) = known.take() {
                 r = k;
             } else {
-                each(cand.as_deref(), v.len(), |i| {
-                    let c = comp(i, j);
+                each(cand.as_deref(), sel, |i| {
+                    let c = order.comp(i, j);
                     r[0] = r[0].min(c);
                     r[1] = r[1].min(!c);
                 });
@@ -593,13 +747,13 @@ impl<C: Comm> DistJob<'_, C> {
             let nb = ((span >> shift) + 1) as usize;
             hist.clear();
             hist.resize(2 * nb, 0);
-            let bin = |i: usize| ((comp(i, j) - lo) >> shift) as usize;
+            let round = Round { j, lo, shift };
             fill_hist(
-                (cand.as_deref(), v.len()),
+                (cand.as_deref(), sel),
                 unit,
-                (&bin, &w_of),
+                (&order, round),
                 &mut hist,
-                &mut bins,
+                (scratch, &mut local),
             );
             comm.allreduce_u64(ReduceOp::Sum, &mut hist)?;
             let mut chosen = nb - 1;
@@ -615,12 +769,14 @@ impl<C: Comm> DistJob<'_, C> {
             below_w = acc;
             count = hist[nb + chosen];
             cand = Some(match cand {
-                None => (0..v.len() as u32)
-                    .zip(std::mem::take(&mut bins))
-                    .filter_map(|(i, b)| (b as usize == chosen).then_some(i))
-                    .collect(),
+                None => {
+                    let (c, n) = Near::pick(sel, scratch, &local, chosen);
+                    // The key's bins only (the first component): they order the sides.
+                    near = (j == 0).then_some(n);
+                    c
+                }
                 Some(mut c) => {
-                    c.retain(|&i| bin(i as usize) == chosen);
+                    c.retain(|&i| round.bin(&order, i as usize) == chosen);
                     c
                 }
             });
@@ -628,17 +784,18 @@ impl<C: Comm> DistJob<'_, C> {
         // One candidate left on one rank: everybody learns it.
         let mut rec = vec![0u64; D + 4];
         let first = match &cand {
-            None => (!v.is_empty()).then_some(0),
+            None => (sel.len() > 0).then(|| sel.at(0)),
             Some(c) => c.first().map(|&i| i as usize),
         };
         if let Some(i) = first {
             rec[0] = 1;
-            rec[1] = keys(i).to_bits();
+            rec[1] = o.key(key, i).to_bits();
+            let x = o.x(i);
             for a in 0..D {
-                rec[2 + a] = v[i].x[a].to_bits();
+                rec[2 + a] = x[a].to_bits();
             }
-            rec[2 + D] = ids.of(v[i].id);
-            rec[3 + D] = w_of(i);
+            rec[2 + D] = order.ids.of(i);
+            rec[3 + D] = order.w(i, unit);
         }
         comm.allreduce_u64(ReduceOp::Max, &mut rec)?;
         assert_eq!(rec[0], 1, "the crossing object was lost");
@@ -646,54 +803,57 @@ impl<C: Comm> DistJob<'_, C> {
         for a in 0..D {
             x[a] = f64::from_bits(rec[2 + a]);
         }
-        Ok((
-            below_n,
-            below_w,
-            Pivot {
-                k: f64::from_bits(rec[1]),
-                x,
-                g: rec[2 + D],
-                w: rec[3 + D],
-            },
-        ))
+        let pv = Pivot {
+            k: f64::from_bits(rec[1]),
+            x,
+            g: rec[2 + D],
+            w: rec[3 + D],
+        };
+        Ok(((below_n, below_w, pv), near))
     }
 
-    /// Coordinates (padded to 3) of the last low-side object in the order.
+    /// Coordinates (padded to 3) of the last low-side object in the order (object `i` in place
+    /// `j` of `sel` is low when `low(j, i)`).
     fn last_low<const D: usize>(
         &self,
-        v: &[Dot<D>],
-        keys: &impl Fn(usize) -> f64,
-        low: impl Fn(usize) -> bool,
+        o: Objects<'_, D>,
+        sel: &Sel<'_>,
+        key: &impl Key<D>,
+        low: impl Fn(usize, usize) -> bool,
     ) -> Result<[f64; 3], Error> {
         // The local last one, as (present, order components, coordinates).
         let width = 2 * D + 3;
-        let g = |i: usize| self.ids.of(v[i].id);
+        let g = |i: usize| self.ids.of(i);
         let mut best: Option<usize> = None;
-        for i in (0..v.len()).filter(|&i| low(i)) {
+        sel.each(|j, i| {
+            if !low(j, i) {
+                return;
+            }
             best = match best {
                 Some(b)
                     if !Pivot {
-                        k: keys(b),
-                        x: v[b].x,
+                        k: o.key(key, b),
+                        x: o.x(b),
                         g: g(b),
                         w: 0,
                     }
-                    .after(&v[i], keys(i), g(i)) =>
+                    .after(&o.x(i), o.key(key, i), g(i)) =>
                 {
                     Some(i)
                 }
                 Some(b) => Some(b),
                 None => Some(i),
             };
-        }
+        });
         let mut mine = vec![0u64; width];
         if let Some(b) = best {
             mine[0] = 1;
+            let x = o.x(b);
             for j in 0..D + 2 {
-                mine[1 + j] = component(&v[b], keys(b), g(b), j);
+                mine[1 + j] = component(&x, o.key(key, b), || g(b), j);
             }
             for a in 0..D {
-                mine[D + 3 + a] = v[b].x[a].to_bits();
+                mine[D + 3 + a] = x[a].to_bits();
             }
         }
         let mut all = vec![0u64; width * self.comm.size()];
@@ -711,33 +871,101 @@ impl<C: Comm> DistJob<'_, C> {
     }
 }
 
+/// The components of the order of the local objects, by index: the key `key`, the
+/// coordinates, the global id.
+struct Order<'a, const D: usize, K> {
+    o: Objects<'a, D>,
+    key: K,
+    ids: GlobalIds<'a>,
+}
+
+impl<const D: usize, K: Key<D>> Order<'_, D, K> {
+    /// Component `j` of object `i`.
+    #[inline(always)]
+    fn comp(&self, i: usize, j: usize) -> u64 {
+        let x = self.o.x(i);
+        component(&x, self.key.key(&x), || self.ids.of(i), j)
+    }
+
+    /// Object `i`'s weight as the selection counts it (1 with `unit`).
+    #[inline(always)]
+    fn w(&self, i: usize, unit: bool) -> u64 {
+        if unit { 1 } else { self.o.w(i) }
+    }
+}
+
+/// One round of the radix search: object `i` is in bin `(component j of i − lo) >> shift`.
+#[derive(Clone, Copy)]
+struct Round {
+    j: usize,
+    lo: u64,
+    shift: u32,
+}
+
+impl Round {
+    /// The bin of object `i`.
+    #[inline(always)]
+    fn bin<const D: usize, K: Key<D>>(&self, order: &Order<'_, D, K>, i: usize) -> usize {
+        ((order.comp(i, self.j) - self.lo) >> self.shift) as usize
+    }
+
+    /// [`Round::bin`] in a round on the key (`j == 0`).
+    #[inline(always)]
+    fn key_bin<const D: usize, K: Key<D>>(&self, order: &Order<'_, D, K>, i: usize) -> usize {
+        let x = order.o.x(i);
+        ((ord(order.key.key(&x)) - self.lo) >> self.shift) as usize
+    }
+}
+
 /// One round's histogram of the radix search: `hist` holds the weight of each of its `nb`
-/// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every index
-/// below `n` when `None`). Object `i` is in bin `bin(i) < nb` and weighs `w_of(i)`. The first
-/// round, over every object, keeps each one's bin in `bins` (below [`BINS`], so a `u16`), and
-/// the candidates are picked from it without computing the component again.
-fn fill_hist(
-    (cand, n): (Option<&[u32]>, usize),
+/// bins, then their counts (`hist.len() == 2 nb`), over the candidates `cand` (every object
+/// of `sel` when `None`), each object in its bin of `round` (below `nb`) with its weight in
+/// `order` (1 with `unit`). The first round, over every object, keeps each one's bin in
+/// `bins` (by index: the parts array, which the cut writes afterwards) and the local counts
+/// in `local`, and the candidates are picked from them without computing the component again.
+fn fill_hist<const D: usize, K: Key<D>>(
+    (cand, sel): (Option<&[u32]>, &Sel<'_>),
     unit: bool,
-    (bin, w_of): (&impl Fn(usize) -> usize, &impl Fn(usize) -> u64),
+    (order, round): (&Order<'_, D, K>, Round),
     hist: &mut [u64],
-    bins: &mut Vec<u16>,
+    (bins, local): (&mut [u32], &mut Vec<u32>),
 ) {
     let nb = hist.len() / 2;
+    let bin = |i: usize| round.bin(order, i);
+    let w_of = |i: usize| order.w(i, unit);
     match cand {
         None => {
-            *bins = Vec::with_capacity(n);
-            for i in 0..n {
-                let b = bin(i);
-                hist[nb + b] += 1;
-                bins.push(b as u16);
+            // Counted in 32 bits (fewer bytes for the cache; a rank holds fewer than 2^32
+            // objects), in `BINS` counters (`nb <= BINS`, a power of two: indexed without a
+            // bounds check).
+            local.clear();
+            local.resize(BINS as usize, 0);
+            let counts = &mut local[..BINS as usize];
+            let mut count = |b: usize| counts[b & (BINS as usize - 1)] += 1;
+            match sel {
+                // The root's objects in index order, by one tight loop (the key's own loop in
+                // the usual first round, on the key).
+                Sel::All(n) if round.j == 0 => {
+                    for (i, b) in bins[..*n].iter_mut().enumerate() {
+                        let c = round.key_bin(order, i);
+                        count(c);
+                        *b = c as u32;
+                    }
+                }
+                _ => sel.each(|_, i| {
+                    let b = bin(i);
+                    count(b);
+                    bins[i] = b as u32;
+                }),
+            }
+            local.truncate(nb);
+            for (h, &c) in hist[nb..].iter_mut().zip(local.iter()) {
+                *h = u64::from(c);
             }
             if unit {
                 hist.copy_within(nb.., 0);
             } else {
-                for (i, &b) in bins.iter().enumerate() {
-                    hist[b as usize] += w_of(i);
-                }
+                sel.each(|_, i| hist[bins[i] as usize] += w_of(i));
             }
         }
         Some(c) => {
@@ -750,30 +978,87 @@ fn fill_hist(
     }
 }
 
-/// Calls `f` with each candidate: every index below `n` when `cand` is `None`.
-#[inline(always)]
-fn each(cand: Option<&[u32]>, n: usize, mut f: impl FnMut(usize)) {
-    match cand {
-        None => (0..n).for_each(f),
-        Some(c) => c.iter().for_each(|&i| f(i as usize)),
+/// What the first round of a crossing search over the key leaves for a cut into two parts:
+/// every local object's bin, in the parts array, and the local objects of the bins around
+/// the one that holds the pivot (`chosen`): that bin and the nearest non-empty ones below and
+/// above it on this rank, in the order of the segment. Every object in a bin below `chosen`
+/// has a smaller key than the pivot (a low one), above it a larger one (a high one).
+struct Near {
+    chosen: u32,
+    objects: Vec<u32>,
+}
+
+impl Near {
+    /// The first round's candidates (the local objects of bin `chosen`, by index, in the
+    /// order of `sel`) and the objects near them, from each object's bin in `bins` (by index)
+    /// and the local `counts` per bin.
+    fn pick(sel: &Sel<'_>, bins: &[u32], counts: &[u32], chosen: usize) -> (Vec<u32>, Near) {
+        let below = counts[..chosen]
+            .iter()
+            .rposition(|&c| c > 0)
+            .unwrap_or(chosen);
+        let above = counts[chosen + 1..]
+            .iter()
+            .position(|&c| c > 0)
+            .map_or(chosen, |b| chosen + 1 + b);
+        // The bins strictly between are empty here: one range test finds the three.
+        let (lo, span) = (below as u32, (above - below) as u32);
+        let near = |b: u32| b.wrapping_sub(lo) <= span;
+        let mut objects = Vec::new();
+        match sel {
+            // The root's objects in index order: blocks tested whole first (branch-free, so
+            // that it vectorises; the three bins are a small share of the objects).
+            Sel::All(n) => {
+                const BLOCK: usize = 64;
+                for (k, block) in bins[..*n].chunks(BLOCK).enumerate() {
+                    if block.iter().fold(false, |a, &b| a | near(b)) {
+                        let at = (k * BLOCK) as u32;
+                        let hits = (block.iter().enumerate()).filter(|&(_, &b)| near(b));
+                        objects.extend(hits.map(|(t, _)| at + t as u32));
+                    }
+                }
+            }
+            Sel::Listed(_) => sel.each(|_, i| {
+                if near(bins[i]) {
+                    objects.push(i as u32);
+                }
+            }),
+        }
+        let c = chosen as u32;
+        let cand = objects
+            .iter()
+            .copied()
+            .filter(|&i| bins[i as usize] == c)
+            .collect();
+        (cand, Near { chosen: c, objects })
     }
 }
 
-/// Global statistics of the low and the high side (by `low[i]`).
+/// Calls `f` with each candidate: every object of `sel` when `cand` is `None`.
+#[inline(always)]
+fn each(cand: Option<&[u32]>, sel: &Sel<'_>, mut f: impl FnMut(usize)) {
+    let n = cand.map_or(sel.len(), <[u32]>::len);
+    for j in 0..n {
+        f(cand.map_or_else(|| sel.at(j), |c| c[j] as usize));
+    }
+}
+
+/// Global statistics of the low and the high side (by `low`, by place in `sel`).
 fn side_stats<const D: usize, C: Comm>(
     comm: &C,
-    v: &[Dot<D>],
-    keys: &impl Fn(usize) -> f64,
+    o: Objects<'_, D>,
+    sel: &Sel<'_>,
+    key: &impl Key<D>,
     low: &[bool],
 ) -> Result<(Stats<D>, Stats<D>), Error> {
     let (mut sl, mut sh) = (Stats::<D>::EMPTY, Stats::<D>::EMPTY);
-    for (i, d) in v.iter().enumerate() {
-        if low[i] {
-            sl.add(d, keys(i));
+    sel.each(|j, i| {
+        if low[j] {
+            sl.add_x(&o.x(i), o.key(key, i));
         } else {
-            sh.add(d, keys(i));
+            sh.add_x(&o.x(i), o.key(key, i));
         }
-    }
+    });
     Ok((reduce_stats(comm, sl)?, reduce_stats(comm, sh)?))
 }
 
@@ -801,7 +1086,8 @@ pub(crate) fn agreed_summing<C: Comm, T>(
 }
 
 /// Validates the local part of a distributed bisection collectively and builds the shared
-/// [`Input`]: every rank returns an error if any rank found bad data.
+/// [`Input`]: every rank returns an error if any rank found bad data. Also returns the local
+/// points' bounding box, from the check's pass over the coordinates.
 pub(crate) fn validate_dist<C: Comm>(
     comm: &C,
     coords: &[f64],
@@ -810,10 +1096,10 @@ pub(crate) fn validate_dist<C: Comm>(
     gids: GlobalIds<'_>,
     targets: &[f64],
     parts_len: usize,
-) -> Result<Input, Error> {
+) -> Result<(Input, Bounds), Error> {
     let n = coords.len() / dim.max(1);
     let local = (|| {
-        check_points(coords, dim, weights, parts_len, Par::Seq)?;
+        let (_, bounds) = check_points_bounded(coords, dim, weights, parts_len)?;
         if let GlobalIds::Given(g) = gids
             && g.len() != n
         {
@@ -824,9 +1110,9 @@ pub(crate) fn validate_dist<C: Comm>(
                 per: "point",
             });
         }
-        fractions(targets)
+        Ok((fractions(targets)?, bounds))
     })();
-    let fractions = agreed(comm, local)?;
+    let (fractions, bounds) = agreed(comm, local)?;
     // [has weights, lacks weights], then [targets hash, its complement].
     let mut has = [
         u64::from(n > 0 && weights.is_some()),
@@ -860,7 +1146,7 @@ pub(crate) fn validate_dist<C: Comm>(
         input.unit = false;
         input.scale = (pow2(e / 2), pow2(e - e / 2));
     }
-    Ok(input)
+    Ok((input, bounds))
 }
 
 /// A hash of the bits of `targets` (FNV-1a), to check that every rank passed the same.
@@ -884,7 +1170,7 @@ pub(crate) fn bisect_dist<C: Comm>(
     parts: &mut [u32],
 ) -> Result<Bisection, Error> {
     let (coords, dim, weights) = points.into_parts();
-    let input = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
+    let (input, bounds) = validate_dist(comm, coords, dim, weights, gids, targets, parts.len())?;
     let job = DistJob {
         comm,
         method: b.method,
@@ -894,9 +1180,9 @@ pub(crate) fn bisect_dist<C: Comm>(
         ids: gids,
     };
     let (cuts, counts) = match dim {
-        1 => run_dim::<1, C>(&job, coords, weights, parts),
-        2 => run_dim::<2, C>(&job, coords, weights, parts),
-        _ => run_dim::<3, C>(&job, coords, weights, parts),
+        1 => run_dim::<1, C>(&job, (coords, &bounds), weights, parts),
+        2 => run_dim::<2, C>(&job, (coords, &bounds), weights, parts),
+        _ => run_dim::<3, C>(&job, (coords, &bounds), weights, parts),
     }?;
     // Part weights from exact integer sums, the same on every rank.
     let k = targets.len();
@@ -935,15 +1221,26 @@ pub(crate) fn bisect_dist<C: Comm>(
     ))
 }
 
+/// The bisection of the local points `coords` (`D` each, bounding box `bounds`) with
+/// `weights`, in place.
 fn run_dim<const D: usize, C: Comm>(
     job: &DistJob<'_, C>,
-    coords: &[f64],
+    (coords, bounds): (&[f64], &Bounds),
     weights: Option<&[f64]>,
     parts: &mut [u32],
 ) -> Result<(Vec<Cut>, Vec<usize>), Error> {
-    let n = coords.len() / D;
-    let mut dots: Vec<Dot<D>> = (0..n)
-        .map(|i| Dot::of(coords, weights, job.input, i))
-        .collect();
-    job.run(&mut dots, parts)
+    let (xs, _) = coords.as_chunks::<D>();
+    // The integer weights (as `Dot::of` has them); none for unit weights, each object's 1.
+    let w: Option<Vec<u32>> = match weights {
+        Some(w) if !job.input.unit => Some(w.iter().map(|&w| job.input.quantize(w)).collect()),
+        _ => None,
+    };
+    job.run(
+        Objects {
+            xs,
+            w: w.as_deref(),
+        },
+        bounds,
+        parts,
+    )
 }

@@ -58,7 +58,7 @@ impl<const D: usize> Dot<D> {
 
 /// The key a split orders objects by, computed from the coordinates when needed (never
 /// stored: a split then costs about one pass over its objects).
-pub(crate) trait Key<const D: usize>: Sync {
+pub(crate) trait Key<const D: usize>: Copy + Sync {
     fn key(&self, x: &[f64; D]) -> f64;
 }
 
@@ -283,8 +283,14 @@ impl<const D: usize> Stats<D> {
 
     #[inline(always)]
     pub(crate) fn add(&mut self, d: &Dot<D>, k: f64) {
+        self.add_x(&d.x, k);
+    }
+
+    /// Adds an object at `x` with key `k`.
+    #[inline(always)]
+    pub(crate) fn add_x(&mut self, x: &[f64; D], k: f64) {
         for j in 0..D {
-            let x = d.x[j];
+            let x = x[j];
             self.lo[j] = if x < self.lo[j] { x } else { self.lo[j] };
             self.hi[j] = if x > self.hi[j] { x } else { self.hi[j] };
         }
@@ -346,11 +352,28 @@ pub(crate) fn reduce<const D: usize, T: Send>(
     fold: impl Fn(&[Dot<D>]) -> T + Sync,
     combine: impl Fn(T, T) -> T,
 ) -> T {
-    if par.is_parallel() && v.len() >= 2 * CHUNK {
-        let r: Vec<T> = v.par_chunks(CHUNK).map(&fold).collect();
+    reduce_ranges(v.len(), par, init, |r| fold(&v[r]), combine)
+}
+
+/// [`reduce`] over the indices below `n`: fixed chunks of them folded by `fold`, the results
+/// combined in order (the same result for every `par`).
+pub(crate) fn reduce_ranges<T: Send>(
+    n: usize,
+    par: Par,
+    init: T,
+    fold: impl Fn(std::ops::Range<usize>) -> T + Sync,
+    combine: impl Fn(T, T) -> T,
+) -> T {
+    let chunk = |c: usize| c * CHUNK..n.min((c + 1) * CHUNK);
+    let chunks = n.div_ceil(CHUNK);
+    if par.is_parallel() && n >= 2 * CHUNK {
+        let r: Vec<T> = (0..chunks)
+            .into_par_iter()
+            .map(|c| fold(chunk(c)))
+            .collect();
         r.into_iter().fold(init, combine)
     } else {
-        v.chunks(CHUNK).map(fold).fold(init, combine)
+        (0..chunks).map(|c| fold(chunk(c))).fold(init, combine)
     }
 }
 
@@ -548,19 +571,33 @@ pub(crate) fn moment_sums<const D: usize>(
     unit: bool,
     par: Par,
 ) -> MomentSums<D> {
+    moment_sums_of(v.len(), |i| (v[i].x, u64::from(v[i].w)), st, unit, par)
+}
+
+/// The exact moment sums of `n` objects of a set with bounding box `st` (see [`moments`]),
+/// object `i` being `at(i)`: its coordinates and integer weight.
+pub(crate) fn moment_sums_of<const D: usize>(
+    n: usize,
+    at: impl Fn(usize) -> ([f64; D], u64) + Sync,
+    st: &Stats<D>,
+    unit: bool,
+    par: Par,
+) -> MomentSums<D> {
     let (_, f1, f2) = moment_scale(st);
     let lo = st.lo;
     // Round half up (the value is ≥ 0 and < 2^20): no libm call.
-    let coord = |d: &Dot<D>, j: usize| ((d.x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
-    let fold = |c: &[Dot<D>]| -> MomentSums<D> {
+    let coord = |x: &[f64; D], j: usize| ((x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
+    let fold = |c: std::ops::Range<usize>| -> MomentSums<D> {
         let mut a: MomentSums<D> = (0, [0; D], [[0; D]; D]);
         if unit {
             // A chunk's sums fit u64 (at most 2^13 objects, y·y < 2^40): the same integers,
             // without 128-bit arithmetic per object.
             debug_assert!(c.len() <= CHUNK);
             let (mut s1, mut s2) = ([0u64; D], [[0u64; D]; D]);
-            for d in c {
-                let y: [u64; D] = std::array::from_fn(|j| coord(d, j));
+            a.0 = c.len() as u64;
+            for i in c {
+                let x = at(i).0;
+                let y: [u64; D] = std::array::from_fn(|j| coord(&x, j));
                 for i in 0..D {
                     s1[i] += y[i];
                     for j in i..D {
@@ -568,7 +605,6 @@ pub(crate) fn moment_sums<const D: usize>(
                     }
                 }
             }
-            a.0 = c.len() as u64;
             for i in 0..D {
                 a.1[i] = u128::from(s1[i]);
                 for j in i..D {
@@ -577,9 +613,9 @@ pub(crate) fn moment_sums<const D: usize>(
             }
             return a;
         }
-        for d in c {
-            let w = d.w as u64;
-            let y: [u64; D] = std::array::from_fn(|j| coord(d, j));
+        for i in c {
+            let (x, w) = at(i);
+            let y: [u64; D] = std::array::from_fn(|j| coord(&x, j));
             a.0 += w;
             for i in 0..D {
                 // w < 2^32 and y < 2^20: w·y fits a u64, and u64 × u64 is one widening multiply.
@@ -592,7 +628,7 @@ pub(crate) fn moment_sums<const D: usize>(
         }
         a
     };
-    reduce(v, par, (0, [0; D], [[0; D]; D]), fold, add_moment_sums)
+    reduce_ranges(n, par, (0, [0; D], [[0; D]; D]), fold, add_moment_sums)
 }
 
 /// The sum of two [`MomentSums`].
