@@ -81,7 +81,10 @@ pub(crate) struct Selected<const D: usize> {
 /// minimal and at most half the weight of one element.
 ///
 /// `t` (as long as `v`) is scratch: the objects end in `v`, or, when the second value returned
-/// is `true`, in `t` (and `v` is then scratch).
+/// is `true`, in `t` (and `v` is then scratch). `boxes`: whether the low and the high side's
+/// statistics are wanted whole (the side is split further); a side whose are not gets only
+/// its key extreme next to the cut right (`low.kmax`, `high.kmin`), which the cut needs, and
+/// no pass over its objects for the rest.
 ///
 /// Requires `0 < tau <= total` where `total` is the weight of `v`.
 /// The passes over long ranges run in blocks side by side on `par`'s pool ([`round`]); the
@@ -92,6 +95,7 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
     key: &K,
     tau: u64,
     total: u64,
+    boxes: [bool; 2],
     par: Par,
 ) -> (Selected<D>, bool) {
     assert!(
@@ -107,6 +111,9 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
     let (mut low, mut high) = (Stats::EMPTY, Stats::EMPTY);
     let mut sample = Vec::new();
     let mut in_t = false;
+    // The last group each side got (positions in the buffer of the objects): later groups lie
+    // nearer to the cut, so a side's key extreme next to it is the nearest group's.
+    let (mut near_low, mut near_high) = (0..0, 0..0);
     loop {
         let len = hi - lo;
         let whole = len == v.len();
@@ -115,12 +122,14 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
         } else {
             (&mut *v, &mut *t)
         };
+        let near = (&near_low, &near_high);
         if len <= SMALL {
             let s = finish::<D, UNIT, K>(&mut cur[lo..hi], key, lo, acc, tau, low, high);
-            return (s, in_t);
+            return (extremes(s, cur, key, (lo, hi), boxes, near), in_t);
         }
         let (a, b) = pivots::<D, UNIT, K>(&cur[lo..hi], key, tau - acc, rw, &mut sample);
-        let r = round::<D, UNIT, K>(&mut cur[lo..hi], &mut other[lo..hi], key, (&a, &b), par);
+        let (src, dst) = (&mut cur[lo..hi], &mut other[lo..hi]);
+        let r = round::<D, UNIT, K>((src, dst), key, (&a, &b), boxes, par);
         // The range's objects are now in `other` when `r.moved`: take that buffer if they
         // are all the objects, else copy them back.
         let data = match (r.moved, whole) {
@@ -136,17 +145,24 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
         };
         let (nl, nm) = (r.nl, r.nm);
         if nm == len {
-            return (
-                finish::<D, UNIT, K>(&mut data[lo..hi], key, lo, acc, tau, low, high),
-                in_t,
-            );
+            let s = finish::<D, UNIT, K>(&mut data[lo..hi], key, lo, acc, tau, low, high);
+            return (extremes(s, data, key, (lo, hi), boxes, near), in_t);
         }
         let mids = |data: &[Dot<D>]| Stats::of(&data[lo + nl..lo + nl + nm], key);
         if acc + r.wl >= tau {
-            high = high.merge(mids(data)).merge(r.high);
+            if boxes[1] {
+                high = high.merge(mids(data)).merge(r.high);
+            }
+            near_high = lo + nl..hi;
             hi = lo + nl;
             rw = r.wl;
         } else if acc + r.wl + r.wm >= tau {
+            if nl > 0 {
+                near_low = lo..lo + nl;
+            }
+            if lo + nl + nm < hi {
+                near_high = lo + nl + nm..hi;
+            }
             acc += r.wl;
             lo += nl;
             hi = lo + nm;
@@ -154,12 +170,36 @@ pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
             low = low.merge(r.low);
             high = high.merge(r.high);
         } else {
-            low = low.merge(r.low).merge(mids(data));
+            if boxes[0] {
+                low = low.merge(r.low).merge(mids(data));
+            }
+            near_low = lo..lo + nl + nm;
             acc += r.wl + r.wm;
             lo += nl + nm;
             rw -= r.wl + r.wm;
         }
     }
+}
+
+/// The key extremes next to the cut of a selection `s` whose last range `lo..hi` of `data`
+/// was sorted: [`finish`] has them when the range holds objects of that side (they follow,
+/// or precede, all others of the side), else they are the nearest group's (`near`), for a
+/// side whose statistics were not kept whole.
+fn extremes<const D: usize, K: Key<D>>(
+    mut s: Selected<D>,
+    data: &[Dot<D>],
+    key: &K,
+    (lo, hi): (usize, usize),
+    boxes: [bool; 2],
+    (near_low, near_high): (&std::ops::Range<usize>, &std::ops::Range<usize>),
+) -> Selected<D> {
+    if !boxes[0] && s.m == lo {
+        s.low.kmax = Stats::of(&data[near_low.clone()], key).kmax;
+    }
+    if !boxes[1] && s.m == hi {
+        s.high.kmin = Stats::of(&data[near_high.clone()], key).kmin;
+    }
+    s
 }
 
 /// What a [`round`] did to its range: `nl` objects before the pivot `a` now first, `nm` from
@@ -177,18 +217,25 @@ struct Round<const D: usize> {
 
 /// One pass of the selection over `src` with pivots `a ≤ b`: the objects before `a` first,
 /// then those from `a` to `b`, then those after `b`, with the statistics of the first and last
-/// group. `dst` (as long) is scratch; the range ends in `dst` (`moved`) or in `src`. On a
+/// group (each only if `boxes` asks for it, else empty). `dst` (as long) is scratch; the range ends in `dst` (`moved`) or in `src`. On a
 /// long range with threads, in blocks side by side ([`classify`] each, then every block's
 /// groups copied to their places); the groups (as sets), their weights and statistics are the
 /// same for every `par` (integer sums, minima and maxima).
 fn round<const D: usize, const UNIT: bool, K: Key<D>>(
-    src: &mut [Dot<D>],
-    dst: &mut [Dot<D>],
+    (src, dst): (&mut [Dot<D>], &mut [Dot<D>]),
     key: &K,
     (a, b): (&Keyed<D>, &Keyed<D>),
+    boxes: [bool; 2],
     par: Par,
 ) -> Round<D> {
     let len = src.len();
+    let of = |v: &[Dot<D>], side: usize| {
+        if boxes[side] {
+            Stats::of(v, key)
+        } else {
+            Stats::EMPTY
+        }
+    };
     if !par.is_parallel() || len < SWEEP_PAR_MIN {
         let c = classify::<D, UNIT, K>(src, dst, key, (a, b));
         let (nl, nm) = (c.nl, c.nm);
@@ -198,8 +245,8 @@ fn round<const D: usize, const UNIT: bool, K: Key<D>>(
             nm,
             wl: c.wl,
             wm: c.wm,
-            low: Stats::of(&dst[..nl], key),
-            high: Stats::of(&dst[nl + nm..], key),
+            low: of(&dst[..nl], 0),
+            high: of(&dst[nl + nm..], 1),
             moved: true,
         };
     }
@@ -228,7 +275,7 @@ fn round<const D: usize, const UNIT: bool, K: Key<D>>(
         .map(|(l, h, d, c)| {
             l.copy_from_slice(&d[..c.nl]);
             h.copy_from_slice(&d[d.len() - c.nh..]);
-            [Stats::of(l, key), Stats::of(h, key)]
+            [of(l, 0), of(h, 1)]
         })
         .collect();
     let (mut low, mut high) = (Stats::EMPTY, Stats::EMPTY);
@@ -500,20 +547,28 @@ mod tests {
             let w: Vec<u32> = (0..n).map(|_| (next() % 1000) as u32).collect();
             let total: u64 = w.iter().map(|&x| x as u64).sum();
             let tau = 1 + next() % total;
-            let run = |par: Par| {
+            let run_with = |par: Par, boxes: [bool; 2]| {
                 let mut v = dots(&keys, &w);
                 let mut t = v.clone();
                 let (s, moved) = par
-                    .install(|| select::<1, false, _>(&mut v, &mut t, &AxisKey(0), tau, total, par))
+                    .install(|| {
+                        select::<1, false, _>(&mut v, &mut t, &AxisKey(0), tau, total, boxes, par)
+                    })
                     .unwrap();
                 let v = if moved { t } else { v };
                 let mut low: Vec<u32> = v[..s.m].iter().map(|d| d.id).collect();
                 low.sort();
                 (s, low, v)
             };
+            let run = |par: Par| run_with(par, [true; 2]);
             let (s0, low0, v0) = run(Par::Seq);
             assert_eq!((s0.m, s0.p), reference(&v0, tau), "case {case}");
             for threads in [2, 3] {
+                // Without the boxes: the same boundary, weight and key extremes.
+                let (s, low, _) = run_with(Par::threads(threads), [false; 2]);
+                let near = (s.m, s.p, s.low.kmax, s.high.kmin);
+                assert_eq!(near, (s0.m, s0.p, s0.low.kmax, s0.high.kmin), "case {case}");
+                assert_eq!(low, low0, "case {case}, {threads} threads");
                 let (s, low, _) = run(Par::threads(threads));
                 assert_eq!((s.m, s.p), (s0.m, s0.p), "case {case}, {threads} threads");
                 assert_eq!(low, low0, "case {case}, {threads} threads");
@@ -561,9 +616,25 @@ mod tests {
             let tau = 1 + (next() % total);
             let mut v = dots(&keys, &w);
             let mut t = v.clone();
+            let (mut u, mut ut) = (v.clone(), v.clone());
             let (s, moved) =
-                select::<1, false, _>(&mut v, &mut t, &AxisKey(0), tau, total, Par::Seq);
+                select::<1, false, _>(&mut v, &mut t, &AxisKey(0), tau, total, [true; 2], Par::Seq);
             let v = if moved { t } else { v };
+            // Without the boxes: the same boundary, weight and key extremes next to the cut.
+            let (s2, _) = select::<1, false, _>(
+                &mut u,
+                &mut ut,
+                &AxisKey(0),
+                tau,
+                total,
+                [false; 2],
+                Par::Seq,
+            );
+            assert_eq!(
+                (s2.m, s2.p, s2.low.kmax, s2.high.kmin),
+                (s.m, s.p, s.low.kmax, s.high.kmin),
+                "case {case}"
+            );
             assert_eq!((s.m, s.p), reference(&v, tau), "case {case}");
             let key = |d: &Dot<1>| d.x[0];
             let max_low = v[..s.m]

@@ -119,49 +119,46 @@ impl Job<'_> {
     ) -> (Vec<Cut>, Vec<usize>) {
         let n = self.input.n;
         let make = |i: usize| Dot::of(coords, weights, self.input, i);
-        let [dots, scratch] = bufs;
-        dots.clear();
-        if scratch.len() < n {
-            let zero = Dot {
-                x: [0.0; D],
-                w: 0,
-                id: 0,
-            };
-            scratch.resize(n, zero);
-        }
-        let count = |s: &mut (u64, Stats<D>), d: &Dot<D>| {
-            s.0 += d.w as u64;
-            s.1.add(d, 0.0);
+        let [dots, scratch] = bufs.each_mut().map(|b| {
+            if b.len() < n {
+                let zero = Dot {
+                    x: [0.0; D],
+                    w: 0,
+                    id: 0,
+                };
+                b.resize(n, zero);
+            }
+            &mut b[..n]
+        });
+        // Each chunk's dots made and counted in one pass, the chunks' figures combined in
+        // order: the same for every `par` (an integer sum, and minima and maxima of
+        // coordinates that are never -0.0). The loop's sums stay in registers.
+        let fill = |(c, out): (usize, &mut [Dot<D>])| {
+            let (mut w, mut s) = (0u64, Stats::EMPTY);
+            for (j, slot) in out.iter_mut().enumerate() {
+                let d = make(c * CHUNK + j);
+                w += d.w as u64;
+                s.add(&d, 0.0);
+                *slot = d;
+            }
+            (w, s)
         };
+        let combine = |a: (u64, Stats<D>), b: (u64, Stats<D>)| (a.0 + b.0, a.1.merge(b.1));
+        let init = (0u64, Stats::EMPTY);
         let (total, st) = if par.is_parallel() && n >= 2 * CHUNK {
-            dots.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(make));
-            reduce(
-                dots,
-                par,
-                (0u64, Stats::EMPTY),
-                |c| {
-                    let mut s = (0u64, Stats::EMPTY);
-                    c.iter().for_each(|d| count(&mut s, d));
-                    s
-                },
-                |a, b| (a.0 + b.0, a.1.merge(b.1)),
-            )
+            let figures: Vec<_> = dots.par_chunks_mut(CHUNK).enumerate().map(fill).collect();
+            figures.into_iter().fold(init, combine)
         } else {
-            // Made and counted in one pass: the same figures as the chunked reduction (an
-            // integer sum, and minima and maxima of coordinates that are never -0.0).
-            let mut s = (0u64, Stats::EMPTY);
-            dots.extend((0..n).map(|i| {
-                let d = make(i);
-                count(&mut s, &d);
-                d
-            }));
-            s
+            dots.chunks_mut(CHUNK)
+                .enumerate()
+                .map(fill)
+                .fold(init, combine)
         };
         let mut counts = vec![0usize; self.input.fractions.len()];
         let mut flags = vec![false; counts.len()];
         let root = Seg {
-            v: dots.as_mut_slice(),
-            t: &mut scratch[..n],
+            v: &mut *dots,
+            t: &mut *scratch,
             swapped: false,
             counts: &mut counts,
             flags: &mut flags,
@@ -173,7 +170,7 @@ impl Job<'_> {
         let cuts = self.split(root, par);
         let mut off = 0;
         for (p, (&c, &swapped)) in counts.iter().zip(&flags).enumerate() {
-            let v = if swapped { &scratch[..] } else { &dots[..] };
+            let v: &[Dot<D>] = if swapped { scratch } else { dots };
             for d in &v[off..off + c] {
                 parts[d.id as usize] = p as u32;
             }
@@ -316,6 +313,9 @@ impl Job<'_> {
             Goal::Tau(t) => t,
             _ => 0,
         };
+        // A side that is one part is not split further: its box is not needed (with
+        // `keep_ties` both sides' statistics are taken again below).
+        let boxes = [k / 2 > 1, k - k / 2 > 1];
         let (mut s, moved) = match (goal, unit) {
             (Goal::Nothing, _) => (
                 select::Selected {
@@ -335,8 +335,8 @@ impl Job<'_> {
                 },
                 false,
             ),
-            (Goal::Tau(tau), true) => select::<D, true, K>(v, t, key, tau, sel_total, par),
-            (Goal::Tau(tau), false) => select::<D, false, K>(v, t, key, tau, sel_total, par),
+            (Goal::Tau(tau), true) => select::<D, true, K>(v, t, key, tau, sel_total, boxes, par),
+            (Goal::Tau(tau), false) => select::<D, false, K>(v, t, key, tau, sel_total, boxes, par),
         };
         let v = if moved { t } else { v };
         if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
