@@ -18,6 +18,8 @@ mod reference;
 pub(crate) mod select;
 mod serial;
 
+pub(crate) use serial::Scratch;
+
 pub use cut::{Bisection, Cut, Method, Plane};
 pub(crate) use cut::{imbalance, project};
 
@@ -160,9 +162,10 @@ impl Bisector {
         parts: &mut [u32],
     ) -> Result<Bisection, Error> {
         if group.size() == 1 {
+            let fresh = (false, &mut Scratch::default());
             return self
                 .par
-                .install(|| serial::bisect(self, points, targets, parts, false))?;
+                .install(|| serial::bisect(self, points, targets, parts, fresh))?;
         }
         let offset = rank_offset(group, points.len())?;
         let ids = dist::GlobalIds::Offset(offset);
@@ -173,15 +176,17 @@ impl Bisector {
 impl Bisector {
     /// The serial bisection of points the caller has checked already (the hierarchical walk
     /// checks every point once, at the root, and hands each level a subset): the same as
-    /// [`Bisector::run`] on one rank without the second look at every coordinate.
+    /// [`Bisector::run`] on one rank without the second look at every coordinate; `scratch`:
+    /// the buffers, kept by the walk from level to level.
     pub(crate) fn run_checked(
         &self,
+        scratch: &mut Scratch,
         points: Points<'_>,
         targets: &[f64],
         parts: &mut [u32],
     ) -> Result<Bisection, Error> {
         self.par
-            .install(|| serial::bisect(self, points, targets, parts, true))?
+            .install(|| serial::bisect(self, points, targets, parts, (true, scratch)))?
     }
 }
 

@@ -2,11 +2,14 @@
 //! side so that its weight is as close as possible to a target, without sorting the slice.
 //!
 //! Floyd–Rivest style: a sorted sample of about `len^0.6` objects gives two pivots that bracket
-//! the target's weighted quantile with high probability; one partition pass (two Hoare sweeps)
-//! leaves a small middle in which the search continues. Ranges of at most [`SMALL`] objects are
-//! sorted. The sweeps also gather the bounding box and key range of each final side, so a
-//! split costs about one pass over its objects. On long ranges with threads the passes run in
-//! blocks side by side ([`sweep`]): the order objects are left in then depends on the number
+//! the target's weighted quantile with high probability; one pass ([`classify`]) writes the
+//! objects before the first pivot to the front of a scratch buffer and those after the second
+//! to its back, branch-free (a Hoare sweep mispredicts its branch on about every other object
+//! of a random order), and leaves a small middle in which the search continues. Ranges of at
+//! most [`SMALL`] objects are sorted. A read of each outer group then gathers its bounding box
+//! and key range, so a split costs about two simple passes over its objects, and the objects
+//! end in whichever buffer the first pass wrote. On long ranges with threads the passes run in
+//! blocks side by side ([`round`]): the order objects are left in then depends on the number
 //! of blocks, but the result never does. It depends only on the set of objects in the slice
 //! and their strict total order ([`before`]): `m` and `P(m)` are defined by them, the
 //! statistics are minima and maxima, and weights are integers.
@@ -71,79 +74,273 @@ pub(crate) struct Selected<const D: usize> {
     pub(crate) high: Stats<D>,
 }
 
-/// Rearranges `v` so that its first `m` elements are its `m` smallest in key order ([`before`])
-/// and returns `m`, `P(m)` (`P(m)` = weight of the `m` smallest) and the statistics of both
-/// sides. `m` is the largest `m` with `P(m) < tau` or the smallest with `P(m) >= tau`,
-/// whichever is nearer to `tau` (the former on a tie), so `|P(m) − tau|` is minimal and at
-/// most half the weight of one element.
+/// Rearranges the objects of `v` so that the first `m` are their `m` smallest in key order
+/// ([`before`]) and returns `m`, `P(m)` (`P(m)` = weight of the `m` smallest) and the
+/// statistics of both sides. `m` is the largest `m` with `P(m) < tau` or the smallest with
+/// `P(m) >= tau`, whichever is nearer to `tau` (the former on a tie), so `|P(m) − tau|` is
+/// minimal and at most half the weight of one element.
+///
+/// `t` (as long as `v`) is scratch: the objects end in `v`, or, when the second value returned
+/// is `true`, in `t` (and `v` is then scratch). `boxes`: whether the low and the high side's
+/// statistics are wanted whole (the side is split further); a side whose are not gets only
+/// its key extreme next to the cut right (`low.kmax`, `high.kmin`), which the cut needs, and
+/// no pass over its objects for the rest.
 ///
 /// Requires `0 < tau <= total` where `total` is the weight of `v`.
-/// The passes over long ranges run in blocks side by side on `par`'s pool ([`sweep`]); the
+/// The passes over long ranges run in blocks side by side on `par`'s pool ([`round`]); the
 /// result is the same for every `par`.
 pub(crate) fn select<const D: usize, const UNIT: bool, K: Key<D>>(
     v: &mut [Dot<D>],
+    t: &mut [Dot<D>],
     key: &K,
     tau: u64,
     total: u64,
+    boxes: [bool; 2],
     par: Par,
-) -> Selected<D> {
+) -> (Selected<D>, bool) {
     assert!(
         tau > 0 && tau <= total,
         "select: target {tau} outside (0, {total}]"
     );
+    assert_eq!(v.len(), t.len(), "select: scratch of the wrong length");
     let (mut lo, mut hi) = (0usize, v.len());
     // Invariant: acc = P(lo) < tau <= P(hi) = acc + rw; everything before lo precedes, and
     // everything from hi on follows, every element of lo..hi; `low` and `high` hold the
-    // statistics of 0..lo and hi..len.
+    // statistics of 0..lo and hi..len. All objects are in `t` when `in_t`, else in `v`.
     let (mut acc, mut rw) = (0u64, total);
     let (mut low, mut high) = (Stats::EMPTY, Stats::EMPTY);
     let mut sample = Vec::new();
+    let mut in_t = false;
+    // The last group each side got (positions in the buffer of the objects): later groups lie
+    // nearer to the cut, so a side's key extreme next to it is the nearest group's.
+    let (mut near_low, mut near_high) = (0..0, 0..0);
     loop {
         let len = hi - lo;
+        let whole = len == v.len();
+        let (cur, other) = if in_t {
+            (&mut *t, &mut *v)
+        } else {
+            (&mut *v, &mut *t)
+        };
+        let near = (&near_low, &near_high);
         if len <= SMALL {
-            return finish::<D, UNIT, K>(&mut v[lo..hi], key, lo, acc, tau, low, high);
+            let s = finish::<D, UNIT, K>(&mut cur[lo..hi], key, lo, acc, tau, low, high);
+            return (extremes(s, cur, key, (lo, hi), boxes, near), in_t);
         }
-        let (a, b) = pivots::<D, UNIT, K>(&v[lo..hi], key, tau - acc, rw, &mut sample);
-        let r = &mut v[lo..hi];
-        let (nl, wl, [sl, _]) = sweep::<D, UNIT>(
-            r,
-            |d| {
-                let k = key.key(&d.x);
-                (before(k, d, a.k, &a.d), k)
-            },
-            false,
-            par,
-        );
-        let (nm, wm, [sm, sh]) = sweep::<D, UNIT>(
-            &mut r[nl..],
-            |d| {
-                let k = key.key(&d.x);
-                (!before(b.k, &b.d, k, d), k)
-            },
-            true,
-            par,
-        );
+        let (a, b) = pivots::<D, UNIT, K>(&cur[lo..hi], key, tau - acc, rw, &mut sample);
+        let (src, dst) = (&mut cur[lo..hi], &mut other[lo..hi]);
+        let r = round::<D, UNIT, K>((src, dst), key, (&a, &b), boxes, par);
+        // The range's objects are now in `other` when `r.moved`: take that buffer if they
+        // are all the objects, else copy them back.
+        let data = match (r.moved, whole) {
+            (false, _) => cur,
+            (true, true) => {
+                in_t = !in_t;
+                other
+            }
+            (true, false) => {
+                cur[lo..hi].copy_from_slice(&other[lo..hi]);
+                cur
+            }
+        };
+        let (nl, nm) = (r.nl, r.nm);
         if nm == len {
-            return finish::<D, UNIT, K>(&mut v[lo..hi], key, lo, acc, tau, low, high);
+            let s = finish::<D, UNIT, K>(&mut data[lo..hi], key, lo, acc, tau, low, high);
+            return (extremes(s, data, key, (lo, hi), boxes, near), in_t);
         }
-        if acc + wl >= tau {
+        let mids = |data: &[Dot<D>]| Stats::of(&data[lo + nl..lo + nl + nm], key);
+        if acc + r.wl >= tau {
+            if boxes[1] {
+                high = high.merge(mids(data)).merge(r.high);
+            }
+            near_high = lo + nl..hi;
             hi = lo + nl;
-            rw = wl;
-            high = high.merge(sm).merge(sh);
-        } else if acc + wl + wm >= tau {
-            acc += wl;
+            rw = r.wl;
+        } else if acc + r.wl + r.wm >= tau {
+            if nl > 0 {
+                near_low = lo..lo + nl;
+            }
+            if lo + nl + nm < hi {
+                near_high = lo + nl + nm..hi;
+            }
+            acc += r.wl;
             lo += nl;
             hi = lo + nm;
-            rw = wm;
-            low = low.merge(sl);
-            high = high.merge(sh);
+            rw = r.wm;
+            low = low.merge(r.low);
+            high = high.merge(r.high);
         } else {
-            acc += wl + wm;
+            if boxes[0] {
+                low = low.merge(r.low).merge(mids(data));
+            }
+            near_low = lo..lo + nl + nm;
+            acc += r.wl + r.wm;
             lo += nl + nm;
-            rw -= wl + wm;
-            low = low.merge(sl).merge(sm);
+            rw -= r.wl + r.wm;
         }
     }
+}
+
+/// The key extremes next to the cut of a selection `s` whose last range `lo..hi` of `data`
+/// was sorted: [`finish`] has them when the range holds objects of that side (they follow,
+/// or precede, all others of the side), else they are the nearest group's (`near`), for a
+/// side whose statistics were not kept whole.
+fn extremes<const D: usize, K: Key<D>>(
+    mut s: Selected<D>,
+    data: &[Dot<D>],
+    key: &K,
+    (lo, hi): (usize, usize),
+    boxes: [bool; 2],
+    (near_low, near_high): (&std::ops::Range<usize>, &std::ops::Range<usize>),
+) -> Selected<D> {
+    if !boxes[0] && s.m == lo {
+        s.low.kmax = Stats::of(&data[near_low.clone()], key).kmax;
+    }
+    if !boxes[1] && s.m == hi {
+        s.high.kmin = Stats::of(&data[near_high.clone()], key).kmin;
+    }
+    s
+}
+
+/// What a [`round`] did to its range: `nl` objects before the pivot `a` now first, `nm` from
+/// `a` to `b` next, the rest after; their weights `wl`, `wm`; the statistics of the first and
+/// the last group; whether the range is now in the other buffer.
+struct Round<const D: usize> {
+    nl: usize,
+    nm: usize,
+    wl: u64,
+    wm: u64,
+    low: Stats<D>,
+    high: Stats<D>,
+    moved: bool,
+}
+
+/// One pass of the selection over `src` with pivots `a ≤ b`: the objects before `a` first,
+/// then those from `a` to `b`, then those after `b`, with the statistics of the first and last
+/// group (each only if `boxes` asks for it, else empty). `dst` (as long) is scratch; the range ends in `dst` (`moved`) or in `src`. On a
+/// long range with threads, in blocks side by side ([`classify`] each, then every block's
+/// groups copied to their places); the groups (as sets), their weights and statistics are the
+/// same for every `par` (integer sums, minima and maxima).
+fn round<const D: usize, const UNIT: bool, K: Key<D>>(
+    (src, dst): (&mut [Dot<D>], &mut [Dot<D>]),
+    key: &K,
+    (a, b): (&Keyed<D>, &Keyed<D>),
+    boxes: [bool; 2],
+    par: Par,
+) -> Round<D> {
+    let len = src.len();
+    let of = |v: &[Dot<D>], side: usize| {
+        if boxes[side] {
+            Stats::of(v, key)
+        } else {
+            Stats::EMPTY
+        }
+    };
+    if !par.is_parallel() || len < SWEEP_PAR_MIN {
+        let c = classify::<D, UNIT, K>(src, dst, key, (a, b));
+        let (nl, nm) = (c.nl, c.nm);
+        dst[nl..nl + nm].copy_from_slice(&src[..nm]);
+        return Round {
+            nl,
+            nm,
+            wl: c.wl,
+            wm: c.wm,
+            low: of(&dst[..nl], 0),
+            high: of(&dst[nl + nm..], 1),
+            moved: true,
+        };
+    }
+    let size = len.div_ceil(par.degree());
+    let blocks: Vec<Classified> = (src.par_chunks_mut(size).zip(dst.par_chunks_mut(size)))
+        .map(|(s, d)| classify::<D, UNIT, K>(s, d, key, (a, b)))
+        .collect();
+    let mids: Vec<Dot<D>> = (blocks.iter().enumerate())
+        .flat_map(|(i, c)| src[i * size..i * size + c.nm].iter().copied())
+        .collect();
+    let (nl, nm) = (blocks.iter().map(|c| c.nl).sum::<usize>(), mids.len());
+    // Every block's first group goes to the front in block order, the middle groups after
+    // them, every block's last group to the back.
+    let (mut front, rest) = src.split_at_mut(nl);
+    let (middle, mut back) = rest.split_at_mut(nm);
+    middle.copy_from_slice(&mids);
+    let mut jobs = Vec::with_capacity(blocks.len());
+    for (c, d) in blocks.iter().zip(dst.chunks(size)) {
+        let (l, f) = std::mem::take(&mut front).split_at_mut(c.nl);
+        let (h, bk) = std::mem::take(&mut back).split_at_mut(c.nh);
+        (front, back) = (f, bk);
+        jobs.push((l, h, d, c));
+    }
+    let stats: Vec<[Stats<D>; 2]> = jobs
+        .into_par_iter()
+        .map(|(l, h, d, c)| {
+            l.copy_from_slice(&d[..c.nl]);
+            h.copy_from_slice(&d[d.len() - c.nh..]);
+            [of(l, 0), of(h, 1)]
+        })
+        .collect();
+    let (mut low, mut high) = (Stats::EMPTY, Stats::EMPTY);
+    for [l, h] in stats {
+        low = low.merge(l);
+        high = high.merge(h);
+    }
+    Round {
+        nl,
+        nm,
+        wl: blocks.iter().map(|c| c.wl).sum(),
+        wm: blocks.iter().map(|c| c.wm).sum(),
+        low,
+        high,
+        moved: false,
+    }
+}
+
+/// What [`classify`] found in a block: how many objects (and their weight) came before `a`,
+/// between `a` and `b`, after `b`.
+struct Classified {
+    nl: usize,
+    nm: usize,
+    nh: usize,
+    wl: u64,
+    wm: u64,
+}
+
+/// Reads `src` in order and writes the objects before `a` to the front of `dst`, those after
+/// `b` to its back (in reverse), and the others (usually few: the pivots bracket the target
+/// closely) to the front of `src`, over objects already read. Branch-free but for the middle
+/// group, whose rare members take the branch: one read and two writes per object.
+#[inline(always)]
+fn classify<const D: usize, const UNIT: bool, K: Key<D>>(
+    src: &mut [Dot<D>],
+    dst: &mut [Dot<D>],
+    key: &K,
+    (a, b): (&Keyed<D>, &Keyed<D>),
+) -> Classified {
+    let len = src.len();
+    assert_eq!(dst.len(), len, "classify: scratch of the wrong length");
+    let (mut nl, mut nh, mut nm) = (0usize, 0usize, 0usize);
+    let (mut wl, mut wm) = (0u64, 0u64);
+    for i in 0..len {
+        // Before object i: nl + nm + nh = i, so the writes below land on slots of `dst` that
+        // hold no kept object yet (the front group ends at nl, the back one starts at
+        // len − nh) and on a slot of `src` already read (nm ≤ i).
+        let d = src[i];
+        let k = key.key(&d.x);
+        let w = wt::<D, UNIT>(&d);
+        let is_lo = before(k, &d, a.k, &a.d);
+        let is_hi = before(b.k, &b.d, k, &d);
+        if !(is_lo | is_hi) {
+            src[nm] = d;
+            nm += 1;
+            wm += w;
+            continue;
+        }
+        dst[nl] = d;
+        dst[len - 1 - nh] = d;
+        nl += usize::from(is_lo);
+        nh += usize::from(!is_lo);
+        wl += if is_lo { w } else { 0 };
+    }
+    Classified { nl, nm, nh, wl, wm }
 }
 
 /// Sorts a short range and picks the boundary. `acc = P(offset) < tau <= P(offset + r.len())`.
@@ -243,6 +440,9 @@ fn pivots<const D: usize, const UNIT: bool, K: Key<D>>(
     )
 }
 
+/// Ranges at least this long are partitioned in blocks side by side when the budget allows.
+const SWEEP_PAR_MIN: usize = 1 << 13;
+
 /// Moves the elements for which `pred` holds to the front (Hoare sweeps from both ends) and
 /// returns their number and weight. `pred` returns its verdict and the element's key; every
 /// element is reported once, in its final place, to `on_true` or `on_false`.
@@ -291,83 +491,6 @@ pub(crate) fn partition<const D: usize, const UNIT: bool>(
     (i, w)
 }
 
-/// Ranges at least this long are partitioned in blocks side by side when the budget allows.
-const SWEEP_PAR_MIN: usize = 1 << 13;
-
-/// [`partition`] of `v` with the statistics of the side that holds and (with `fails`) of the
-/// other, as `[holds, fails]`; on a long range with threads, in one block per thread side by side,
-/// then the elements that hold but lie past the boundary swapped, run by run, with those that
-/// fail before it. The sides (as sets), their weights and statistics are [`partition`]'s,
-/// for every `par` (integer sums, minima and maxima).
-fn sweep<const D: usize, const UNIT: bool>(
-    v: &mut [Dot<D>],
-    pred: impl Fn(&Dot<D>) -> (bool, f64) + Sync,
-    fails: bool,
-    par: Par,
-) -> (usize, u64, [Stats<D>; 2]) {
-    let len = v.len();
-    // The statistics of both sides, or (`fails` false) of the side that holds only.
-    let part = |v: &mut [Dot<D>]| {
-        let (mut y, mut f) = (Stats::EMPTY, Stats::EMPTY);
-        let (n, w) = partition::<D, UNIT>(
-            v,
-            &pred,
-            |d, k| y.add(d, k),
-            |d, k| {
-                if fails {
-                    f.add(d, k);
-                }
-            },
-        );
-        (n, w, [y, f])
-    };
-    if !par.is_parallel() || len < SWEEP_PAR_MIN {
-        return part(v);
-    }
-    let size = len.div_ceil(par.degree());
-    let blocks: Vec<(usize, u64, [Stats<D>; 2])> = v.par_chunks_mut(size).map(part).collect();
-    let (mut n, mut w) = (0usize, 0u64);
-    let (mut yes, mut no) = (Stats::EMPTY, Stats::EMPTY);
-    for (nb, wb, [y, f]) in &blocks {
-        n += nb;
-        w += wb;
-        yes = yes.merge(*y);
-        no = no.merge(*f);
-    }
-    // Block b holds `b·size..`: its elements that hold first, then those that fail. The runs
-    // that fail before `n` and the runs that hold from `n` on are equally long in all.
-    let mut fails = Vec::new();
-    let mut holds = Vec::new();
-    for (b, (nb, _, _)) in blocks.iter().enumerate() {
-        let (start, end) = (b * size, ((b + 1) * size).min(len));
-        let (mid, fail_end, hold_start) = (start + nb, end.min(n), start.max(n));
-        if mid < fail_end {
-            fails.push(mid..fail_end);
-        }
-        if hold_start < mid {
-            holds.push(hold_start..mid);
-        }
-    }
-    let (front, back) = v.split_at_mut(n);
-    let (mut f, mut h) = (fails.into_iter(), holds.into_iter());
-    let (mut fr, mut hr) = (f.next(), h.next());
-    while let (Some(a), Some(b)) = (fr.clone(), hr.clone()) {
-        let m = a.len().min(b.len());
-        front[a.start..a.start + m].swap_with_slice(&mut back[b.start - n..b.start - n + m]);
-        fr = if m == a.len() {
-            f.next()
-        } else {
-            Some(a.start + m..a.end)
-        };
-        hr = if m == b.len() {
-            h.next()
-        } else {
-            Some(b.start + m..b.end)
-        };
-    }
-    (n, w, [yes, no])
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::AxisKey;
@@ -383,6 +506,16 @@ mod tests {
                 id: i as u32,
             })
             .collect()
+    }
+
+    /// A xorshift generator from `state`.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
     }
 
     /// The obviously correct version: sort everything, take all prefix sums.
@@ -402,15 +535,69 @@ mod tests {
         }
     }
 
+    /// Long ranges in blocks side by side (2 and 3 threads): the same boundary, weight and
+    /// statistics as the sequential selection and the sort.
+    #[test]
+    fn blocks_side_by_side_match_the_sequential_selection() {
+        let mut next = xorshift(0x2545f4914f6cdd1d);
+        for case in 0..12 {
+            let n = [9000, 20_000, 50_001][case % 3];
+            let distinct = [7, 1000, 1 << 40][case % 3];
+            let keys: Vec<f64> = (0..n).map(|_| (next() % distinct) as f64).collect();
+            let w: Vec<u32> = (0..n).map(|_| (next() % 1000) as u32).collect();
+            let total: u64 = w.iter().map(|&x| x as u64).sum();
+            let tau = 1 + next() % total;
+            let run_with = |par: Par, boxes: [bool; 2]| {
+                let mut v = dots(&keys, &w);
+                let mut t = v.clone();
+                let (s, moved) = par
+                    .install(|| {
+                        select::<1, false, _>(&mut v, &mut t, &AxisKey(0), tau, total, boxes, par)
+                    })
+                    .unwrap();
+                let v = if moved { t } else { v };
+                let mut low: Vec<u32> = v[..s.m].iter().map(|d| d.id).collect();
+                low.sort();
+                (s, low, v)
+            };
+            let run = |par: Par| run_with(par, [true; 2]);
+            let (s0, low0, v0) = run(Par::Seq);
+            assert_eq!((s0.m, s0.p), reference(&v0, tau), "case {case}");
+            for threads in [2, 3] {
+                // Without the boxes: the same boundary, weight and key extremes.
+                let (s, low, _) = run_with(Par::threads(threads), [false; 2]);
+                let near = (s.m, s.p, s.low.kmax, s.high.kmin);
+                assert_eq!(near, (s0.m, s0.p, s0.low.kmax, s0.high.kmin), "case {case}");
+                assert_eq!(low, low0, "case {case}, {threads} threads");
+                let (s, low, _) = run(Par::threads(threads));
+                assert_eq!((s.m, s.p), (s0.m, s0.p), "case {case}, {threads} threads");
+                assert_eq!(low, low0, "case {case}, {threads} threads");
+                assert_eq!(
+                    (
+                        s.low.lo,
+                        s.low.hi,
+                        s.low.kmax,
+                        s.high.lo,
+                        s.high.hi,
+                        s.high.kmin
+                    ),
+                    (
+                        s0.low.lo,
+                        s0.low.hi,
+                        s0.low.kmax,
+                        s0.high.lo,
+                        s0.high.hi,
+                        s0.high.kmin
+                    ),
+                    "case {case}, {threads} threads"
+                );
+            }
+        }
+    }
+
     #[test]
     fn matches_sorting_on_many_shapes() {
-        let mut state = 0x9e3779b97f4a7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e3779b97f4a7c15);
         for case in 0..300 {
             let n = [1, 2, 5, 47, 48, 49, 100, 1000, 5000][case % 9];
             let distinct = 1 + (next() % (n as u64 + 3)) as usize;
@@ -419,7 +606,7 @@ mod tests {
                 .map(|_| match case % 3 {
                     0 => 1,
                     1 => (next() % 1000) as u32,
-                    _ => (next() % 4 == 0) as u32 * (next() % 1_000_000) as u32,
+                    _ => next().is_multiple_of(4) as u32 * (next() % 1_000_000) as u32,
                 })
                 .collect();
             let total: u64 = w.iter().map(|&x| x as u64).sum();
@@ -428,7 +615,26 @@ mod tests {
             }
             let tau = 1 + (next() % total);
             let mut v = dots(&keys, &w);
-            let s = select::<1, false, _>(&mut v, &AxisKey(0), tau, total, Par::Seq);
+            let mut t = v.clone();
+            let (mut u, mut ut) = (v.clone(), v.clone());
+            let (s, moved) =
+                select::<1, false, _>(&mut v, &mut t, &AxisKey(0), tau, total, [true; 2], Par::Seq);
+            let v = if moved { t } else { v };
+            // Without the boxes: the same boundary, weight and key extremes next to the cut.
+            let (s2, _) = select::<1, false, _>(
+                &mut u,
+                &mut ut,
+                &AxisKey(0),
+                tau,
+                total,
+                [false; 2],
+                Par::Seq,
+            );
+            assert_eq!(
+                (s2.m, s2.p, s2.low.kmax, s2.high.kmin),
+                (s.m, s.p, s.low.kmax, s.high.kmin),
+                "case {case}"
+            );
             assert_eq!((s.m, s.p), reference(&v, tau), "case {case}");
             let key = |d: &Dot<1>| d.x[0];
             let max_low = v[..s.m]

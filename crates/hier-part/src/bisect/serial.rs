@@ -12,14 +12,25 @@ use part_api::Points;
 use rayon::prelude::*;
 use std::convert::Infallible;
 
-/// The serial bisection of `points` (on the calling thread's pool, see [`Par::install`]);
-/// `checked`: the points are known to be good (only the targets are checked).
+/// The serial bisection's buffers: the objects as dots, one vector per dimension. The
+/// hierarchical walk keeps them from level to level and from call to call (fresh pages cost a
+/// fault each, about as much as a pass over them).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    d1: [Vec<Dot<1>>; 2],
+    d2: [Vec<Dot<2>>; 2],
+    d3: [Vec<Dot<3>>; 2],
+}
+
+/// The serial bisection of `points` (on the calling thread's pool, see [`Par::install`]) in
+/// the buffers `scratch`; `checked`: the points are known to be good (only the targets are
+/// checked).
 pub(super) fn bisect(
     b: &Bisector,
     points: Points<'_>,
     targets: &[f64],
     parts: &mut [u32],
-    checked: bool,
+    (checked, scratch): (bool, &mut Scratch),
 ) -> Result<Bisection, Error> {
     let Bisector {
         method,
@@ -42,9 +53,9 @@ pub(super) fn bisect(
         input: &input,
     };
     let (cuts, counts) = match dim {
-        1 => job.run::<1>(coords, weights, parts, par),
-        2 => job.run::<2>(coords, weights, parts, par),
-        _ => job.run::<3>(coords, weights, parts, par),
+        1 => job.run::<1>(&mut scratch.d1, (coords, weights), parts, par),
+        2 => job.run::<2>(&mut scratch.d2, (coords, weights), parts, par),
+        _ => job.run::<3>(&mut scratch.d3, (coords, weights), parts, par),
     };
     let k = targets.len();
     let mut part_weights = vec![0.0; k];
@@ -75,10 +86,15 @@ pub(super) fn bisect(
 const JOIN_MIN: usize = 4096;
 
 /// One segment of the recursion: the dots `v` (integer weight `total`, bounding box `st`) that
-/// go to the parts `p0..p0 + counts.len()`, at depth `depth` of the cut tree.
+/// go to the parts `p0..p0 + counts.len()`, at depth `depth` of the cut tree; `t`, as long,
+/// is the selection's scratch. `swapped`: `v` lies in the second buffer of the bisection
+/// (and `t` in the first); each part's is written to `swapped` at the leaves.
 struct Seg<'s, const D: usize> {
     v: &'s mut [Dot<D>],
+    t: &'s mut [Dot<D>],
+    swapped: bool,
     counts: &'s mut [usize],
+    flags: &'s mut [bool],
     p0: u32,
     total: u64,
     st: Stats<D>,
@@ -92,48 +108,60 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// The bisection of the points `(coords, weights)` with `bufs` as the dots' buffer and
+    /// the selection's scratch: the cuts in preorder and each part's count.
     fn run<const D: usize>(
         &self,
-        coords: &[f64],
-        weights: Option<&[f64]>,
+        bufs: &mut [Vec<Dot<D>>; 2],
+        (coords, weights): (&[f64], Option<&[f64]>),
         parts: &mut [u32],
         par: Par,
     ) -> (Vec<Cut>, Vec<usize>) {
         let n = self.input.n;
         let make = |i: usize| Dot::of(coords, weights, self.input, i);
-        let mut dots: Vec<Dot<D>> = Vec::with_capacity(n);
-        let count = |s: &mut (u64, Stats<D>), d: &Dot<D>| {
-            s.0 += d.w as u64;
-            s.1.add(d, 0.0);
+        let [dots, scratch] = bufs.each_mut().map(|b| {
+            if b.len() < n {
+                let zero = Dot {
+                    x: [0.0; D],
+                    w: 0,
+                    id: 0,
+                };
+                b.resize(n, zero);
+            }
+            &mut b[..n]
+        });
+        // Each chunk's dots made and counted in one pass, the chunks' figures combined in
+        // order: the same for every `par` (an integer sum, and minima and maxima of
+        // coordinates that are never -0.0). The loop's sums stay in registers.
+        let fill = |(c, out): (usize, &mut [Dot<D>])| {
+            let (mut w, mut s) = (0u64, Stats::EMPTY);
+            for (j, slot) in out.iter_mut().enumerate() {
+                let d = make(c * CHUNK + j);
+                w += d.w as u64;
+                s.add(&d, 0.0);
+                *slot = d;
+            }
+            (w, s)
         };
+        let combine = |a: (u64, Stats<D>), b: (u64, Stats<D>)| (a.0 + b.0, a.1.merge(b.1));
+        let init = (0u64, Stats::EMPTY);
         let (total, st) = if par.is_parallel() && n >= 2 * CHUNK {
-            dots.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(make));
-            reduce(
-                &dots,
-                par,
-                (0u64, Stats::EMPTY),
-                |c| {
-                    let mut s = (0u64, Stats::EMPTY);
-                    c.iter().for_each(|d| count(&mut s, d));
-                    s
-                },
-                |a, b| (a.0 + b.0, a.1.merge(b.1)),
-            )
+            let figures: Vec<_> = dots.par_chunks_mut(CHUNK).enumerate().map(fill).collect();
+            figures.into_iter().fold(init, combine)
         } else {
-            // Made and counted in one pass: the same figures as the chunked reduction (an
-            // integer sum, and minima and maxima of coordinates that are never -0.0).
-            let mut s = (0u64, Stats::EMPTY);
-            dots.extend((0..n).map(|i| {
-                let d = make(i);
-                count(&mut s, &d);
-                d
-            }));
-            s
+            dots.chunks_mut(CHUNK)
+                .enumerate()
+                .map(fill)
+                .fold(init, combine)
         };
         let mut counts = vec![0usize; self.input.fractions.len()];
+        let mut flags = vec![false; counts.len()];
         let root = Seg {
-            v: &mut dots,
+            v: &mut *dots,
+            t: &mut *scratch,
+            swapped: false,
             counts: &mut counts,
+            flags: &mut flags,
             p0: 0,
             total,
             st,
@@ -141,8 +169,9 @@ impl Job<'_> {
         };
         let cuts = self.split(root, par);
         let mut off = 0;
-        for (p, &c) in counts.iter().enumerate() {
-            for d in &dots[off..off + c] {
+        for (p, (&c, &swapped)) in counts.iter().zip(&flags).enumerate() {
+            let v: &[Dot<D>] = if swapped { scratch } else { dots };
+            for d in &v[off..off + c] {
                 parts[d.id as usize] = p as u32;
             }
             off += c;
@@ -155,6 +184,7 @@ impl Job<'_> {
     fn split<const D: usize>(&self, seg: Seg<'_, D>, par: Par) -> Vec<Cut> {
         if seg.counts.len() == 1 {
             seg.counts[0] = seg.v.len();
+            seg.flags[0] = seg.swapped;
             return Vec::new();
         }
         match self.method {
@@ -179,8 +209,11 @@ impl Job<'_> {
         key: K,
     ) -> Vec<Cut> {
         let Seg {
-            v,
+            mut v,
+            mut t,
+            mut swapped,
             counts,
+            flags,
             p0,
             total,
             st,
@@ -189,9 +222,15 @@ impl Job<'_> {
         let k = counts.len();
         let half = k / 2;
         let len = v.len();
-        let s = self.low_side(v, &key, (p0, k), (total, st), par);
+        let (s, moved) = self.low_side((v, t), &key, (p0, k), (total, st), par);
+        if moved {
+            // The selection left the dots in the scratch, which `v` becomes.
+            (v, t) = (t, v);
+            swapped = !swapped;
+        }
         let m = s.m;
         let (vl, vh) = v.split_at_mut(m);
+        let (tl, th) = t.split_at_mut(m);
         let side = LowSide {
             m: m as u64,
             len: len as u64,
@@ -207,9 +246,13 @@ impl Job<'_> {
                 Err(never) => match never {},
             };
         let (cl, ch) = counts.split_at_mut(half);
+        let (fl, fh) = flags.split_at_mut(half);
         let lo = Seg {
             v: vl,
+            t: tl,
+            swapped,
             counts: cl,
+            flags: fl,
             p0,
             total: w_low,
             st: s.low,
@@ -217,7 +260,10 @@ impl Job<'_> {
         };
         let hi = Seg {
             v: vh,
+            t: th,
+            swapped,
             counts: ch,
+            flags: fh,
             p0: cut.high.start,
             total: w_high,
             st: s.high,
@@ -249,15 +295,16 @@ impl Job<'_> {
 
     /// The low side of the segment `v` (weight `total`, statistics `st`) of parts
     /// `p0..p0 + k`: selected for its goal ([`low_goal`]), then with `keep_ties` the objects
-    /// on the cut moved to one side ([`untie`]).
+    /// on the cut moved to one side ([`untie`]). `t` is the selection's scratch, as long as
+    /// `v`; the second value returned says whether the dots now lie in `t`.
     fn low_side<const D: usize, K: Key<D>>(
         &self,
-        v: &mut [Dot<D>],
+        (v, t): (&mut [Dot<D>], &mut [Dot<D>]),
         key: &K,
         (p0, k): (u32, usize),
         (total, st): (u64, Stats<D>),
         par: Par,
-    ) -> select::Selected<D> {
+    ) -> (select::Selected<D>, bool) {
         let len = v.len();
         // A set whose objects all weigh 0 is split by count.
         let unit = self.input.unit || total == 0;
@@ -266,22 +313,32 @@ impl Job<'_> {
             Goal::Tau(t) => t,
             _ => 0,
         };
-        let mut s = match (goal, unit) {
-            (Goal::Nothing, _) => select::Selected {
-                m: 0,
-                p: 0,
-                low: Stats::EMPTY,
-                high: st,
-            },
-            (Goal::Everything, _) => select::Selected {
-                m: len,
-                p: sel_total,
-                low: st,
-                high: Stats::EMPTY,
-            },
-            (Goal::Tau(tau), true) => select::<D, true, K>(v, key, tau, sel_total, par),
-            (Goal::Tau(tau), false) => select::<D, false, K>(v, key, tau, sel_total, par),
+        // A side that is one part is not split further: its box is not needed (with
+        // `keep_ties` both sides' statistics are taken again below).
+        let boxes = [k / 2 > 1, k - k / 2 > 1];
+        let (mut s, moved) = match (goal, unit) {
+            (Goal::Nothing, _) => (
+                select::Selected {
+                    m: 0,
+                    p: 0,
+                    low: Stats::EMPTY,
+                    high: st,
+                },
+                false,
+            ),
+            (Goal::Everything, _) => (
+                select::Selected {
+                    m: len,
+                    p: sel_total,
+                    low: st,
+                    high: Stats::EMPTY,
+                },
+                false,
+            ),
+            (Goal::Tau(tau), true) => select::<D, true, K>(v, t, key, tau, sel_total, boxes, par),
+            (Goal::Tau(tau), false) => select::<D, false, K>(v, t, key, tau, sel_total, boxes, par),
         };
+        let v = if moved { t } else { v };
         if self.keep_ties && s.m > 0 && s.m < len && s.low.kmax >= s.high.kmin {
             let (m, p) = if unit {
                 untie::<D, true, K>(v, key, (s.m, s.p), s.low.kmax, tau, par)
@@ -293,7 +350,7 @@ impl Job<'_> {
             s.low = stats(&v[..m], key, par);
             s.high = stats(&v[m..], key, par);
         }
-        s
+        (s, moved)
     }
 }
 

@@ -610,7 +610,7 @@ impl Walk<'_> {
                 *c = lookup.get(p as usize).copied().unwrap_or(u32::MAX);
             }
         }
-        let cuts = level.run(ws, g, points, Some(gids), &mut child)?;
+        let cuts = level.run((ws, None), g, points, Some(gids), &mut child)?;
         Ok((child, cuts))
     }
 }

@@ -3,13 +3,21 @@
 //! distributed walk alike.
 
 use super::{Diffused, LevelCuts, LevelMethod};
-use crate::bisect::Bisector;
 use crate::bisect::dist::{GlobalIds, bisect_dist};
+use crate::bisect::{Bisector, Scratch};
 use crate::{Error, Method, Par};
 use comm::ReduceOp;
 use drum_model::PartitionMethod;
 use part_api::Reduce;
 use part_api::{Partitioner, Points};
+
+/// The buffers of one level that runs, kept by the serial walk from level to level and from
+/// call to call: `hsfc`'s for an HSFC level, the bisection's objects for RCB and RIB.
+#[derive(Debug, Default)]
+pub(super) struct LevelWorkspace {
+    pub(super) hsfc: hsfc::Workspace,
+    pub(super) bisect: Scratch,
+}
 
 /// A node's split: its method, the threads, its children's targets, and with KEEP_CUTS its
 /// previous cuts.
@@ -38,10 +46,12 @@ impl Level<'_> {
     /// Runs the level on `group`'s objects `points`, writing each object's child into `out`.
     /// `gids`: the objects' global ids when they are spread over the group in an order other
     /// than rank order (the distributed walk); `None` for objects in index order on a
-    /// one-rank group (the serial walk, which has checked every point at the root).
+    /// one-rank group (the serial walk, which has checked every point at the root). `ws`:
+    /// `hsfc`'s buffers, and the serial bisection's (the serial walk's, kept from level to
+    /// level; `None`: fresh ones).
     pub(super) fn run<C: comm::Comm + Reduce>(
         &self,
-        ws: &mut hsfc::Workspace,
+        (ws, scratch): (&mut hsfc::Workspace, Option<&mut Scratch>),
         group: &C,
         points: Points<'_>,
         gids: Option<&[u64]>,
@@ -73,7 +83,10 @@ impl Level<'_> {
                 bisect_dist(group, &b, points, ids, self.targets, out)?
             }
             // The serial walk checked every point at the root.
-            None => b.run_checked(points, self.targets, out)?,
+            None => match scratch {
+                Some(s) => b.run_checked(s, points, self.targets, out)?,
+                None => b.run_checked(&mut Scratch::default(), points, self.targets, out)?,
+            },
         }))
     }
 }

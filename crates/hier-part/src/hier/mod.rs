@@ -13,12 +13,13 @@ mod serial;
 
 /// The hierarchical partitioner's buffers, owned by the caller and reused from call to call
 /// (fresh pages cost a fault each, as much as a pass over them): the serial walk's two
-/// permuted copies of the objects, and `hsfc`'s workspaces for the HSFC levels (one per
-/// subtree that runs at a time). Drop it to free the memory.
+/// permuted copies of the objects, and the levels' workspaces (`hsfc`'s for the HSFC levels,
+/// the bisection's objects for RCB and RIB; one per subtree that runs at a time). Drop it to
+/// free the memory.
 #[derive(Debug, Default)]
 pub struct Workspace {
     walk: serial::Bufs,
-    hsfc: Vec<hsfc::Workspace>,
+    hsfc: Vec<level::LevelWorkspace>,
 }
 
 pub use plan::{Child, DEFAULT_EFF_MIN, DEFAULT_IMBALANCE_TOL, LevelMethod, Plan, PlanNode};
@@ -136,9 +137,9 @@ impl Hier {
             serial::partition(self.par, ws, plan, points, parts, previous)
         } else {
             if ws.hsfc.is_empty() {
-                ws.hsfc.push(hsfc::Workspace::default());
+                ws.hsfc.push(level::LevelWorkspace::default());
             }
-            self.run_dist(&mut ws.hsfc[0], group, plan, previous, points, parts)
+            self.run_dist(&mut ws.hsfc[0].hsfc, group, plan, previous, points, parts)
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the level's partitioner; parts are written straight into the caller's buffer. Sibling
 //! subtrees run concurrently when the thread budget allows ([`Par::fork`]).
 
-use super::level::Level;
+use super::level::{Level, LevelWorkspace};
 use super::{Child, HierPartition, LevelCuts, Moved, Plan, Workspace};
 use crate::input::check_points;
 use crate::{Error, Par};
@@ -38,8 +38,8 @@ impl<'a> PartsOut<'a> {
 }
 
 /// What the walk's tasks share: the plan, the caller's points, the previous partition and the
-/// parts on entry (repartition), the output, and the HSFC levels' workspaces (one per task
-/// that runs at a time, kept for the next call).
+/// parts on entry (repartition), the output, and the levels' workspaces (one per task that
+/// runs at a time, kept for the next call).
 struct Ctx<'a> {
     plan: &'a Plan,
     dim: usize,
@@ -47,7 +47,7 @@ struct Ctx<'a> {
     weights: Option<&'a [f64]>,
     prev: Option<(&'a HierPartition, &'a [u32])>,
     parts: PartsOut<'a>,
-    hsfc: Mutex<Vec<hsfc::Workspace>>,
+    hsfc: Mutex<Vec<LevelWorkspace>>,
 }
 
 /// What a task found, merged after the walk: per rank, weight (summed in index order) and
@@ -261,16 +261,17 @@ impl Ctx<'_> {
                 .and_then(|(p, _)| p.cuts.get(&id)),
             from_previous,
         };
-        let mut hsfc_ws = self.take_hsfc();
+        let mut lw = self.take_hsfc();
         let t0 = Instant::now();
         let run = {
             let objs = self.objects(src, &r.bufs, n);
             let points = Points::new(objs.xs, dim, objs.ws);
+            let ws = (&mut lw.hsfc, Some(&mut lw.bisect));
             level
-                .run(&mut hsfc_ws, &Serial, points, None, &mut *r.child)
+                .run(ws, &Serial, points, None, &mut *r.child)
                 .map_err(|e| e.at_level(&node.label, method.kind))
         };
-        self.give_hsfc(hsfc_ws);
+        self.give_hsfc(lw);
         let cuts = run?;
         acc.times.push((id, t0.elapsed().as_secs_f64()));
         let keep = method.keep_cuts.then_some(());
@@ -579,12 +580,12 @@ impl Ctx<'_> {
         }
     }
 
-    fn take_hsfc(&self) -> hsfc::Workspace {
+    fn take_hsfc(&self) -> LevelWorkspace {
         let mut pool = self.hsfc.lock().unwrap_or_else(|e| e.into_inner());
         pool.pop().unwrap_or_default()
     }
 
-    fn give_hsfc(&self, ws: hsfc::Workspace) {
+    fn give_hsfc(&self, ws: LevelWorkspace) {
         self.hsfc.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
     }
 }
