@@ -118,6 +118,29 @@ impl Balancing {
         }
     }
 
+    /// [`Balancing::rebalance`] with points made only when they are needed
+    /// ([`DrumLoop::rebalance_lazy`]): `fill` writes the coordinates of the `n` local
+    /// objects into its first vector (returning their dimension) and their current ranks
+    /// into its second. [`Balancer::Flat`] always partitions, so always fills;
+    /// [`Balancer::Drum`] fills only when its policy repartitions. Returns the loop's report
+    /// (for [`Balancer::Drum`]) and each object's new rank (`None`: every object stays).
+    pub fn rebalance_lazy<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        n: usize,
+        weights: Option<&[f64]>,
+        fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
+    ) -> Result<(Option<LoopReport>, Option<Vec<u32>>), Error> {
+        if let State::Drum(lp) = &mut self.0 {
+            let (report, parts) = lp.rebalance_lazy(comm, n, weights, fill)?;
+            return Ok((Some(report), parts));
+        }
+        let (mut coords, mut parts) = (Vec::new(), Vec::new());
+        let dim = fill(&mut coords, &mut parts);
+        let report = self.rebalance(comm, Points::new(&coords, dim, weights), &mut parts)?;
+        Ok((report, Some(parts)))
+    }
+
     /// Whether this rebalance point keeps the current partition, from every rank's load
     /// (`loads[r]`: the weight rank r holds; the same slice on every rank, so every rank
     /// answers alike): for [`Balancer::Flat`] after its first point, when the heaviest is

@@ -375,6 +375,21 @@ struct Gathered {
     cut_s: f64,
 }
 
+/// A rebalance point decided and not yet finished ([`DrumLoop::decide_point`]).
+struct Decided {
+    lap: Lap,
+    warnings: Vec<String>,
+    point: Gathered,
+    /// Seconds of the gather, the sensing and the decision.
+    laps: [f64; 3],
+    measured_s: f64,
+    total: f64,
+    per_work: Option<Vec<f64>>,
+    fractions: Vec<f64>,
+    targets: Vec<f64>,
+    decision: DecisionReport,
+}
+
 /// One rank's side of DRUM in the loop (see the module documentation).
 pub struct DrumLoop {
     machine: Machine,
@@ -532,7 +547,7 @@ impl DrumLoop {
     /// decided or partitioned.
     pub fn measure<C: Comm>(&mut self, comm: &C) -> Result<Sensed, Error> {
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
-        let point = self.gather(comm, Points::new(&[], 1, None), 0)?;
+        let point = self.gather(comm, None, 0)?;
         let measured_s = self.sense(&point, &mut warnings)?;
         Ok(Sensed {
             window_s: point.window_s,
@@ -556,13 +571,70 @@ impl DrumLoop {
         points: Points<'_>,
         parts: &mut [u32],
     ) -> Result<LoopReport, Error> {
+        let (_, _, weights) = points.into_parts();
+        let d = self.decide_point(comm, weights, parts.len())?;
+        let objects = d.decision.rebalance.then_some((points, parts));
+        self.finish_point(comm, d, objects)
+    }
+
+    /// [`DrumLoop::rebalance`] for an application whose points cost something to make (an
+    /// element's centroid, say): the `n` local objects' weights (`None`: one each) are all
+    /// the decision needs, and `fill` is called only when the decision repartitions, to write
+    /// the coordinates (`n × dim` of them, into the empty vector it is given; it returns
+    /// `dim`) and each object's current rank (`n` of them). Returns the report and, when the
+    /// decision repartitioned, each object's new rank. The same decision, parts and
+    /// collectives as [`DrumLoop::rebalance`] on the same objects; a kept partition costs
+    /// neither the coordinates nor the ranks array.
+    pub fn rebalance_lazy<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        n: usize,
+        weights: Option<&[f64]>,
+        fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
+    ) -> Result<(LoopReport, Option<Vec<u32>>), Error> {
+        let mut d = self.decide_point(comm, weights, n)?;
+        if !d.decision.rebalance {
+            return Ok((self.finish_point(comm, d, None)?, None));
+        }
+        let (mut coords, mut parts) = (Vec::new(), Vec::new());
+        let dim = fill(&mut coords, &mut parts);
+        // The application's own work, not the rebalance point's.
+        d.lap.lap();
+        if parts.len() != n {
+            return Err(Error::LengthMismatch {
+                what: "rebalance_lazy's current ranks",
+                got: parts.len(),
+                expected: n,
+                per: "local object",
+            });
+        }
+        if coords.len() != n * dim {
+            return Err(Error::LengthMismatch {
+                what: "rebalance_lazy's coordinates",
+                got: coords.len(),
+                expected: n * dim,
+                per: "local object and dimension",
+            });
+        }
+        let points = Points::new(&coords, dim, weights);
+        let report = self.finish_point(comm, d, Some((points, &mut parts)))?;
+        Ok((report, Some(parts)))
+    }
+
+    /// The first half of a rebalance point: the gather, the sensing and the decision, which
+    /// need only the local objects' count and weights.
+    fn decide_point<C: Comm>(
+        &mut self,
+        comm: &C,
+        weights: Option<&[f64]>,
+        n: usize,
+    ) -> Result<Decided, Error> {
         let mut lap = Lap::start();
         let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
-        let point = self.gather(comm, points, parts.len())?;
+        let point = self.gather(comm, weights, n)?;
         let gather_s = lap.lap();
         let measured_s = self.sense(&point, &mut warnings)?;
         let sense_s = lap.lap();
-        let measured = measures(&point);
         let total: f64 = point.loads.iter().sum();
         let per_work = (self.cfg.load == LoadMeasure::Time)
             .then(|| seconds_per_work(&self.work, point.loads.len()))
@@ -574,21 +646,59 @@ impl DrumLoop {
         let decision = self.decide(&fractions, &targets, total, point.window_s, &point.loads)?;
         self.last_total = Some(total);
         let decision_s = lap.lap();
-        let (achieved, partition_s, moved_weight) = if decision.rebalance && total > 0.0 {
-            let scaled = per_work.map(|f| time_weights(points, parts.len(), f[self.rank]));
-            let timed = Points {
-                weights: scaled.as_deref().or(points.weights),
-                ..points
-            };
-            let r = self.repartition(comm, timed, parts, &targets)?;
-            self.ledger.hold(match scaled {
-                None => r.0.iter().map(|a| a * total).collect(),
-                Some(_) => held_work(comm, points, parts)?,
-            });
-            r
-        } else {
-            self.ledger.hold(point.loads.clone());
-            (fractions.clone(), 0.0, 0.0)
+        Ok(Decided {
+            lap,
+            warnings,
+            point,
+            laps: [gather_s, sense_s, decision_s],
+            measured_s,
+            total,
+            per_work,
+            fractions,
+            targets,
+            decision,
+        })
+    }
+
+    /// The second half of a rebalance point: the repartition of `objects` (given exactly
+    /// when the decision rebalances) and the report.
+    fn finish_point<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        d: Decided,
+        objects: Option<(Points<'_>, &mut [u32])>,
+    ) -> Result<LoopReport, Error> {
+        let Decided {
+            mut lap,
+            warnings,
+            point,
+            laps: [gather_s, sense_s, decision_s],
+            measured_s,
+            total,
+            per_work,
+            fractions,
+            targets,
+            decision,
+        } = d;
+        let measured = measures(&point);
+        let (achieved, partition_s, moved_weight) = match objects {
+            Some((points, parts)) if decision.rebalance && total > 0.0 => {
+                let scaled = per_work.map(|f| time_weights(points, parts.len(), f[self.rank]));
+                let timed = Points {
+                    weights: scaled.as_deref().or(points.weights),
+                    ..points
+                };
+                let r = self.repartition(comm, timed, parts, &targets)?;
+                self.ledger.hold(match scaled {
+                    None => r.0.iter().map(|a| a * total).collect(),
+                    Some(_) => held_work(comm, points, parts)?,
+                });
+                r
+            }
+            _ => {
+                self.ledger.hold(point.loads.clone());
+                (fractions.clone(), 0.0, 0.0)
+            }
         };
         // The rebalance's own time (the partitioner: a diffusion level's kNN graph, say) is
         // not the application's work, and Watts et al.'s capacity divides work by the
@@ -625,7 +735,7 @@ impl DrumLoop {
     fn gather<C: Comm>(
         &mut self,
         comm: &C,
-        points: Points<'_>,
+        weights: Option<&[f64]>,
         n: usize,
     ) -> Result<Gathered, Error> {
         let now = Instant::now();
@@ -633,7 +743,6 @@ impl DrumLoop {
         self.last_point = now;
         self.cut_window();
         let cut_s = now.elapsed().as_secs_f64();
-        let (_, _, weights) = points.into_parts();
         let load = weights.map_or(n as f64, |w| w.iter().sum());
         let mut w = Writer::default();
         w.f64(since);

@@ -529,3 +529,105 @@ fn the_next_window_starts_after_the_rebalance() {
         assert!(second.window_s < between + 0.5 * partition_s);
     }
 }
+
+/// One rank's point: the report, the new ranks (`None`: kept), whether the points were made.
+type PointOutcome = (LoopReport, Option<Vec<u32>>, bool);
+
+/// [`run`]'s loop with the "share" script (rank 1 gets half a CPU), through
+/// [`DrumLoop::rebalance`] or [`DrumLoop::rebalance_lazy`]: per rank and step, the report,
+/// the new ranks (`None`: kept) and whether the points were made.
+fn run_parts(tag: &str, sizing: Sizing, steps: usize, lazy: bool) -> Vec<Vec<PointOutcome>> {
+    let fake = Fake::new(tag);
+    let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
+    let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+        let me = Comm::rank(&c);
+        fake.thread(1, 1);
+        let mut lp = DrumLoop::start(&c, machine.clone(), config(&fake, sizing))?;
+        let mut out = Vec::new();
+        for step in 0..steps {
+            std::thread::sleep(Duration::from_millis(20));
+            if me == 0 {
+                fake.busy(step as u64 + 1);
+            }
+            let k = step as u64 + 1;
+            match me {
+                0 => fake.thread(1 + 10_000_000 * k, 1),
+                _ => fake.thread(1 + 5_000_000 * k, 1 + 5_000_000 * k),
+            };
+            c.barrier()?;
+            let xy = points(me, step == 0);
+            let n = xy.len() / 2;
+            if lazy {
+                let mut made = false;
+                let (r, parts) = lp.rebalance_lazy(&c, n, None, |coords, parts| {
+                    made = true;
+                    coords.extend_from_slice(&xy);
+                    parts.resize(n, me as u32);
+                    2
+                })?;
+                out.push((r, parts, made));
+            } else {
+                let mut parts = vec![me as u32; n];
+                let r = lp.rebalance(&c, Points::new(&xy, 2, None), &mut parts)?;
+                let parts = r.decision.rebalance.then_some(parts);
+                out.push((r, parts, true));
+            }
+        }
+        lp.stop()?;
+        Ok::<_, Error>(out)
+    })
+    .unwrap();
+    out.into_iter().map(|r| r.unwrap()).collect()
+}
+
+#[test]
+fn lazy_points_give_the_same_decisions_and_parts_and_are_made_only_to_repartition() {
+    for sizing in [Sizing::Monitored, Sizing::Uniform] {
+        let eager = run_parts(&format!("eager-{}", sizing.name()), sizing, 3, false);
+        let lazy = run_parts(&format!("lazy-{}", sizing.name()), sizing, 3, true);
+        let mut kept = 0;
+        for (e, l) in eager.iter().zip(&lazy) {
+            for ((re, pe, _), (rl, pl, made)) in e.iter().zip(l) {
+                assert_eq!(re.decision.rebalance, rl.decision.rebalance);
+                assert_eq!(re.decision.reason, rl.decision.reason);
+                assert_eq!(re.targets, rl.targets);
+                assert_eq!(pe, pl, "{}: {}", sizing.name(), rl.decision.text);
+                assert_eq!(*made, rl.decision.rebalance, "{}", rl.decision.text);
+                kept += usize::from(!rl.decision.rebalance);
+            }
+        }
+        // The initial point repartitions; uniform sizes keep the even split after it.
+        assert!(lazy.iter().all(|r| r[0].0.decision.rebalance));
+        if sizing == Sizing::Uniform {
+            assert!(kept >= 2, "uniform kept {kept} points");
+        }
+    }
+}
+
+#[test]
+fn lazy_points_of_the_wrong_length_are_an_error() {
+    // One rank: its first point repartitions, so the points are made.
+    let fake = Fake::new("lazy-len");
+    let one = MACHINE.replace(
+        r#"<node type="SINGLE_COMPUTING" nodenum="2" name="c1" parent="0" cpus="1" mflops="100"/>"#,
+        "",
+    );
+    let one = Machine::parse_str(&one, "m1.xml").unwrap();
+    let out = ThreadComm::run(1, &ThreadOptions::default(), |c| {
+        let one = one.clone();
+        let mut lp = DrumLoop::start(&c, one, config(&fake, Sizing::Uniform))?;
+        let r = lp.rebalance_lazy(&c, 10, None, |coords, parts| {
+            coords.resize(20, 0.5);
+            parts.resize(9, 0);
+            2
+        });
+        lp.stop()?;
+        Ok::<_, Error>(r.map(|_| ()).map_err(|e| e.to_string()))
+    })
+    .unwrap();
+    let msg = out[0].as_ref().unwrap().as_ref().unwrap_err().clone();
+    assert!(
+        msg.contains("current ranks has 9 entries, expected 10"),
+        "{msg}"
+    );
+}

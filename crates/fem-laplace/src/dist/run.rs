@@ -773,26 +773,40 @@ impl<'a, C: Comm> RankRun<'a, C> {
             None => [0, 0],
         };
         // Every element stays here unless the partitioner (or a test's shift) says otherwise.
-        let mut parts = if keep && self.cfg.shift_at.is_none() {
-            Vec::new()
-        } else {
-            vec![self.comm.rank() as u32; ne]
-        };
-        if self.comm.size() > 1 && !keep {
+        // The centroids and the ranks array are made only for a partitioner that runs: DRUM's
+        // policy decides from the counts alone, and keeps the partition at most points.
+        let rank = self.comm.rank() as u32;
+        let mut parts = Vec::new();
+        if several && !keep {
             let tp = Instant::now();
-            let mut xy = vec![0.0; 2 * ne];
-            self.l.mesh.centroids_into(&mut xy);
-            let tc = tp.elapsed().as_secs_f64();
+            let mut tc = 0.0;
+            let mesh = &self.l.mesh;
             // Unit weights (one per element): `None` says so without an array of ones.
-            let points = part_api::Points::new(&xy, 2, None);
-            fig.balance = self.balancing.rebalance(&self.comm, points, &mut parts)?;
+            let (balance, new) = self
+                .balancing
+                .rebalance_lazy(&self.comm, ne, None, |xy, p| {
+                    let tf = Instant::now();
+                    xy.resize(2 * ne, 0.0);
+                    mesh.centroids_into(xy);
+                    p.resize(ne, rank);
+                    tc = tf.elapsed().as_secs_f64();
+                    2
+                })?;
+            fig.balance = balance;
+            if let Some(new) = new {
+                parts = new;
+            }
             if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
                 eprintln!(
-                    "    partition: census+centroids {:.2} ms, partitioner {:.2} ms",
-                    (t0.elapsed().as_secs_f64() - tp.elapsed().as_secs_f64() + tc) * 1e3,
+                    "    partition: census {:.2} ms, centroids {:.2} ms, rebalance point {:.2} ms",
+                    (tp - t0).as_secs_f64() * 1e3,
+                    tc * 1e3,
                     (tp.elapsed().as_secs_f64() - tc) * 1e3
                 );
             }
+        }
+        if parts.is_empty() && self.cfg.shift_at.is_some() {
+            parts = vec![rank; ne];
         }
         fig.times.partition = t0.elapsed().as_secs_f64();
         self.comm.enter(Phase::Migrate);
