@@ -137,7 +137,8 @@ struct Worst {
 fn worst_of(steps: &[serde_json::Value], min_elements: u64) -> Result<Option<Worst>> {
     let mut worst: Option<Worst> = None;
     for v in steps {
-        if v["elements"].as_u64().context("a step without elements")? < min_elements {
+        let elements = v["elements"].as_u64().context("a step without elements")?;
+        if elements < min_elements {
             continue;
         }
         let c = &v["balance"]["cost"];
@@ -165,7 +166,7 @@ fn worst_of(steps: &[serde_json::Value], min_elements: u64) -> Result<Option<Wor
         if worst.is_none_or(|w| cost[4] > w.cost[4]) {
             worst = Some(Worst {
                 step: v["step"].as_u64().context("a step without step")?,
-                elements: v["elements"].as_u64().context("a step without elements")?,
+                elements,
                 cost,
                 last_in,
             });
@@ -439,7 +440,8 @@ fn worst_steps(dir: &Path, runs: &[Vec<Run>]) -> Result<()> {
          application's centroids); over every step, then over the steps of at least {BIG_STEP} \
          elements:"
     );
-    for (sel, what) in [(0, "every step"), (1, "steps of at least 10^5 elements")] {
+    let big = format!("steps of at least {BIG_STEP} elements");
+    for (sel, what) in [(0, "every step"), (1, big.as_str())] {
         println!(
             "{:<20} {:>5} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}",
             "case",

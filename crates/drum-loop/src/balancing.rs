@@ -135,8 +135,7 @@ impl Balancing {
             let (report, parts) = lp.rebalance_lazy(comm, n, weights, fill)?;
             return Ok((Some(report), parts));
         }
-        let (mut coords, mut parts) = (Vec::new(), Vec::new());
-        let dim = fill(&mut coords, &mut parts);
+        let (coords, mut parts, dim) = crate::run::made_points(n, fill)?;
         let report = self.rebalance(comm, Points::new(&coords, dim, weights), &mut parts)?;
         Ok((report, Some(parts)))
     }
@@ -212,6 +211,32 @@ mod tests {
         assert!(!b.keeps(&[0.0, 0.0]));
         assert!(!b.keeps(&[f64::NAN, 1.0]));
         assert!(!b.keeps(&[f64::INFINITY, 1.0]));
+    }
+
+    /// The flat balancer fills at every point, through the same length checks as DRUM's.
+    #[test]
+    fn flat_lazy_points_are_made_and_checked() {
+        let comm = Serial;
+        let mut b = Balancing(State::Flat { previous: None });
+        let xy = [0.0, 0.0, 1.0, 1.0, 0.5, 0.25, 0.75, 0.5];
+        let (report, parts) = b
+            .rebalance_lazy(&comm, 4, None, |c, p| {
+                c.extend_from_slice(&xy);
+                p.resize(4, 0);
+                2
+            })
+            .unwrap();
+        assert!(report.is_none());
+        assert_eq!(parts, Some(vec![0; 4]));
+        let e = b
+            .rebalance_lazy(&comm, 4, None, |c, p| {
+                c.extend_from_slice(&xy[..6]);
+                p.resize(4, 0);
+                2
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("coordinates has 6 entries, expected 8"), "{e}");
     }
 
     fn first_partition() -> hsfc::Partition {

@@ -375,6 +375,34 @@ struct Gathered {
     cut_s: f64,
 }
 
+/// The points of a lazy rebalance point ([`DrumLoop::rebalance_lazy`],
+/// [`crate::Balancing::rebalance_lazy`]): the coordinates, the current ranks and the dimension
+/// `fill` writes for `n` objects, checked against `n`.
+pub(crate) fn made_points(
+    n: usize,
+    fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
+) -> Result<(Vec<f64>, Vec<u32>, usize), Error> {
+    let (mut coords, mut parts) = (Vec::new(), Vec::new());
+    let dim = fill(&mut coords, &mut parts);
+    if parts.len() != n {
+        return Err(Error::LengthMismatch {
+            what: "rebalance_lazy's current ranks",
+            got: parts.len(),
+            expected: n,
+            per: "local object",
+        });
+    }
+    if coords.len() != n * dim {
+        return Err(Error::LengthMismatch {
+            what: "rebalance_lazy's coordinates",
+            got: coords.len(),
+            expected: n * dim,
+            per: "local object and dimension",
+        });
+    }
+    Ok((coords, parts, dim))
+}
+
 /// A rebalance point decided and not yet finished ([`DrumLoop::decide_point`]).
 struct Decided {
     lap: Lap,
@@ -596,26 +624,9 @@ impl DrumLoop {
         if !d.decision.rebalance {
             return Ok((self.finish_point(comm, d, None)?, None));
         }
-        let (mut coords, mut parts) = (Vec::new(), Vec::new());
-        let dim = fill(&mut coords, &mut parts);
+        let (coords, mut parts, dim) = made_points(n, fill)?;
         // The application's own work, not the rebalance point's.
         d.lap.lap();
-        if parts.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "rebalance_lazy's current ranks",
-                got: parts.len(),
-                expected: n,
-                per: "local object",
-            });
-        }
-        if coords.len() != n * dim {
-            return Err(Error::LengthMismatch {
-                what: "rebalance_lazy's coordinates",
-                got: coords.len(),
-                expected: n * dim,
-                per: "local object and dimension",
-            });
-        }
         let points = Points::new(&coords, dim, weights);
         let report = self.finish_point(comm, d, Some((points, &mut parts)))?;
         Ok((report, Some(parts)))
