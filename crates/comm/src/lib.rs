@@ -54,7 +54,7 @@ pub use link::{LinkFitError, LinkModel, LinkProbe, LinkTimings, measure_link};
 #[cfg(feature = "mpi")]
 pub use mpi_backend::{MpiComm, RawComm, mpi_is_initialized};
 pub use scalar::Scalar;
-pub use thread::{DEFAULT_SPIN, ThreadComm, ThreadOptions};
+pub use thread::{DEFAULT_SPIN, LONG_SPIN, ThreadComm, ThreadOptions};
 
 /// Pins the calling thread to `cpus` (Linux `sched_setaffinity`), as [`ThreadOptions::cpus`]
 /// does for thread ranks: for one process per rank (MPI), each rank pins itself. `rank` only

@@ -6,8 +6,10 @@
 //! called the same collective with consistent arguments, computes the shared outcome (a
 //! reduction folded in rank order, or the table of contributions for the gathers and
 //! exchanges, which each rank then copies from in parallel), publishes it and wakes the
-//! others. Waiting ranks spin for [`DEFAULT_SPIN`] (or [`ThreadOptions::spin`]), then sleep on the
-//! condition variable.
+//! others. A waiting rank spins on the round counter, then sleeps on the condition variable:
+//! for [`LONG_SPIN`] on a core of its own, for [`DEFAULT_SPIN`] on a core it shares with
+//! another busy thread or process (see [`spin_budget`]), or as long as
+//! [`ThreadOptions::spin`] says.
 //!
 //! Failure: the run-wide [`World`] records the first rank that panicked and which ranks have
 //! returned. Both events wake every communicator of the run; a waiting rank then returns
@@ -33,9 +35,10 @@ pub struct ThreadOptions {
     /// Stack size of each rank's thread in bytes (default: Rust's default for spawned
     /// threads).
     pub stack_size: Option<usize>,
-    /// How long a waiting rank spins before it sleeps on the condition variable (default
-    /// [`DEFAULT_SPIN`]; zero: it sleeps at once, leaving its core to whatever else runs
-    /// there).
+    /// How long a waiting rank spins before it sleeps on the condition variable, the same for
+    /// every rank (zero: it sleeps at once, leaving its core to whatever else runs there).
+    /// Default: each rank by its core, [`LONG_SPIN`] on a core of its own, [`DEFAULT_SPIN`]
+    /// on a core it shares with another busy thread or process.
     pub spin: Option<std::time::Duration>,
 }
 
@@ -58,8 +61,8 @@ struct World {
     hosts: Option<Vec<String>>,
     /// Every communicator created in this run, to wake them all on a failure.
     groups: Mutex<Vec<Weak<Group>>>,
-    /// How long a waiting rank spins before it sleeps.
-    spin: std::time::Duration,
+    /// How long a waiting rank spins before it sleeps (`None`: by its core, [`spin_budget`]).
+    spin: Option<std::time::Duration>,
 }
 
 /// One communicator: its members and its round table.
@@ -75,12 +78,102 @@ struct Group {
     completed: AtomicU64,
 }
 
-/// How long a rank spins on the round counter before it sleeps on the condition variable,
-/// unless [`ThreadOptions::spin`] says otherwise.
+/// How long a rank spins on the round counter before it sleeps on the condition variable
+/// on a core it shares with another busy thread or process, unless [`ThreadOptions::spin`]
+/// says otherwise.
 /// Waking a sleeping thread costs tens of microseconds on a virtual machine, more than most
 /// rounds of an iterative solver take; a short spin keeps those rounds at memory speed, and a
-/// longer wait (a rank ahead of the others, an oversubscribed host) still sleeps.
+/// longer wait (a rank ahead of the others, an oversubscribed host) still sleeps. On a shared
+/// core every microsecond spun is taken from the process beside the rank, and the scheduler
+/// takes it back from the rank when its work arrives: there the spin stays this short.
 pub const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// How long a rank spins before it sleeps on a core of its own, unless [`ThreadOptions::spin`]
+/// says otherwise. A rank that slept is woken tens of microseconds late: with a spin shorter than that, two ranks exchanging small rounds fall
+/// into a pattern where each round one of them has just gone to sleep when the other
+/// arrives, and every round costs a wake-up (measured on the 2-core host: the first steps of
+/// the adaptive run, a few hundred elements each, took 1.8-2.0 ms with a 50 µs spin and
+/// 0.3-0.5 ms with a 2 ms one, about 60 µs per collective).
+pub const LONG_SPIN: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Whether the calling thread shares its core: the share of the time since its last look that
+/// it spent runnable but not running (the kernel's run delay, `/proc/thread-self/schedstat`),
+/// which only another busy thread or process on its CPU causes. One per thread (a rank's
+/// communicators share it); looked at when the thread is about to wait, at most every
+/// [`CoreWatch::LOOK_EVERY`].
+#[derive(Debug)]
+struct CoreWatch {
+    /// `/proc/thread-self/schedstat`, open (`None` where there is none).
+    file: Option<std::fs::File>,
+    /// When the last look was, and the run delay it read (ns).
+    at: std::time::Instant,
+    delay_ns: u64,
+    /// The verdict of the last look.
+    shared: bool,
+}
+
+impl CoreWatch {
+    /// Looks no more often than this (a look is one `pread`).
+    const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
+    /// Runnable-but-waiting time above this share of the interval: the core is shared.
+    const SHARED_DELAY: f64 = 0.05;
+
+    fn new() -> CoreWatch {
+        let file = std::fs::File::open("/proc/thread-self/schedstat").ok();
+        let delay_ns = file.as_ref().and_then(Self::run_delay).unwrap_or(0);
+        CoreWatch {
+            at: std::time::Instant::now(),
+            delay_ns,
+            // Without the file: as a shared core (the short spin, as before this watch).
+            shared: file.is_none(),
+            file,
+        }
+    }
+
+    /// The thread's run delay so far (the second of schedstat's three numbers), ns.
+    fn run_delay(file: &std::fs::File) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 96];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        text.split_ascii_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// The verdict now, looking again if the last look is old enough.
+    fn shared(&mut self, now: std::time::Instant) -> bool {
+        let since = now.duration_since(self.at);
+        if since < Self::LOOK_EVERY {
+            return self.shared;
+        }
+        if let Some(d) = self.file.as_ref().and_then(Self::run_delay) {
+            let waited = d.saturating_sub(self.delay_ns) as f64 * 1e-9;
+            self.shared = waited > Self::SHARED_DELAY * since.as_secs_f64();
+            (self.delay_ns, self.at) = (d, now);
+        }
+        self.shared
+    }
+}
+
+thread_local! {
+    static CORE: std::cell::RefCell<Option<CoreWatch>> = const { std::cell::RefCell::new(None) };
+}
+
+/// How long the calling rank spins before it sleeps: `fixed` if given; else
+/// [`DEFAULT_SPIN`] while it shares its core with another busy thread or process (the spin
+/// would take the core from it, and the scheduler takes it back from the rank when its work
+/// arrives), and [`LONG_SPIN`] on a core of its own, where spinning costs nobody anything and
+/// catches a partner that a sleep would make late.
+fn spin_budget(fixed: Option<std::time::Duration>, now: std::time::Instant) -> std::time::Duration {
+    if let Some(d) = fixed {
+        return d;
+    }
+    let shared = CORE.with(|c| {
+        c.borrow_mut()
+            .get_or_insert_with(CoreWatch::new)
+            .shared(now)
+    });
+    if shared { DEFAULT_SPIN } else { LONG_SPIN }
+}
 
 #[derive(Debug)]
 struct State {
@@ -383,7 +476,7 @@ impl ThreadComm {
             exited: (0..n).map(|_| AtomicBool::new(false)).collect(),
             hosts: opts.hosts.clone(),
             groups: Mutex::new(Vec::new()),
-            spin: opts.spin.unwrap_or(DEFAULT_SPIN),
+            spin: opts.spin,
         });
         let top = Group::new(Arc::clone(&world), (0..n).collect());
 
@@ -506,7 +599,7 @@ impl ThreadComm {
         drop(st);
         let start = std::time::Instant::now();
         let mut spins = 0u32;
-        let spin = g.world.spin;
+        let spin = spin_budget(g.world.spin, start);
         while !spin.is_zero()
             && g.completed.load(Ordering::Acquire) <= round
             && g.world.failure.get().is_none()
@@ -742,3 +835,56 @@ fn concat<'a>(pieces: impl Iterator<Item = &'a [u8]> + Clone) -> PerRank<u8> {
 }
 
 crate::impl_reduce!(ThreadComm);
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn busy(d: Duration) {
+        let t0 = Instant::now();
+        while t0.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Two busy threads pinned to one CPU: each waits for the other about half the time, and
+    /// the watch of either says its core is shared (so its rank would spin only
+    /// [`DEFAULT_SPIN`]).
+    #[test]
+    fn a_busy_thread_on_the_same_cpu_makes_the_core_shared() {
+        if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            return;
+        }
+        let cpu = affinity::allowed_cpus().expect("allowed cpus")[0];
+        let other = std::thread::spawn(move || {
+            affinity::pin_current_thread(1, &[cpu]).expect("pin");
+            busy(Duration::from_millis(300));
+        });
+        affinity::pin_current_thread(0, &[cpu]).expect("pin");
+        let mut w = CoreWatch::new();
+        busy(Duration::from_millis(100));
+        let shared = w.shared(Instant::now());
+        other.join().expect("the other thread");
+        assert!(
+            shared,
+            "two busy threads on CPU {cpu}, the watch says not shared: {w:?}"
+        );
+        assert_eq!(
+            spin_budget(Some(Duration::from_micros(7)), Instant::now()),
+            Duration::from_micros(7)
+        );
+    }
+
+    /// The run delay is read from the file, and grows only while the thread waits for a CPU.
+    #[test]
+    fn run_delay_is_read() {
+        let Ok(f) = std::fs::File::open("/proc/thread-self/schedstat") else {
+            return;
+        };
+        assert!(
+            CoreWatch::run_delay(&f).is_some(),
+            "schedstat has three numbers"
+        );
+    }
+}

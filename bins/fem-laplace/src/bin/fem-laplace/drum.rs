@@ -108,8 +108,10 @@ pub struct DrumArgs {
     /// Do not pin each rank to its node's `cpus`.
     #[arg(long)]
     pub no_pin: bool,
-    /// With thread ranks: how long a waiting rank spins before it sleeps, in microseconds
-    /// (default 50; 0 sleeps at once, leaving a shared core to the process beside it).
+    /// With thread ranks: how long a waiting rank spins before it sleeps, in microseconds, the
+    /// same for every rank (0 sleeps at once, leaving a shared core to the process beside
+    /// it). Default: each rank by its core, 1000 on a core of its own, 50 on a core it shares
+    /// with another busy process (`comm::LONG_SPIN`, `comm::DEFAULT_SPIN`).
     #[arg(long, value_name = "US")]
     pub spin_us: Option<u64>,
     /// Repartition incrementally (Watts, Rieffel & Taylor 1998): every level that splits
