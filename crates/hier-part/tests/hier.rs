@@ -788,3 +788,136 @@ proptest! {
         }
     }
 }
+
+/// `ThreadComm` with the calls of this rank counted.
+struct Counted {
+    inner: ThreadComm,
+    calls: std::cell::Cell<usize>,
+}
+
+impl Counted {
+    fn count<T>(&self, f: impl FnOnce(&ThreadComm) -> T) -> T {
+        self.calls.set(self.calls.get() + 1);
+        f(&self.inner)
+    }
+}
+
+impl Comm for Counted {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn barrier(&self) -> Result<(), comm::CommError> {
+        self.count(|c| c.barrier())
+    }
+    fn allreduce_f64(&self, op: comm::ReduceOp, buf: &mut [f64]) -> Result<(), comm::CommError> {
+        self.count(|c| c.allreduce_f64(op, buf))
+    }
+    fn allreduce_u64(&self, op: comm::ReduceOp, buf: &mut [u64]) -> Result<(), comm::CommError> {
+        self.count(|c| c.allreduce_u64(op, buf))
+    }
+    fn allgather_bytes(&self, send: &[u8], recv: &mut [u8]) -> Result<(), comm::CommError> {
+        self.count(|c| c.allgather_bytes(send, recv))
+    }
+    fn allgatherv_bytes(&self, send: &[u8]) -> Result<comm::PerRank<u8>, comm::CommError> {
+        self.count(|c| c.allgatherv_bytes(send))
+    }
+    fn gatherv_bytes(
+        &self,
+        root: usize,
+        send: &[u8],
+    ) -> Result<Option<comm::PerRank<u8>>, comm::CommError> {
+        self.count(|c| c.gatherv_bytes(root, send))
+    }
+    fn broadcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> Result<(), comm::CommError> {
+        self.count(|c| c.broadcast_bytes(root, buf))
+    }
+    fn alltoallv_bytes(
+        &self,
+        send: &[u8],
+        counts: &[usize],
+    ) -> Result<comm::PerRank<u8>, comm::CommError> {
+        self.count(|c| c.alltoallv_bytes(send, counts))
+    }
+    fn split(&self, colour: u32, key: i32) -> Result<Self, comm::CommError> {
+        let inner = self.count(|c| c.split(colour, key))?;
+        Ok(Counted {
+            inner,
+            calls: std::cell::Cell::new(0),
+        })
+    }
+    fn split_node(&self) -> Result<Self, comm::CommError> {
+        let inner = self.count(|c| c.split_node())?;
+        Ok(Counted {
+            inner,
+            calls: std::cell::Cell::new(0),
+        })
+    }
+    fn processor_name(&self) -> String {
+        self.inner.processor_name()
+    }
+    fn wtime(&self) -> f64 {
+        self.inner.wtime()
+    }
+}
+
+comm::impl_reduce!(Counted);
+
+/// A one-level machine (the run's `local-2core-hetero.xml`, HSFC with KEEP_CUTS over two
+/// ranks), unit weights, more points than the walk gathers: the fresh partition and a
+/// repartition take the census, the HSFC's extent (its failure flag in the box's reduction),
+/// level-0 histogram, refinement round(s) and part counts, and the figures with the level's
+/// agreement in the same round.
+#[test]
+fn a_one_level_unit_repartition_takes_six_collectives() {
+    let m = Machine::from_file(machines_dir().join("local-2core-hetero.xml")).unwrap();
+    let plan = plan_of(&m);
+    let (x, _) = points_with(
+        &mut Xoshiro256::new(3),
+        40_000,
+        2,
+        Distribution::Uniform,
+        WeightKind::Unit,
+    );
+    let (serial, _) = run_serial(&plan, &x, 2, None, Par::Seq);
+    let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+        let c = Counted {
+            inner: c,
+            calls: std::cell::Cell::new(0),
+        };
+        let me = c.rank();
+        let idx: Vec<usize> = (0..x.len() / 2).filter(|i| i % 2 == me).collect();
+        let xs: Vec<f64> = idx.iter().flat_map(|&i| [x[2 * i], x[2 * i + 1]]).collect();
+        let mut parts = vec![0u32; idx.len()];
+        let first = Hier::default()
+            .partition(&c, &plan, Points::new(&xs, 2, None), &mut parts)
+            .unwrap();
+        let fresh = c.calls.replace(0);
+        let mut again = parts.clone();
+        Hier::default()
+            .repartition(
+                &mut Workspace::default(),
+                &c,
+                &plan,
+                &first,
+                Points::new(&xs, 2, None),
+                &mut again,
+            )
+            .unwrap();
+        (idx, parts, again, fresh, c.calls.get())
+    })
+    .unwrap();
+    for (idx, parts, again, fresh, re) in out {
+        for (k, &i) in idx.iter().enumerate() {
+            assert_eq!(parts[k], serial[i], "point {i}");
+        }
+        assert_eq!(again, parts, "the same points again: nothing moves");
+        assert_eq!(
+            (fresh, re),
+            (6, 6),
+            "collectives of the partition and the repartition"
+        );
+    }
+}

@@ -48,6 +48,7 @@ extern "C" {
 #define HSFC_ERR_COMM 14                  /* distributed only: reserved */
 #define HSFC_ERR_THREAD_POOL 15           /* the thread pool could not be built */
 #define HSFC_ERR_WEIGHT_OVERFLOW 16       /* the weights sum beyond the largest double */
+#define HSFC_ERR_MIXED_WEIGHTS 17         /* distributed only: reserved */
 #define HSFC_ERR_UNKNOWN 99               /* an hsfc error this ABI version does not know */
 #define HSFC_ERR_NULL_POINTER 100         /* a required pointer is NULL */
 #define HSFC_ERR_BUFFER_TOO_SMALL 101     /* an output array is too small; nothing written */

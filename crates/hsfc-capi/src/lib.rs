@@ -129,6 +129,9 @@ status_codes! {
     HSFC_ERR_THREAD_POOL = 15, "the thread pool could not be built";
     /// [`hsfc::Error::WeightOverflow`]: the weights' total is beyond the largest double.
     HSFC_ERR_WEIGHT_OVERFLOW = 16, "the weights sum beyond the largest double";
+    /// [`hsfc::Error::MixedWeights`]: ranks with points disagree on passing weights (not
+    /// returned by this serial ABI; reserved).
+    HSFC_ERR_MIXED_WEIGHTS = 17, "some ranks pass weights and others do not";
     /// An `hsfc::Error` variant newer than this ABI (the message says which).
     HSFC_ERR_UNKNOWN = 99, "an error this version of the C ABI does not know";
     /// A required pointer is NULL (the message names the argument).
@@ -160,6 +163,7 @@ pub fn error_code(e: &hsfc::Error) -> c_int {
         E::Comm(_) => HSFC_ERR_COMM,
         E::ThreadPool { .. } => HSFC_ERR_THREAD_POOL,
         E::WeightOverflow { .. } => HSFC_ERR_WEIGHT_OVERFLOW,
+        E::MixedWeights => HSFC_ERR_MIXED_WEIGHTS,
         // `hsfc::Error` is #[non_exhaustive]: a variant added later gets a generic code
         // until it is given its own (tests/codes.rs notices new variants).
         _ => HSFC_ERR_UNKNOWN,

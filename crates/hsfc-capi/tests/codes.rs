@@ -77,6 +77,7 @@ fn every_variant() -> Vec<(&'static str, hsfc::Error)> {
                 total: f64::INFINITY,
             },
         ),
+        ("MixedWeights", E::MixedWeights),
     ]
 }
 
@@ -174,7 +175,7 @@ fn every_code_has_a_distinct_name_and_message() {
         assert!(names.insert(s.name()) && messages.insert(s.summary()));
     }
     assert_eq!(STATUS_CODES[0].name(), "HSFC_OK");
-    for bad in [-1, 17, 98, 103, c_int::MAX] {
+    for bad in [-1, 18, 98, 103, c_int::MAX] {
         assert_eq!(cstr(hsfc_error_name(bad)), "HSFC_UNKNOWN_STATUS");
         assert_eq!(cstr(hsfc_error_message(bad)), "not a status code of hsfc");
     }

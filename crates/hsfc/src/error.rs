@@ -125,6 +125,11 @@ pub enum Error {
         /// The total (infinite) as far as it could be summed.
         total: f64,
     },
+    /// In a distributed call, some ranks with points pass weights and others pass none.
+    #[error(
+        "some ranks with points pass weights and others do not: pass weights on every rank or on none"
+    )]
+    MixedWeights,
 }
 
 impl From<part_api::PoolError> for Error {

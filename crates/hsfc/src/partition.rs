@@ -853,8 +853,11 @@ fn run_mapped<R: Reduce>(
     check_global(cfg, dim, targets, prev)?;
     let exec = Exec::new(cfg.par, ws.simd(), &ws.scratch)?;
     let ext = extent(&exec, comm, input, parts)?;
-    let (map, kept) = curve(dim, ext.bbox, ext.n_total, prev);
-    let (quant, quantum) = quantize(weights, ext.wmax, ext.n_total);
+    let (map, kept) = curve(dim, ext.bbox, ext.empty, prev);
+    // Weighted when the ranks with points pass weights (the extent counted them then); a
+    // rank without points takes the others' scale whatever it passed.
+    let weighted = ext.n_total.is_some();
+    let (quant, quantum) = quantize(weights, weighted, ext.wmax, ext.n_total.unwrap_or(0));
     // A fresh partition writes the parts while it locates the cuts (unless it has so many
     // that a part and a flag would not fit a `u32`: then pass 3 does).
     let fresh = prev.is_none() && targets.len() < refine::ASSIGN_MAX;
@@ -869,7 +872,9 @@ fn run_mapped<R: Reduce>(
     );
     comm.sum_u64(&mut hist0).map_err(comm_err)?;
     let total: u64 = hist0.iter().sum();
-    if weights.is_some() && !(total as f64 * quantum).is_finite() {
+    // Unit weights: every point weighs one in the histogram.
+    let n_total = ext.n_total.unwrap_or(total);
+    if weighted && !(total as f64 * quantum).is_finite() {
         // Every rank holds the same `total` and `quantum`: they all return this error.
         return Err(Error::WeightOverflow {
             total: total as f64 * quantum,
@@ -887,7 +892,7 @@ fn run_mapped<R: Reduce>(
         quant,
         hist0: &hist0,
         bits: (key_bits(dim), sub_key_bits(dim)),
-        n_total: ext.n_total,
+        n_total,
         queries: &plan.queries,
     };
     let (found, fresh_tally) = refine::locate(
@@ -932,8 +937,8 @@ fn run_mapped<R: Reduce>(
             targets,
             total,
             quantum,
-            n_total: ext.n_total,
-            max_weight: if weights.is_some() { ext.wmax } else { 1.0 },
+            n_total,
+            max_weight: if weighted { ext.wmax } else { 1.0 },
         },
         (map, cells, fine_cuts),
         &sums,
@@ -974,16 +979,22 @@ impl refine::SubKeys for PointSubKeys<'_> {
     }
 }
 
-/// What pass 1 found over all ranks: the number of points, their bounding box and the largest
+/// What pass 1 found over all ranks: the number of points (`None` for unit weights: the key
+/// pass's histogram counts them), whether there are none, their bounding box and the largest
 /// weight.
 struct Extent {
-    n_total: u64,
+    n_total: Option<u64>,
+    empty: bool,
     bbox: BoundingBox,
     wmax: f64,
 }
 
 /// Pass 1: validates the local input, and the global box and largest weight. Errors are agreed
-/// on collectively so that no rank is left waiting in a reduction.
+/// on collectively so that no rank is left waiting in a reduction. Unit weights take one
+/// collective: the box's reduction carries a failure flag (on a failure, the agreement then
+/// says how many ranks failed), and the points are counted by the key pass's histogram;
+/// weights take a second, the count (their scale needs it). Ranks with points that disagree
+/// on weights get [`Error::MixedWeights`], all of them.
 fn extent<R: Reduce>(
     exec: &Exec,
     comm: &R,
@@ -1019,33 +1030,56 @@ fn extent<R: Reduce>(
             local_err = Some(first_bad(points, dim, weights));
         }
     }
-    let mut n_total = [n_local as u64];
-    let local = local_err.map_or(Ok(()), Err);
-    match part_api::agree(comm, local, &mut n_total).map_err(comm_err)? {
-        Ok(()) => {}
-        Err(Failed::Here(e)) => return Err(e),
-        Err(Failed::Elsewhere { ranks, .. }) => return Err(Error::InvalidOnOtherRank { ranks }),
-    }
-    let [n_total] = n_total;
-    let mut ext = [0.0f64; 7];
+    // One reduction: the box, the largest weight, a failure flag, and whether ranks with
+    // points pass weights and whether some do not (so that every rank takes the same
+    // collectives after it).
+    let mut ext = [0.0f64; 10];
     for a in 0..dim {
         ext[a] = scan.lo[a];
         ext[3 + a] = -scan.hi[a];
     }
     ext[6] = -scan.wmax;
+    ext[7] = -f64::from(u8::from(local_err.is_some()));
+    ext[8] = -f64::from(u8::from(n_local > 0 && weights.is_some()));
+    ext[9] = -f64::from(u8::from(n_local > 0 && weights.is_none()));
     comm.min_f64(&mut ext).map_err(comm_err)?;
+    let mut n_total = [n_local as u64];
+    if ext[7] < 0.0 {
+        // Some rank failed (every rank sees it): the agreement says how many.
+        let local = local_err.map_or(Ok(()), Err);
+        match part_api::agree(comm, local, &mut n_total).map_err(comm_err)? {
+            Ok(()) => {}
+            Err(Failed::Here(e)) => return Err(e),
+            Err(Failed::Elsewhere { ranks, .. }) => {
+                return Err(Error::InvalidOnOtherRank { ranks });
+            }
+        }
+    }
+    let weighted = ext[8] < 0.0;
+    if weighted && ext[9] < 0.0 {
+        return Err(Error::MixedWeights);
+    }
+    // Unit weights: the key pass's histogram counts the points (each weighs one there);
+    // weights need the count for their scale first.
+    if weighted {
+        comm.sum_u64(&mut n_total).map_err(comm_err)?;
+    }
+    // A rank with points has a finite box (infinite and NaN coordinates are errors), so the
+    // box of none is empty.
+    let empty = ext[0] == f64::INFINITY;
     let mut bbox = BoundingBox {
         lo: [0.0; 3],
         hi: [0.0; 3],
     };
-    if n_total > 0 {
+    if !empty {
         for a in 0..dim {
             bbox.lo[a] = ext[a];
             bbox.hi[a] = -ext[3 + a];
         }
     }
     Ok(Extent {
-        n_total,
+        n_total: weighted.then_some(n_total[0]),
+        empty,
         bbox,
         wmax: -ext[6],
     })
@@ -1056,13 +1090,13 @@ fn extent<R: Reduce>(
 fn curve(
     dim: usize,
     mut bbox: BoundingBox,
-    n_total: u64,
+    empty: bool,
     prev: Option<&Partition>,
 ) -> (Mapping, bool) {
     let mut kept = false;
     if let Some(p) = prev {
         let pb = p.map.bbox; // the curve's own box (ordered coordinates for a fallback)
-        kept = (0..dim).all(|a| pb.lo[a] <= bbox.lo[a] && bbox.hi[a] <= pb.hi[a]) || n_total == 0;
+        kept = (0..dim).all(|a| pb.lo[a] <= bbox.lo[a] && bbox.hi[a] <= pb.hi[a]) || empty;
         if kept {
             bbox = pb;
         } else {
@@ -1075,10 +1109,14 @@ fn curve(
     (Mapping::new(dim, bbox), kept)
 }
 
-/// Fixed-point weights (see [`Quant`]) and their quantum ([`Partition::weight_quantum`]).
-fn quantize(weights: Option<&[f64]>, wmax: f64, n_total: u64) -> (Quant<'_>, f64) {
-    match weights {
-        Some(w) if wmax > 0.0 => {
+/// Fixed-point weights (see [`Quant`]) and their quantum ([`Partition::weight_quantum`]), the
+/// same on every rank: `weighted` (the ranks with points pass weights), the largest weight
+/// and the number of points are global; a rank without points passes any `weights`.
+fn quantize(weights: Option<&[f64]>, weighted: bool, wmax: f64, n_total: u64) -> (Quant<'_>, f64) {
+    match weights.filter(|_| weighted) {
+        _ if !weighted => (Quant::Unit, 1.0),
+        w if wmax > 0.0 => {
+            let w = w.unwrap_or(&[]);
             let e_n = 64 - n_total.saturating_sub(1).leading_zeros() as i32;
             // Total below 2^62, and each weight below 2^51 (see `Quant`).
             let e_w = exponent_above(wmax);
@@ -1086,8 +1124,7 @@ fn quantize(weights: Option<&[f64]>, wmax: f64, n_total: u64) -> (Quant<'_>, f64
             let (a, b) = (f64::from(s / 2).exp2(), f64::from(s - s / 2).exp2());
             (Quant::Scaled { w, a, b }, (-f64::from(s)).exp2())
         }
-        Some(_) => (Quant::Unit, 0.0),
-        None => (Quant::Unit, 1.0),
+        _ => (Quant::Unit, 0.0),
     }
 }
 

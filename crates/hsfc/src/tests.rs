@@ -214,6 +214,8 @@ struct ThreadRanks {
     size: usize,
     barrier: Arc<Barrier>,
     slots: Arc<Mutex<Vec<Vec<u64>>>>,
+    /// Reductions this rank took part in.
+    calls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -230,10 +232,13 @@ impl ThreadRanks {
                 size,
                 barrier: barrier.clone(),
                 slots: slots.clone(),
+                calls: Arc::default(),
             })
             .collect()
     }
     fn reduce(&self, buf: &mut [u64], op: impl Fn(u64, u64) -> u64) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.slots.lock().unwrap()[self.rank] = buf.to_vec();
         self.barrier.wait();
         {
@@ -1663,4 +1668,90 @@ fn every_simd_path_gives_the_scalar_partition() {
             }
         }
     }
+}
+
+/// Each rank's (result, parts, reductions) of a distributed fresh partition where rank r holds
+/// the points `idx[r]` and passes weights when `weighted[r]`.
+fn run_split(
+    points: &[f64],
+    dim: usize,
+    w: &[f64],
+    idx: &[Vec<usize>],
+    weighted: &[bool],
+    targets: &[f64],
+) -> Vec<(Result<Partition, Error>, Vec<u32>, usize)> {
+    let group = ThreadRanks::group(idx.len());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = group
+            .into_iter()
+            .map(|comm| {
+                s.spawn(move || {
+                    let mine = &idx[comm.rank];
+                    let pts: Vec<f64> = mine
+                        .iter()
+                        .flat_map(|&i| points[i * dim..(i + 1) * dim].to_vec())
+                        .collect();
+                    let ws: Vec<f64> = mine.iter().map(|&i| w[i]).collect();
+                    let ws = weighted[comm.rank].then_some(&ws[..]);
+                    let mut parts = vec![0u32; mine.len()];
+                    let r = Hsfc::default().partition(
+                        &comm,
+                        Points::new(&pts, dim, ws),
+                        targets,
+                        &mut parts,
+                    );
+                    (
+                        r,
+                        parts,
+                        comm.calls.load(std::sync::atomic::Ordering::Relaxed),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Unit weights take one collective fewer than weights (the extent's count comes from the key
+/// pass's histogram), with the same parts for weights all 1; ranks with points that disagree
+/// on passing weights all get `MixedWeights`; a rank without points may pass either.
+#[test]
+fn unit_weights_save_the_count_and_mixed_weights_are_refused() {
+    let (n, dim) = (3000, 2);
+    let pts = cloud(n, dim, 11);
+    let ones = vec![1.0; n];
+    let idx: Vec<Vec<usize>> = (0..2)
+        .map(|r| (0..n).filter(|i| i % 2 == r).collect())
+        .collect();
+    let targets = [0.3, 0.7, 1.0];
+    let unit = run_split(&pts, dim, &ones, &idx, &[false, false], &targets);
+    let weighted = run_split(&pts, dim, &ones, &idx, &[true, true], &targets);
+    for ((ru, pu, cu), (rw, pw, cw)) in unit.iter().zip(&weighted) {
+        assert!(ru.is_ok() && rw.is_ok(), "{ru:?} {rw:?}");
+        assert_eq!(pu, pw, "weights of 1 and no weights give the same parts");
+        assert_eq!(*cu + 1, *cw, "unit weights skip the count's reduction");
+    }
+    for r in run_split(&pts, dim, &ones, &idx, &[true, false], &targets) {
+        assert!(matches!(r.0, Err(Error::MixedWeights)), "{:?}", r.0);
+    }
+    // A rank without points passes no weights: the others' weights rule.
+    let w: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+    let all: Vec<usize> = (0..n).collect();
+    let lone = run_split(
+        &pts,
+        dim,
+        &w,
+        &[all.clone(), Vec::new()],
+        &[true, false],
+        &targets,
+    );
+    let serial = run_split(&pts, dim, &w, &[all], &[true], &targets);
+    let (a, b) = (lone[0].0.as_ref().unwrap(), serial[0].0.as_ref().unwrap());
+    assert_eq!(lone[0].1, serial[0].1);
+    assert_eq!(a.part_weights(), b.part_weights());
+    assert_eq!(
+        lone[1].0.as_ref().unwrap().part_weights(),
+        b.part_weights(),
+        "the rank without points reports the same figures"
+    );
 }

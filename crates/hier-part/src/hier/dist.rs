@@ -349,6 +349,17 @@ fn summarise<C: Comm>(
     } else {
         unit_figures(comm, ranks, objs)?
     };
+    Ok(summary(plan, dim, figures, walked, repartition))
+}
+
+/// The partition's summary from each rank's figures.
+fn summary(
+    plan: &Plan,
+    dim: usize,
+    figures: Figures,
+    walked: (BTreeMap<NodeId, LevelCuts>, Vec<(NodeId, f64)>),
+    repartition: bool,
+) -> HierPartition {
     let rank_weights: Vec<f64> = figures.iter().map(|f| f.0).collect();
     let rank_counts: Vec<u64> = figures.iter().map(|f| f.1).collect();
     let (cuts, times) = walked;
@@ -362,7 +373,7 @@ fn summarise<C: Comm>(
             count: moved.1,
         });
     }
-    Ok(result)
+    result
 }
 
 /// Unit weights: every sum is a count, exact in any order.
@@ -371,15 +382,27 @@ fn unit_figures<C: Comm>(
     ranks: usize,
     objs: impl Iterator<Item = Fig>,
 ) -> Result<Figures, Error> {
+    let mut c = unit_counts(ranks, objs);
+    comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
+    Ok(unit_figures_of(&c))
+}
+
+/// The local part of [`unit_figures`]: per rank, the objects it ends with and how many of
+/// them moved.
+fn unit_counts(ranks: usize, objs: impl Iterator<Item = Fig>) -> Vec<u64> {
     let mut c = vec![0u64; 2 * ranks];
     for o in objs {
         c[2 * o.dest as usize] += 1;
         c[2 * o.dest as usize + 1] += u64::from(o.prev != o.dest);
     }
-    comm.allreduce_u64(ReduceOp::Sum, &mut c)?;
-    Ok(c.chunks(2)
+    c
+}
+
+/// [`unit_figures`] from the summed counts.
+fn unit_figures_of(c: &[u64]) -> Figures {
+    c.chunks(2)
         .map(|x| (x[0] as f64, x[0], x[1] as f64, x[1]))
-        .collect())
+        .collect()
 }
 
 /// Weights: each rank's figures are summed over its objects in global order, as the serial
@@ -499,7 +522,8 @@ impl Walk<'_> {
 
     /// The walk when every child of the root is one rank: the root's level runs on this
     /// rank's own arrays (no objects built, no copies), and each point's part is its child's
-    /// rank. The same partition, figures and collectives as the general walk.
+    /// rank. The same partition and figures as the general walk, and the same collectives but
+    /// one: with unit weights the level's agreement travels in the figures' round.
     fn one_level<C: Comm + Reduce>(
         &self,
         ws: &mut hsfc::Workspace,
@@ -524,33 +548,54 @@ impl Walk<'_> {
         let run = self
             .level_on(ws, comm, id, Points::new(coords, dim, w), gids, &prev)
             .map_err(|e| e.at_level(&node.label, method.kind));
-        let (child, level) = agreed(comm, run)?;
-        let times = vec![(id, t0.elapsed().as_secs_f64())];
+        let elapsed = t0.elapsed().as_secs_f64();
+        let rank_of: Vec<u32> = (0..node.children.len())
+            .map(|c| plan.child_ranks(id, c)[0] as u32)
+            .collect();
+        let figs = |child: &[u32]| -> Vec<u64> {
+            let objs = (0..n).map(|i| Fig {
+                gid: gids[i],
+                w: 1.0,
+                prev: prev[i],
+                dest: rank_of[child[i] as usize],
+            });
+            unit_counts(plan.num_ranks(), objs)
+        };
+        // Unit weights: the level's outcome is agreed on in the round that sums the figures
+        // (one collective fewer); the parts are written once every rank has succeeded.
+        let ((child, level), unit) = if self.weighted {
+            (agreed(comm, run)?, None)
+        } else {
+            let mut c = match &run {
+                Ok((child, _)) => figs(child),
+                Err(_) => vec![0; 2 * plan.num_ranks()],
+            };
+            (
+                agreed_summing(comm, run, &mut c)?,
+                Some(unit_figures_of(&c)),
+            )
+        };
+        for (p, &c) in parts.iter_mut().zip(&child) {
+            *p = rank_of[c as usize];
+        }
         let mut cuts = BTreeMap::new();
         if method.keep_cuts {
             cuts.insert(id, level);
         }
-        let rank_of: Vec<u32> = (0..node.children.len())
-            .map(|c| plan.child_ranks(id, c)[0] as u32)
-            .collect();
-        for (p, &c) in parts.iter_mut().zip(&child) {
-            *p = rank_of[c as usize];
+        let walked = (cuts, vec![(id, elapsed)]);
+        let repartition = self.previous.is_some();
+        match unit {
+            Some(f) => Ok(summary(plan, dim, f, walked, repartition)),
+            None => {
+                let objs = (0..n).map(|i| Fig {
+                    gid: gids[i],
+                    w: weights.map_or(1.0, |w| w[i]),
+                    prev: prev[i],
+                    dest: parts[i],
+                });
+                summarise(comm, plan, dim, true, objs, walked, repartition)
+            }
         }
-        let figs = (0..n).map(|i| Fig {
-            gid: gids[i],
-            w: weights.map_or(1.0, |w| w[i]),
-            prev: prev[i],
-            dest: parts[i],
-        });
-        summarise(
-            comm,
-            plan,
-            dim,
-            self.weighted,
-            figs,
-            (cuts, times),
-            self.previous.is_some(),
-        )
     }
 
     /// Runs the level of node `id` on the group's objects: each object's child, and the cuts.
