@@ -167,6 +167,20 @@ impl Balancing {
         }
     }
 
+    /// [`DrumLoop::record_repartition`] ([`Balancer::Drum`]; else nothing).
+    pub fn record_repartition(&mut self, seconds: f64, total_weight: f64) {
+        if let State::Drum(lp) = &mut self.0 {
+            lp.record_repartition(seconds, total_weight);
+        }
+    }
+
+    /// [`DrumLoop::set_remaining_steps`] ([`Balancer::Drum`]; else nothing).
+    pub fn set_remaining_steps(&mut self, steps: Option<u32>) {
+        if let State::Drum(lp) = &mut self.0 {
+            lp.set_remaining_steps(steps);
+        }
+    }
+
     /// Whether [`Balancing::record_migration`] is used (the application may skip measuring).
     pub fn wants_migration_costs(&self) -> bool {
         matches!(self.0, State::Drum(_))

@@ -450,7 +450,13 @@ pub struct DrumLoop {
     /// The work each rank did over the pending window.
     ledger: WorkLedger,
     bytes_per_weight: f64,
+    /// δ's fixed part: what the last rebalance point that kept its partition cost.
     delta: f64,
+    /// δ's part per unit of weight, from the last repartition ([`DrumLoop::record_repartition`]).
+    delta_per_weight: f64,
+    /// How many steps after the next one the application expects
+    /// ([`DrumLoop::set_remaining_steps`]).
+    remaining: Option<u32>,
 }
 
 impl fmt::Debug for DrumLoop {
@@ -548,6 +554,8 @@ impl DrumLoop {
             ledger: WorkLedger::default(),
             bytes_per_weight: DEFAULT_BYTES_PER_WEIGHT,
             delta: 0.0,
+            delta_per_weight: 0.0,
+            remaining: None,
             machine,
             cfg,
         })
@@ -832,15 +840,20 @@ impl DrumLoop {
             self.bytes_per_weight,
             growth,
         );
+        // The time the new partition would serve: the next step's (the window's, grown with
+        // the load), and with the application's remaining steps each of theirs, the load
+        // growing as it did (Lan et al.'s gain is over the next step alone).
+        let horizon = gain_horizon(self.remaining, growth);
         let obs = Observation {
             loads: fractions,
             capacities: &capacities,
             partition_powers: self.partition_sizes.as_deref(),
-            step_time: Some(window_s * growth),
+            step_time: Some(window_s * growth * horizon),
             migration: self.link.map(|link| Migration {
                 link,
                 bytes_per_load: self.bytes_per_weight * total,
-                delta: self.delta,
+                // δ for the load as it is now: the fixed part and the part that grows with it.
+                delta: self.delta + self.delta_per_weight * total,
             }),
             memory: Some(&memory),
         };
@@ -889,9 +902,10 @@ impl DrumLoop {
     }
 
     /// What the last migration cost, for Lan's test at the next rebalance: `seconds` of
-    /// repartition, migration and rebuild (δ), `bytes` moved for `weight` moved. Every rank
-    /// must pass the same figures (e.g. the slowest rank's time, global sums), or the ranks'
-    /// decisions could differ.
+    /// repartition, migration and rebuild (δ; its fixed part when the application also
+    /// calls [`DrumLoop::record_repartition`]; not finite: δ stays as it was), `bytes` moved
+    /// for `weight` moved. Every rank must pass the same figures (e.g. the slowest rank's
+    /// time, global sums), or the ranks' decisions could differ.
     pub fn record_migration(&mut self, seconds: f64, bytes: f64, weight: f64) {
         if seconds.is_finite() && seconds >= 0.0 {
             self.delta = seconds;
@@ -899,6 +913,26 @@ impl DrumLoop {
         if weight > 0.0 && bytes.is_finite() && bytes >= 0.0 {
             self.bytes_per_weight = bytes / weight;
         }
+    }
+
+    /// What the last repartition cost in all (`seconds`: partitioner, migration and rebuild;
+    /// the slowest rank's, the same on every rank) when the ranks held `total_weight`: the
+    /// part above [`DrumLoop::record_migration`]'s fixed δ grows with the load, so Lan's test
+    /// at a later point charges `δ + seconds_above · total_now / total_weight` (a fixed δ
+    /// measured on a kept point undercounts a repartition of a large mesh many times over).
+    pub fn record_repartition(&mut self, seconds: f64, total_weight: f64) {
+        if let Some(b) = delta_per_weight(seconds, self.delta, total_weight) {
+            self.delta_per_weight = b;
+        }
+    }
+
+    /// How many steps the application expects after the next one (`None`: unknown, Lan et
+    /// al.'s gain over the next step alone). A partition made now serves every one of them:
+    /// the gain is counted over the next step and these, each step's time growing by the
+    /// load's growth since the last point, so a rebalance that pays over the rest of the run
+    /// is made early and one that cannot pay back before the end is not made late.
+    pub fn set_remaining_steps(&mut self, steps: Option<u32>) {
+        self.remaining = steps;
     }
 
     /// Stops the agent and reports its cost.
@@ -1035,3 +1069,25 @@ fn summary(s: &MonitorStats) -> LoopSummary {
 
 #[cfg(test)]
 mod tests;
+
+/// The time a partition made now serves, in units of the next step's: 1 without `remaining`
+/// (Lan et al.), else the next step and the `remaining` after it, each `growth` (the load's
+/// growth since the last point, at least 1, at most 16) times the one before.
+pub(crate) fn gain_horizon(remaining: Option<u32>, growth: f64) -> f64 {
+    remaining.map_or(1.0, |r| {
+        let g = if growth.is_finite() {
+            growth.clamp(1.0, 16.0)
+        } else {
+            1.0
+        };
+        (0..=r.min(64)).map(|j| g.powi(j as i32)).sum()
+    })
+}
+
+/// δ's part per unit of weight from a repartition that cost `seconds` in all with
+/// `total_weight` held, above the fixed part `fixed` (never below 0); `None` for figures that
+/// say nothing.
+pub(crate) fn delta_per_weight(seconds: f64, fixed: f64, total_weight: f64) -> Option<f64> {
+    (seconds.is_finite() && seconds >= 0.0 && total_weight > 0.0 && total_weight.is_finite())
+        .then(|| (seconds - fixed).max(0.0) / total_weight)
+}

@@ -631,3 +631,23 @@ fn lazy_points_of_the_wrong_length_are_an_error() {
         "{msg}"
     );
 }
+
+#[test]
+fn the_gain_horizon_sums_the_growing_steps_left_and_delta_grows_with_the_load() {
+    use super::{delta_per_weight, gain_horizon};
+    // Lan et al.: the next step alone.
+    assert_eq!(gain_horizon(None, 2.0), 1.0);
+    // The last step: the next one alone; two more after it, the load doubling: 1 + 2 + 4.
+    assert_eq!(gain_horizon(Some(0), 2.0), 1.0);
+    assert_eq!(gain_horizon(Some(2), 2.0), 7.0);
+    // A shrinking or unknown growth counts each step as the next.
+    assert_eq!(gain_horizon(Some(3), 0.5), 4.0);
+    assert_eq!(gain_horizon(Some(3), f64::NAN), 4.0);
+    // A repartition of 10^5 weight costing 12 ms over a fixed 2 ms: 0.1 µs per weight.
+    let b = delta_per_weight(0.012, 0.002, 1e5).unwrap();
+    assert!((b - 1e-7).abs() < 1e-15, "{b}");
+    // Cheaper than the fixed part: nothing per weight; figures that say nothing: none.
+    assert_eq!(delta_per_weight(0.001, 0.002, 1e5), Some(0.0));
+    assert_eq!(delta_per_weight(f64::NAN, 0.0, 1e5), None);
+    assert_eq!(delta_per_weight(0.01, 0.0, 0.0), None);
+}

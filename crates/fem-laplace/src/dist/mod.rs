@@ -55,7 +55,9 @@ mod timed;
 /// How elements are assigned to ranks after each refinement (the runtime crate's).
 pub use drum_loop::Balancer;
 pub use hash::mesh_hash;
-pub use run::{DistConfig, DistStepReport, MigrationReport, Phases, RankRun, RankStep, RankTimes};
+pub use run::{
+    DistConfig, DistStepReport, GainHorizon, MigrationReport, Phases, RankRun, RankStep, RankTimes,
+};
 pub use timed::{Phase, Timed, Traffic};
 
 use crate::exact::{ExactSum, WORDS};

@@ -36,19 +36,53 @@ pub struct DistConfig {
     /// whatever the balancer says: a large move of contiguous parts, as when the part sizes
     /// jump, checked like any migration; the balancer's next point moves most of it back.
     pub shift_at: Option<(usize, f64)>,
+    /// Over how many steps DRUM's profitability test counts a rebalance's gain: the next
+    /// step only (Lan et al. 2001), or every step left of the run
+    /// ([`drum_loop::DrumLoop::set_remaining_steps`]; known under [`Marking::Double`], whose
+    /// steps' targets are set).
+    pub gain_horizon: GainHorizon,
+}
+
+/// See [`DistConfig::gain_horizon`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GainHorizon {
+    /// The next step (Lan et al.'s eq. 4).
+    Next,
+    /// The next step and every one after it until the target (under [`Marking::Double`];
+    /// the next step alone under Dörfler marking, whose number of steps is not known).
+    #[default]
+    Run,
 }
 
 impl DistConfig {
-    /// A run with `adapt`'s settings, hashes on, no failure.
+    /// A run with `adapt`'s settings, hashes on, no failure, the gain over the run.
     pub fn new(adapt: AdaptConfig) -> Self {
         DistConfig {
             adapt,
             mesh_hash: true,
             fail_at: None,
             shift_at: None,
+            gain_horizon: GainHorizon::Run,
+        }
+    }
+
+    /// How many steps follow step `k` (which refines to `step_target(k)` vertices) before the
+    /// target is reached, when the marking says ([`GainHorizon::Run`], [`Marking::Double`]).
+    fn remaining_after(&self, k: usize, step_target: impl Fn(usize) -> usize) -> Option<u32> {
+        let t = self.adapt.target_vertices;
+        match (self.gain_horizon, self.adapt.marking) {
+            (GainHorizon::Run, Marking::Double) => {
+                Some((k..k + 64).take_while(|&j| step_target(j) < t).count() as u32)
+            }
+            _ => None,
         }
     }
 }
+
+/// Elements below which a repartition's cost is mostly fixed (collectives, and hier-part's
+/// walk gathers every point on every rank below 16,384): its cost per element is measured on
+/// larger meshes only (see [`drum_loop::DrumLoop::record_repartition`]).
+const COST_PER_ELEMENT_FROM: u64 = 1 << 14;
 
 /// Seconds one rank spent in each phase of a step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -258,7 +292,7 @@ struct Census {
 /// vertices, unknowns, partitioner seconds as bits).
 struct Pending {
     before: [u64; 2],
-    local: [u64; 7],
+    local: [u64; 8],
 }
 
 /// The global counts of a step, and this rank's owned elements.
@@ -780,6 +814,8 @@ impl<'a, C: Comm> RankRun<'a, C> {
         if several && !keep {
             let tp = Instant::now();
             let mut tc = 0.0;
+            let remaining = self.cfg.remaining_after(self.step, |j| self.step_target(j));
+            self.balancing.set_remaining_steps(remaining);
             let mesh = &self.l.mesh;
             // Unit weights (one per element): `None` says so without an array of ones.
             let (balance, new) = self
@@ -853,6 +889,12 @@ impl<'a, C: Comm> RankRun<'a, C> {
             n_own as u64,
             unknowns as u64,
             fig.times.partition.to_bits(),
+            // What a repartition cost here in all (0 for a kept partition).
+            if kept {
+                0.0f64.to_bits()
+            } else {
+                (fig.times.partition + fig.times.migrate).to_bits()
+            },
         ];
         Ok(Pending { before, local })
     }
@@ -889,12 +931,13 @@ impl<'a, C: Comm> RankRun<'a, C> {
     ) -> Result<[u64; 3], FemError> {
         let several = self.comm.size() > 1;
         let mut sums = [0u64; 6];
-        let mut slowest = 0.0f64;
+        let (mut slowest, mut slowest_all) = (0.0f64, 0.0f64);
         for e in extras {
             for (s, &x) in sums.iter_mut().zip(e) {
                 *s = s.wrapping_add(x);
             }
             slowest = slowest.max(f64::from_bits(e[6]));
+            slowest_all = slowest_all.max(f64::from_bits(e[7]));
         }
         let before = pending.before;
         let after = [sums[0], sums[1]];
@@ -902,11 +945,19 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let counts = [sums[4], sums[0], sums[5]];
         if self.balancing.wants_migration_costs() {
             // δ and bytes per unit of weight (one per element) for Lan's cost next time, the
-            // same on every rank so every rank decides alike: δ is the slowest rank's
-            // partitioner time (the rebuild of the local part follows every refinement, kept
-            // partition or not; the transfer is Lan's α + βW).
+            // same on every rank so every rank decides alike: δ's fixed part is the slowest
+            // rank's rebalance point where the partition was kept; a repartition of a mesh
+            // large enough gives the part per element, from the slowest rank's partitioner,
+            // migration and rebuild (the transfer is Lan's α + βW).
+            let elements = after[0];
+            let repartitioned = slowest_all > 0.0;
+            if repartitioned && elements >= COST_PER_ELEMENT_FROM {
+                self.balancing
+                    .record_repartition(slowest_all, elements as f64);
+            }
+            let fixed = if repartitioned { f64::NAN } else { slowest };
             self.balancing
-                .record_migration(slowest, moved[1] as f64, moved[0] as f64);
+                .record_migration(fixed, moved[1] as f64, moved[0] as f64);
         }
         fig.migration = MigrationReport {
             elements: moved[0],
@@ -1190,5 +1241,31 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
     }
     fn global(&mut self, s: &mut [ExactSum]) -> Result<(), CommError> {
         global_sums(self.comm, s)
+    }
+}
+
+#[cfg(test)]
+mod horizon_tests {
+    use super::*;
+
+    /// Under double marking the steps left after step k are those whose targets are still
+    /// below the run's; Dörfler marking and the `Next` horizon say none is known.
+    #[test]
+    fn remaining_steps_follow_the_double_marking_targets() {
+        let adapt = AdaptConfig {
+            target_vertices: 100,
+            ..AdaptConfig::default()
+        };
+        let mut cfg = DistConfig::new(adapt);
+        // Targets 5, 10, 20, 40, 80, 100, 100, ...
+        let target = |j: usize| (5usize << j).min(100);
+        assert_eq!(cfg.remaining_after(0, target), Some(5));
+        assert_eq!(cfg.remaining_after(3, target), Some(2));
+        assert_eq!(cfg.remaining_after(5, target), Some(0));
+        cfg.gain_horizon = GainHorizon::Next;
+        assert_eq!(cfg.remaining_after(0, target), None);
+        cfg.gain_horizon = GainHorizon::Run;
+        cfg.adapt.marking = Marking::Doerfler(0.5);
+        assert_eq!(cfg.remaining_after(0, target), None);
     }
 }

@@ -114,6 +114,14 @@ pub struct DrumArgs {
     /// with another busy process (`comm::LONG_SPIN`, `comm::DEFAULT_SPIN`).
     #[arg(long, value_name = "US")]
     pub spin_us: Option<u64>,
+    /// Over how many steps Lan et al.'s profitability test counts a rebalance's gain: `next`
+    /// (the next step, as the paper) or `run` (the next step and every step left until the
+    /// target, each growing as the mesh does: known under double marking, the next step
+    /// alone under Dörfler's). The cost counts the partitioner, migration and rebuild of a
+    /// mesh of the current size (measured at the last repartition of at least 16,384
+    /// elements) either way.
+    #[arg(long, value_enum, default_value = "run")]
+    pub gain_horizon: GainHorizonArg,
     /// Repartition incrementally (Watts, Rieffel & Taylor 1998): every level that splits
     /// becomes `lbm="DIFFUSION"` with this load transfer calculation (`hbm`, `gde` or
     /// `implicit`), keeping its `IMBALANCE_TOL`; the first partition is HSFC. Default: each
@@ -828,5 +836,23 @@ impl Summary {
             writeln!(out, "warning: {w}")?;
         }
         Ok(())
+    }
+}
+
+/// `--gain-horizon`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GainHorizonArg {
+    /// The next step (Lan et al. 2001, eq. 4).
+    Next,
+    /// Every step left of the run.
+    Run,
+}
+
+impl From<GainHorizonArg> for fem_laplace::dist::GainHorizon {
+    fn from(a: GainHorizonArg) -> Self {
+        match a {
+            GainHorizonArg::Next => fem_laplace::dist::GainHorizon::Next,
+            GainHorizonArg::Run => fem_laplace::dist::GainHorizon::Run,
+        }
     }
 }

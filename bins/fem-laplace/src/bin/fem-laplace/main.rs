@@ -481,6 +481,7 @@ fn rank_loop<C: comm::Comm>(
     let mut cfg = DistConfig::new(s.cfg);
     cfg.mesh_hash = !s.args.no_hash && (s.args.json || s.args.jsonl.is_some());
     cfg.fail_at = fail_at(s)?;
+    cfg.gain_horizon = s.args.drum.gain_horizon.into();
     let rank = comm.rank();
     let host = comm.processor_name();
     if let Some(all) = comm.gatherv_bytes(0, host.as_bytes())? {
