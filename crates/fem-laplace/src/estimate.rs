@@ -144,19 +144,50 @@ pub(crate) struct ErrorsPart {
     pub(crate) max_vertex: f64,
 }
 
-/// Points per batch of exact values or gradients in [`errors_part`] (a few kilobytes: it stays
-/// in the first-level cache), less the three an element may add past the check.
+/// Vertices per batch of exact values in [`errors_part`] (a few kilobytes: it stays in the
+/// first-level cache).
 const BATCH: usize = 256;
 
-/// A batch of points with what each serves (a vertex, or an element's edge midpoint: the
-/// element), with room for the results (`a`; two halves for gradients).
+/// Elements per chunk of [`errors_part`]'s midpoints (their points, about 1.6 per element,
+/// stay in the second-level cache).
+const CHUNK_ELEMENTS: usize = 1024;
+
+/// A chunk of elements for [`errors_part`]'s energy error: the elements, each one's area
+/// and the points of its three edges (`slot`, into `x`, `y` and the gradients `gx`, `gy`),
+/// and the chunk's place of each element it scanned (`place`, by index from its first).
+struct Chunk {
+    els: Vec<u32>,
+    area: Vec<f64>,
+    slot: Vec<[u32; 3]>,
+    place: Vec<u32>,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    gx: Vec<f64>,
+    gy: Vec<f64>,
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        let (e, p) = (CHUNK_ELEMENTS, 3 * CHUNK_ELEMENTS);
+        Chunk {
+            els: vec![0; e],
+            area: vec![0.0; e],
+            slot: vec![[0; 3]; e],
+            place: Vec::new(),
+            x: vec![0.0; p],
+            y: vec![0.0; p],
+            gx: vec![0.0; p],
+            gy: vec![0.0; p],
+        }
+    }
+}
+
+/// A batch of points with what each serves (a vertex), with room for the results (`a`).
 struct Batch {
     x: Box<[f64; BATCH]>,
     y: Box<[f64; BATCH]>,
     at: Box<[u32; BATCH]>,
-    a: Box<[f64; 2 * BATCH]>,
-    /// Elements' areas (one per three points).
-    area: Box<[f64; BATCH]>,
+    a: Box<[f64; BATCH]>,
     n: usize,
 }
 
@@ -166,8 +197,7 @@ impl Batch {
             x: Box::new([0.0; BATCH]),
             y: Box::new([0.0; BATCH]),
             at: Box::new([0; BATCH]),
-            a: Box::new([0.0; 2 * BATCH]),
-            area: Box::new([0.0; BATCH]),
+            a: Box::new([0.0; BATCH]),
             n: 0,
         }
     }
@@ -179,7 +209,7 @@ impl Batch {
         self.n += 1;
     }
     fn full(&self) -> bool {
-        self.n + 3 > BATCH
+        self.n == BATCH
     }
 }
 
@@ -221,11 +251,14 @@ pub(crate) fn errors_part(
             }
         }
     }
-    // Each element's three edge midpoints, a batch of elements at a time (an edge's midpoint
-    // is evaluated once from each side: the same bits, since 0.5·(p + q) = 0.5·(q + p)), the
-    // element's three terms summed in its own edge order: no scatter, and a rank evaluates
-    // only its own elements (all of them when `per_element` is asked for).
+    // Each element's three edge midpoints, a chunk of elements at a time: a midpoint is
+    // evaluated once per chunk (an edge shared with an earlier element of the chunk takes
+    // that element's point: the same bits, since 0.5·(p + q) = 0.5·(q + p), and the batch
+    // formulas are the same for a point wherever it stands), and the element's three terms
+    // are summed in its own edge order: no scatter, and a rank evaluates only its own
+    // elements (all of them when `per_element` is asked for).
     let tri = mesh.elements();
+    let nbr = mesh.neighbours();
     let all = per_element.is_some();
     let mut e2 = if all {
         vec![0.0; tri.len()]
@@ -234,38 +267,79 @@ pub(crate) fn errors_part(
     };
     let mut sum = ExactSum::new();
     let mut have_gradient = true;
-    for (t, tv) in tri.iter().enumerate() {
-        if all || own_element(t) {
-            let [p0, p1, p2] = tv.map(|v| c[v as usize]);
-            let area =
-                0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
-            for (p, q) in [(p1, p2), (p2, p0), (p0, p1)] {
-                b.push(0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1]), t as u32);
+    let mut ch = Chunk::new();
+    let mut t = 0;
+    while t < tri.len() {
+        let start = t;
+        let mut ne = 0;
+        while t < tri.len() && ne < CHUNK_ELEMENTS {
+            if all || own_element(t) {
+                ch.els[ne] = t as u32;
+                ne += 1;
             }
-            b.area[b.n / 3 - 1] = area;
+            t += 1;
         }
-        if b.full() || (t + 1 == tri.len() && b.n > 0) {
-            let n = std::mem::take(&mut b.n);
-            let (gx, gy) = b.a.split_at_mut(BATCH);
-            if !exact.gradients(&b.x[..n], &b.y[..n], &mut gx[..n], &mut gy[..n]) {
-                have_gradient = false;
-                break;
-            }
-            if let Some(i) = (0..n).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
-                let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
-                return Err(non_finite(b.x[i], b.y[i], value));
-            }
-            for (j, &area) in b.area[..n / 3].iter().enumerate() {
-                let e = b.at[3 * j] as usize;
-                let g = grad[e];
-                let term = |i: usize| (gx[i] - g[0]).powi(2) + (gy[i] - g[1]).powi(2);
-                let x = (term(3 * j) + term(3 * j + 1) + term(3 * j + 2)) * (area / 3.0);
-                if own_element(e) {
-                    sum.add(x);
+        // Each scanned element's place in the chunk (NONE: not evaluated here).
+        ch.place.clear();
+        ch.place.resize(t - start, NONE);
+        for (i, &e) in ch.els[..ne].iter().enumerate() {
+            ch.place[e as usize - start] = i as u32;
+        }
+        let mut m = 0usize;
+        for i in 0..ne {
+            let e = ch.els[i];
+            let eu = e as usize;
+            let [p0, p1, p2] = tri[eu].map(|v| c[v as usize]);
+            ch.area[i] =
+                0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
+            let nb = nbr[eu];
+            for (k, (p, q)) in [(p1, p2), (p2, p0), (p0, p1)].into_iter().enumerate() {
+                let n = nb[k];
+                // (NONE and REMOTE are above every element index.)
+                if n < e && n as usize >= start {
+                    let j = ch.place[n as usize - start];
+                    let nn = nbr[n as usize];
+                    let back = if nn[0] == e {
+                        0
+                    } else if nn[1] == e {
+                        1
+                    } else {
+                        2
+                    };
+                    if j != NONE && nn[back] == e {
+                        ch.slot[i][k] = ch.slot[j as usize][back];
+                        continue;
+                    }
                 }
-                if all {
-                    e2[e] = x;
-                }
+                ch.x[m] = 0.5 * (p[0] + q[0]);
+                ch.y[m] = 0.5 * (p[1] + q[1]);
+                ch.slot[i][k] = m as u32;
+                m += 1;
+            }
+        }
+        let (x, y) = (&ch.x[..m], &ch.y[..m]);
+        let (gx, gy) = (&mut ch.gx[..m], &mut ch.gy[..m]);
+        if !exact.gradients(x, y, gx, gy) {
+            have_gradient = false;
+            break;
+        }
+        if let Some(i) = (0..m).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
+            let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
+            return Err(non_finite(x[i], y[i], value));
+        }
+        let (gx, gy) = (&ch.gx[..m], &ch.gy[..m]);
+        for ((&e, slot), &area) in ch.els[..ne].iter().zip(&ch.slot[..ne]).zip(&ch.area[..ne]) {
+            let g = grad[e as usize];
+            let term = |i: u32| {
+                let (a, b) = (gx[i as usize] - g[0], gy[i as usize] - g[1]);
+                a * a + b * b
+            };
+            let x = (term(slot[0]) + term(slot[1]) + term(slot[2])) * (area / 3.0);
+            if own_element(e as usize) {
+                sum.add(x);
+            }
+            if all {
+                e2[e as usize] = x;
             }
         }
     }

@@ -318,6 +318,20 @@ pub(crate) fn merge_in_place<T: Copy>(
 ) {
     debug_assert_eq!(rest.len(), slots.len());
     let arriving: Vec<T> = rest.iter().map(|&t| v[t as usize]).collect();
+    let (n_kept, n) = compact_kept(v, kept, slots.len());
+    let mut hi = n_kept;
+    for j in (0..rest.len()).rev() {
+        let lo = slots[j];
+        v.copy_within(lo..hi, lo + j + 1);
+        v[lo + j] = arriving[j];
+        hi = lo;
+    }
+    v.truncate(n);
+}
+
+/// The first pass of [`merge_in_place`]: the runs `kept` moved down to the start of `v`, in
+/// order; returns their length and the merge's (with `arriving` more entries).
+fn compact_kept<T: Copy>(v: &mut [T], kept: &[(usize, usize)], arriving: usize) -> (usize, usize) {
     let mut w = 0;
     for &(s, l) in kept {
         // A run already in its place (the first, when nothing before it left) is not copied.
@@ -326,16 +340,40 @@ pub(crate) fn merge_in_place<T: Copy>(
         }
         w += l;
     }
-    let n_kept = w;
-    let n = n_kept + rest.len();
     // The kept entries precede the arriving ones, so the result is no longer than `v`.
-    debug_assert!(n <= v.len(), "merge_in_place: more entries out than in");
+    debug_assert!(
+        w + arriving <= v.len(),
+        "merge_in_place: more entries out than in"
+    );
+    (w, w + arriving)
+}
+
+/// [`merge_in_place`] with `f` applied to every entry of the result, once each: a
+/// relabelling fused with the move (the neighbour links of a merge: one pass over them, not
+/// a move and then a relabelling pass).
+pub(crate) fn merge_in_place_map<T: Copy>(
+    v: &mut Vec<T>,
+    kept: &[(usize, usize)],
+    rest: &[u32],
+    slots: &[usize],
+    f: impl Fn(T) -> T,
+) {
+    debug_assert_eq!(rest.len(), slots.len());
+    let arriving: Vec<T> = rest.iter().map(|&t| f(v[t as usize])).collect();
+    let (n_kept, n) = compact_kept(v, kept, slots.len());
     let mut hi = n_kept;
     for j in (0..rest.len()).rev() {
         let lo = slots[j];
-        v.copy_within(lo..hi, lo + j + 1);
+        // Up by j + 1, from the back (the ranges overlap), each entry mapped as it moves.
+        let s = &mut v[lo..hi + j + 1];
+        for i in (0..hi - lo).rev() {
+            s[i + j + 1] = f(s[i]);
+        }
         v[lo + j] = arriving[j];
         hi = lo;
+    }
+    for x in &mut v[..hi] {
+        *x = f(*x);
     }
     v.truncate(n);
 }
@@ -367,6 +405,30 @@ pub(crate) fn mix(k: u128) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fused merge and relabelling equals the merge followed by the relabelling, with
+    /// departures (runs kept in pieces) and without (one run), arrivals at the start, in the
+    /// middle and at the end, and each entry mapped exactly once.
+    #[test]
+    fn merge_in_place_map_is_merge_then_map() {
+        let f = |x: u32| x.wrapping_mul(3) + 1;
+        type Case<'a> = (&'a [(usize, usize)], &'a [usize]);
+        let cases: [Case<'_>; 3] = [
+            (&[(0, 10)], &[0, 0, 4, 10]),
+            (&[(0, 3), (5, 4)], &[0, 2, 7, 7]),
+            (&[(2, 8)], &[3, 8, 8, 8]),
+        ];
+        for (kept, slots) in cases {
+            let base: Vec<u32> = (0..14).map(|i| i * 10).collect();
+            let rest = [13u32, 10, 12, 11];
+            let mut a = base.clone();
+            merge_in_place(&mut a, kept, &rest, slots);
+            let want: Vec<u32> = a.iter().map(|&x| f(x)).collect();
+            let mut b = base.clone();
+            merge_in_place_map(&mut b, kept, &rest, slots, f);
+            assert_eq!(b, want, "kept {kept:?}, slots {slots:?}");
+        }
+    }
 
     #[test]
     fn runs_gather_in_place_like_single_indices() {

@@ -35,8 +35,8 @@
 //!    and belongs to its creator's ([`Local::kept_involvement`]).
 
 use super::keys::{
-    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, edge_key, gallop, key_point, merge_in_place, mix,
-    vertex_key,
+    Birth, EKey, Keys, LEVEL_LIMIT, Runs, VKey, edge_key, gallop, key_point, merge_in_place,
+    merge_in_place_map, mix, vertex_key,
 };
 use crate::FemError;
 use crate::mesh::{Marks, Mesh, NONE, REMOTE};
@@ -1238,7 +1238,9 @@ impl Local {
         let first_end = runs.get(1).copied().unwrap_or(ne);
         let me = self.rank;
         let gone = |t: usize| t < first_end && self.eowner[t] != me;
-        if first_end == ne && !(0..ne).any(gone) {
+        // Without departures (a kept partition) each stretch shifts as a whole.
+        let none_gone = !self.eowner[..first_end].iter().any(|&o| o != me);
+        if first_end == ne && none_gone {
             return;
         }
         let mut t0 = std::time::Instant::now();
@@ -1259,8 +1261,6 @@ impl Local {
         let mut kept: Vec<(usize, usize)> = Vec::new();
         let mut slots: Vec<usize> = Vec::with_capacity(rest.len());
         let mut n_kept = 0usize;
-        // Without departures (a kept partition) each stretch shifts as a whole.
-        let none_gone = !(0..first_end).any(gone);
         let mut keep_run = |a: usize, b: usize, arrived: usize, n_kept: &mut usize| {
             if none_gone {
                 if a < b {
@@ -1301,16 +1301,19 @@ impl Local {
         let m = &mut self.mesh;
         merge_in_place(&mut m.tri, &kept, &rest, &slots);
         merge_in_place(&mut m.level, &kept, &rest, &slots);
-        merge_in_place(&mut m.nbr, &kept, &rest, &slots);
-        lap(&mut tt, "      merge: tri, level, nbr");
-        for nb in &mut m.nbr {
-            for n in nb {
-                if *n != NONE && *n != REMOTE {
-                    *n = inv[*n as usize];
+        lap(&mut tt, "      merge: tri, level");
+        // The links follow their elements to their new indices as they move.
+        let relabel = |nb: [u32; 3]| {
+            nb.map(|n| {
+                if n == NONE || n == REMOTE {
+                    n
+                } else {
+                    inv[n as usize]
                 }
-            }
-        }
-        lap(&mut tt, "      merge: relabel");
+            })
+        };
+        merge_in_place_map(&mut m.nbr, &kept, &rest, &slots, relabel);
+        lap(&mut tt, "      merge: nbr, relabelled");
         self.ekey.merge_in_place(&kept, &rest, &slots);
         merge_in_place(&mut self.eowner, &kept, &rest, &slots);
         lap(&mut tt, "      merge: keys, owners");
