@@ -394,6 +394,62 @@ mod tests {
         assert!(e.contains("bad") && e.contains("0.5"), "{e}");
     }
 
+    /// An exact solution that counts the points its gradients are asked at.
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl ExactSolution for Counted {
+        fn name(&self) -> String {
+            "counted".into()
+        }
+        fn value(&self, x: f64, y: f64) -> f64 {
+            crate::CornerSingularity.value(x, y)
+        }
+        fn gradient(&self, x: f64, y: f64) -> Option<[f64; 2]> {
+            crate::CornerSingularity.gradient(x, y)
+        }
+        fn values(&self, x: &[f64], y: &[f64], out: &mut [f64]) {
+            crate::CornerSingularity.values(x, y, out);
+        }
+        fn gradients(&self, x: &[f64], y: &[f64], gx: &mut [f64], gy: &mut [f64]) -> bool {
+            self.0
+                .fetch_add(x.len(), std::sync::atomic::Ordering::Relaxed);
+            crate::CornerSingularity.gradients(x, y, gx, gy)
+        }
+    }
+
+    /// A midpoint shared by two elements is evaluated once, and every element's error is
+    /// the bits of its own three midpoints' terms (evaluated here element by element).
+    #[test]
+    fn shared_midpoints_are_evaluated_once_with_the_same_bits() {
+        let mesh = refined(9);
+        let c = mesh.coords();
+        let u: Vec<f64> = c.iter().map(|p| (3.0 * p[0]).sin() * p[1] + 0.1).collect();
+        let mut grad = Vec::new();
+        gradients_into(&mesh, &u, &mut grad);
+        let exact = Counted(std::sync::atomic::AtomicUsize::new(0));
+        let mut pe = Vec::new();
+        errors(&mesh, &u, &grad, &exact, Some(&mut pe)).unwrap();
+        let ne = mesh.num_elements();
+        let asked = exact.0.load(std::sync::atomic::Ordering::Relaxed);
+        // 3 per element before; the edges of a triangulation are about 1.5 per element.
+        assert!(asked <= 3 * ne * 6 / 10, "{asked} points for {ne} elements");
+        for (t, tv) in mesh.elements().iter().enumerate() {
+            let [p0, p1, p2] = tv.map(|v| c[v as usize]);
+            let area =
+                0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
+            let (mut x, mut y) = ([0.0; 3], [0.0; 3]);
+            for (k, (p, q)) in [(p1, p2), (p2, p0), (p0, p1)].into_iter().enumerate() {
+                (x[k], y[k]) = (0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1]));
+            }
+            let (mut gx, mut gy) = ([0.0; 3], [0.0; 3]);
+            assert!(crate::CornerSingularity.gradients(&x, &y, &mut gx, &mut gy));
+            let g = grad[t];
+            let term = |i: usize| (gx[i] - g[0]).powi(2) + (gy[i] - g[1]).powi(2);
+            let want = (term(0) + term(1) + term(2)) * (area / 3.0);
+            assert_eq!(pe[t].to_bits(), want.to_bits(), "element {t}");
+        }
+    }
+
     fn refined(rounds: usize) -> Mesh {
         let mut m = Mesh::unit_square();
         for _ in 0..rounds {
