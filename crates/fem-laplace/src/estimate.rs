@@ -225,12 +225,7 @@ pub(crate) fn errors_part(
     own_element: impl Fn(usize) -> bool,
 ) -> Result<ErrorsPart, FemError> {
     let c = mesh.coords();
-    let non_finite = |x: f64, y: f64, value: f64| FemError::NonFiniteData {
-        name: exact.name(),
-        x,
-        y,
-        value,
-    };
+    let non_finite = |x: f64, y: f64, value: f64| non_finite_data(exact, x, y, value);
     // The exact solution is evaluated a batch at a time ([`ExactSolution::values`] and
     // [`ExactSolution::gradients`]), the batch's points first gathered.
     let mut b = Batch::new();
@@ -251,22 +246,43 @@ pub(crate) fn errors_part(
             }
         }
     }
+    let all = per_element.is_some();
+    let mut e2 = if all {
+        vec![0.0; mesh.elements().len()]
+    } else {
+        Vec::new()
+    };
+    let energy2 = energy_part(mesh, grad, exact, all.then_some(&mut e2[..]), own_element)?;
+    if let Some(pe) = per_element {
+        *pe = e2;
+    }
+    Ok(ErrorsPart {
+        energy2,
+        max_vertex,
+    })
+}
+
+/// The squared energy error of the elements with `own_element(t)` as an exact sum (`None`
+/// when the exact solution has no gradient); every element's own term in `per_element`
+/// when it is given (then every element is evaluated).
+fn energy_part(
+    mesh: &Mesh,
+    grad: &[[f64; 2]],
+    exact: &dyn ExactSolution,
+    mut per_element: Option<&mut [f64]>,
+    own_element: impl Fn(usize) -> bool,
+) -> Result<Option<ExactSum>, FemError> {
     // Each element's three edge midpoints, a chunk of elements at a time: a midpoint is
     // evaluated once per chunk (an edge shared with an earlier element of the chunk takes
     // that element's point: the same bits, since 0.5·(p + q) = 0.5·(q + p), and the batch
     // formulas are the same for a point wherever it stands), and the element's three terms
     // are summed in its own edge order: no scatter, and a rank evaluates only its own
     // elements (all of them when `per_element` is asked for).
+    let c = mesh.coords();
     let tri = mesh.elements();
     let nbr = mesh.neighbours();
     let all = per_element.is_some();
-    let mut e2 = if all {
-        vec![0.0; tri.len()]
-    } else {
-        Vec::new()
-    };
     let mut sum = ExactSum::new();
-    let mut have_gradient = true;
     let mut ch = Chunk::new();
     let mut t = 0;
     while t < tri.len() {
@@ -320,12 +336,11 @@ pub(crate) fn errors_part(
         let (x, y) = (&ch.x[..m], &ch.y[..m]);
         let (gx, gy) = (&mut ch.gx[..m], &mut ch.gy[..m]);
         if !exact.gradients(x, y, gx, gy) {
-            have_gradient = false;
-            break;
+            return Ok(None);
         }
         if let Some(i) = (0..m).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
             let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
-            return Err(non_finite(x[i], y[i], value));
+            return Err(non_finite_data(exact, x[i], y[i], value));
         }
         let (gx, gy) = (&ch.gx[..m], &ch.gy[..m]);
         for ((&e, slot), &area) in ch.els[..ne].iter().zip(&ch.slot[..ne]).zip(&ch.area[..ne]) {
@@ -338,18 +353,22 @@ pub(crate) fn errors_part(
             if own_element(e as usize) {
                 sum.add(x);
             }
-            if all {
-                e2[e as usize] = x;
+            if let Some(pe) = per_element.as_deref_mut() {
+                pe[e as usize] = x;
             }
         }
     }
-    if let Some(pe) = per_element {
-        *pe = e2;
+    Ok(Some(sum))
+}
+
+/// The error for a non-finite value of the exact solution at (x, y).
+fn non_finite_data(exact: &dyn ExactSolution, x: f64, y: f64, value: f64) -> FemError {
+    FemError::NonFiniteData {
+        name: exact.name(),
+        x,
+        y,
+        value,
     }
-    Ok(ErrorsPart {
-        energy2: have_gradient.then_some(sum),
-        max_vertex,
-    })
 }
 
 #[cfg(test)]
