@@ -225,9 +225,8 @@ pub(crate) fn errors_part(
     own_element: impl Fn(usize) -> bool,
 ) -> Result<ErrorsPart, FemError> {
     let c = mesh.coords();
-    let non_finite = |x: f64, y: f64, value: f64| non_finite_data(exact, x, y, value);
-    // The exact solution is evaluated a batch at a time ([`ExactSolution::values`] and
-    // [`ExactSolution::gradients`]), the batch's points first gathered.
+    // The exact values are evaluated a batch at a time ([`ExactSolution::values`]), the
+    // batch's points first gathered; the gradients a chunk at a time ([`energy_part`]).
     let mut b = Batch::new();
     let mut max_vertex: f64 = 0.0;
     for (v, p) in c.iter().enumerate() {
@@ -240,7 +239,7 @@ pub(crate) fn errors_part(
             for i in 0..n {
                 let value = b.a[i];
                 if !value.is_finite() {
-                    return Err(non_finite(b.x[i], b.y[i], value));
+                    return Err(non_finite_data(exact, b.x[i], b.y[i], value));
                 }
                 max_vertex = max_vertex.max((value - uh[b.at[i] as usize]).abs());
             }
@@ -382,11 +381,7 @@ mod tests {
     /// per-element values where asked, and a non-finite gradient named with its point.
     #[test]
     fn batched_errors_match_the_scalar_formulas() {
-        let mesh = refined(7);
-        let c = mesh.coords();
-        let u: Vec<f64> = c.iter().map(|p| (3.0 * p[0]).sin() * p[1] + 0.1).collect();
-        let mut grad = Vec::new();
-        gradients_into(&mesh, &u, &mut grad);
+        let (mesh, u, grad) = smooth_data(7);
         let exact = crate::CornerSingularity;
         let scalar = FnSolution::new("scalar", |x, y| exact.value(x, y))
             .with_gradient(|x, y| exact.gradient(x, y).unwrap());
@@ -440,11 +435,8 @@ mod tests {
     /// the bits of its own three midpoints' terms (evaluated here element by element).
     #[test]
     fn shared_midpoints_are_evaluated_once_with_the_same_bits() {
-        let mesh = refined(9);
+        let (mesh, u, grad) = smooth_data(9);
         let c = mesh.coords();
-        let u: Vec<f64> = c.iter().map(|p| (3.0 * p[0]).sin() * p[1] + 0.1).collect();
-        let mut grad = Vec::new();
-        gradients_into(&mesh, &u, &mut grad);
         let exact = Counted(std::sync::atomic::AtomicUsize::new(0));
         let mut pe = Vec::new();
         errors(&mesh, &u, &grad, &exact, Some(&mut pe)).unwrap();
@@ -467,6 +459,18 @@ mod tests {
             let want = (term(0) + term(1) + term(2)) * (area / 3.0);
             assert_eq!(pe[t].to_bits(), want.to_bits(), "element {t}");
         }
+    }
+
+    /// A uniformly refined mesh (`rounds` bisections of every element), a smooth discrete
+    /// solution on it and its element gradients.
+    fn smooth_data(rounds: usize) -> (Mesh, Vec<f64>, Vec<[f64; 2]>) {
+        let mesh = refined(rounds);
+        let u: Vec<f64> = (mesh.coords().iter())
+            .map(|p| (3.0 * p[0]).sin() * p[1] + 0.1)
+            .collect();
+        let mut grad = Vec::new();
+        gradients_into(&mesh, &u, &mut grad);
+        (mesh, u, grad)
     }
 
     fn refined(rounds: usize) -> Mesh {
