@@ -79,7 +79,9 @@ fn libm(x: f64, y: f64) -> (f64, f64, f64) {
     (c.value(x, y), g[0], g[1])
 }
 
-/// The straight-line loop over the points; `V`: write values, `G`: gradients.
+/// The straight-line loop over the points; `V`: write values, `G`: gradients. Returns whether
+/// every point is [`in_range`] (an and-reduction in the same loop, so that the common case
+/// takes no second pass over the points).
 #[inline(always)]
 fn run<const V: bool, const G: bool>(
     x: &[f64],
@@ -87,7 +89,7 @@ fn run<const V: bool, const G: bool>(
     v: &mut [f64],
     gx: &mut [f64],
     gy: &mut [f64],
-) {
+) -> bool {
     let n = x.len();
     let y = &y[..n];
     let v = if V { &mut v[..n] } else { &mut v[..0] };
@@ -96,8 +98,10 @@ fn run<const V: bool, const G: bool>(
     } else {
         (&mut gx[..0], &mut gy[..0])
     };
+    let mut all = true;
     for i in 0..n {
         let (u, a, b) = point(x[i], y[i]);
+        all &= in_range(x[i], y[i]);
         if V {
             v[i] = u;
         }
@@ -106,6 +110,7 @@ fn run<const V: bool, const G: bool>(
             gy[i] = b;
         }
     }
+    all
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -116,8 +121,8 @@ fn run_avx2<const V: bool, const G: bool>(
     v: &mut [f64],
     gx: &mut [f64],
     gy: &mut [f64],
-) {
-    run::<V, G>(x, y, v, gx, gy);
+) -> bool {
+    run::<V, G>(x, y, v, gx, gy)
 }
 
 /// Values (`V`) and/or gradients (`G`) at the points `(x[i], y[i])`; the output slices that
@@ -131,15 +136,18 @@ fn batch<const V: bool, const G: bool>(
 ) {
     assert_eq!(x.len(), y.len(), "one y per x");
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    let all = if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2 (checked just above), the only feature the
         // function enables.
-        unsafe { run_avx2::<V, G>(x, y, v, gx, gy) };
+        unsafe { run_avx2::<V, G>(x, y, v, gx, gy) }
     } else {
-        run::<V, G>(x, y, v, gx, gy);
-    }
+        run::<V, G>(x, y, v, gx, gy)
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    run::<V, G>(x, y, v, gx, gy);
+    let all = run::<V, G>(x, y, v, gx, gy);
+    if all {
+        return;
+    }
     for i in 0..x.len() {
         if !in_range(x[i], y[i]) {
             let (u, a, b) = libm(x[i], y[i]);

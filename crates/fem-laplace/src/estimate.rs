@@ -281,7 +281,7 @@ fn energy_part(
     let tri = mesh.elements();
     let nbr = mesh.neighbours();
     let all = per_element.is_some();
-    let mut sum = ExactSum::new();
+    let mut sums = [ExactSum::new(), ExactSum::new()];
     let mut ch = Chunk::new();
     let mut t = 0;
     while t < tri.len() {
@@ -337,26 +337,36 @@ fn energy_part(
         if !exact.gradients(x, y, gx, gy) {
             return Ok(None);
         }
-        if let Some(i) = (0..m).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
-            let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
-            return Err(non_finite_data(exact, x[i], y[i], value));
-        }
         let (gx, gy) = (&ch.gx[..m], &ch.gy[..m]);
-        for ((&e, slot), &area) in ch.els[..ne].iter().zip(&ch.slot[..ne]).zip(&ch.area[..ne]) {
+        // A non-finite exact gradient makes its elements' terms non-finite: the points are
+        // searched only then (a non-finite term from u_h's gradient alone is summed as before).
+        let mut finite = true;
+        for (i, ((&e, slot), &area)) in (ch.els[..ne].iter().zip(&ch.slot[..ne]))
+            .zip(&ch.area[..ne])
+            .enumerate()
+        {
             let g = grad[e as usize];
             let term = |i: u32| {
                 let (a, b) = (gx[i as usize] - g[0], gy[i as usize] - g[1]);
                 a * a + b * b
             };
             let x = (term(slot[0]) + term(slot[1]) + term(slot[2])) * (area / 3.0);
+            finite &= x.is_finite();
             if own_element(e as usize) {
-                sum.add(x);
+                // Alternate accumulators: consecutive terms usually land in the same limb.
+                sums[i & 1].add(x);
             }
             if let Some(pe) = per_element.as_deref_mut() {
                 pe[e as usize] = x;
             }
         }
+        if !finite && let Some(i) = (0..m).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
+            let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
+            return Err(non_finite_data(exact, x[i], y[i], value));
+        }
     }
+    let [mut sum, other] = sums;
+    sum.merge(&other);
     Ok(Some(sum))
 }
 
