@@ -17,6 +17,29 @@ use part_api::{Partitioner, Points};
 pub(super) struct LevelWorkspace {
     pub(super) hsfc: hsfc::Workspace,
     pub(super) bisect: Scratch,
+    /// The most objects it served as `hsfc`'s (`[0]`) and the bisection's (`[1]`) buffers:
+    /// the walk hands a level the workspace that already fits it ([`LevelWorkspace::fit`]).
+    pub(super) served: [usize; 2],
+}
+
+impl LevelWorkspace {
+    /// How well this workspace fits a level of `n` objects using the buffers `kind` (see
+    /// `served`): the smallest that holds `n` already fits best (its pages are there), then
+    /// the largest (which grows least). Smaller is better.
+    fn fit(&self, kind: usize, n: usize) -> (bool, usize) {
+        let s = self.served[kind];
+        if s >= n {
+            (false, s)
+        } else {
+            (true, usize::MAX - s)
+        }
+    }
+
+    /// The index in `pool` of the workspace that fits a level of `n` objects using the
+    /// buffers `kind` best ([`LevelWorkspace::fit`]); `None` for an empty pool.
+    pub(super) fn best_fit(pool: &[LevelWorkspace], kind: usize, n: usize) -> Option<usize> {
+        (0..pool.len()).min_by_key(|&i| pool[i].fit(kind, n))
+    }
 }
 
 /// A node's split: its method, the threads, its children's targets, and with KEEP_CUTS its
@@ -254,4 +277,28 @@ fn knn_shared<C: comm::Comm>(
 /// The `hsfc` repartition tolerance of a level: `IMBALANCE_TOL − 1`, below `hsfc`'s limit of 1.
 fn hsfc_tolerance(m: &LevelMethod) -> f64 {
     (m.imbalance_tol - 1.0).clamp(0.0, 0.99)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LevelWorkspace;
+
+    /// The smallest workspace that holds the level, else the largest; by the buffers the
+    /// level uses. (Before, the pool handed out whichever came back last, so a large level
+    /// running beside a small one grew the small workspace on the second call.)
+    #[test]
+    fn a_level_gets_the_workspace_that_fits_it() {
+        let ws = |h: usize, b: usize| LevelWorkspace {
+            served: [h, b],
+            ..Default::default()
+        };
+        let pool = [ws(1000, 10), ws(100, 5000), ws(500, 0)];
+        assert_eq!(LevelWorkspace::best_fit(&pool, 0, 400), Some(2));
+        assert_eq!(LevelWorkspace::best_fit(&pool, 0, 600), Some(0));
+        assert_eq!(LevelWorkspace::best_fit(&pool, 0, 50), Some(1));
+        assert_eq!(LevelWorkspace::best_fit(&pool, 0, 9999), Some(0));
+        assert_eq!(LevelWorkspace::best_fit(&pool, 1, 20), Some(1));
+        assert_eq!(LevelWorkspace::best_fit(&pool, 1, 9), Some(0));
+        assert_eq!(LevelWorkspace::best_fit(&[], 1, 9), None);
+    }
 }

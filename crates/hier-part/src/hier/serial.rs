@@ -261,7 +261,12 @@ impl Ctx<'_> {
                 .and_then(|(p, _)| p.cuts.get(&id)),
             from_previous,
         };
-        let mut lw = self.take_hsfc();
+        // The buffers the level uses: hsfc's, or the bisection's.
+        let kind = usize::from(matches!(
+            method.kind,
+            PartitionMethod::Rcb | PartitionMethod::Rib
+        ));
+        let mut lw = self.take_hsfc(kind, n);
         let t0 = Instant::now();
         let run = {
             let objs = self.objects(src, &r.bufs, n);
@@ -271,7 +276,7 @@ impl Ctx<'_> {
                 .run(ws, &Serial, points, None, &mut *r.child)
                 .map_err(|e| e.at_level(&node.label, method.kind))
         };
-        self.give_hsfc(lw);
+        self.give_hsfc(lw, kind, n);
         let cuts = run?;
         acc.times.push((id, t0.elapsed().as_secs_f64()));
         let keep = method.keep_cuts.then_some(());
@@ -580,12 +585,17 @@ impl Ctx<'_> {
         }
     }
 
-    fn take_hsfc(&self) -> LevelWorkspace {
+    /// The pooled workspace that fits a level of `n` objects best ([`LevelWorkspace::fit`]):
+    /// with siblings side by side, a large level taking a small workspace would grow it (a
+    /// page fault per fresh page, about a pass over the objects) while a large one sits idle.
+    fn take_hsfc(&self, kind: usize, n: usize) -> LevelWorkspace {
         let mut pool = self.hsfc.lock().unwrap_or_else(|e| e.into_inner());
-        pool.pop().unwrap_or_default()
+        let best = LevelWorkspace::best_fit(&pool, kind, n);
+        best.map(|i| pool.swap_remove(i)).unwrap_or_default()
     }
 
-    fn give_hsfc(&self, ws: LevelWorkspace) {
+    fn give_hsfc(&self, mut ws: LevelWorkspace, kind: usize, n: usize) {
+        ws.served[kind] = ws.served[kind].max(n);
         self.hsfc.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
     }
 }
