@@ -33,6 +33,59 @@ pub(crate) fn min_max(v: &[f64]) -> (f64, f64) {
         })
 }
 
+/// The CPU time the hypervisor gave other guests while this machine wanted it ("steal",
+/// the eighth figure of `/proc/stat`'s `cpu` line), from a start: on a shared virtual
+/// machine a bench whose runs lost several percent to it is slower for reasons outside the
+/// code, and says so.
+pub(crate) struct Steal {
+    start: Option<[u64; 2]>,
+}
+
+impl Steal {
+    /// All CPUs' jiffies: (steal, total); `None` where `/proc/stat` is unreadable.
+    fn now() -> Option<[u64; 2]> {
+        Steal::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// (steal, total) from the text of `/proc/stat`.
+    fn parse(stat: &str) -> Option<[u64; 2]> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        let total = f.iter().take(8).sum();
+        Some([*f.get(7)?, total])
+    }
+
+    pub(crate) fn start() -> Steal {
+        Steal {
+            start: Steal::now(),
+        }
+    }
+
+    /// The stolen share of all CPUs' time since the start, as a sentence.
+    pub(crate) fn report(&self) -> String {
+        match (self.start, Steal::now()) {
+            (Some([s0, t0]), Some([s1, t1])) if t1 > t0 => {
+                let share = (s1 - s0) as f64 / (t1 - t0) as f64;
+                let verdict = if share > 0.02 {
+                    "the timings above lost CPU time to other guests of the host"
+                } else {
+                    "negligible"
+                };
+                format!(
+                    "hypervisor steal during the bench: {:.1} % of the CPU time ({verdict})",
+                    100.0 * share
+                )
+            }
+            _ => "hypervisor steal: not measured (no /proc/stat)".into(),
+        }
+    }
+}
+
 /// The load averages over 1, 5 and 15 minutes (`/proc/loadavg`).
 pub(crate) fn uptime() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -135,5 +188,13 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
         assert_eq!(min_max(&[2.0, -1.0, 5.0]), (-1.0, 5.0));
+    }
+
+    #[test]
+    fn steal_is_the_eighth_figure_of_the_cpu_line() {
+        let stat = "cpu  100 2 30 400 5 0 6 70 9 0\ncpu0 50 1 15 200 2 0 3 35 0 0\n";
+        assert_eq!(Steal::parse(stat), Some([70, 613]));
+        assert_eq!(Steal::parse("cpu0 1 2 3\n"), None);
+        assert_eq!(Steal::parse("cpu  1 2 3\n"), None);
     }
 }

@@ -332,6 +332,7 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
         "xtask: load average {} (it counts the benchmark's own competing process)",
         uptime()
     );
+    let steal = crate::bench::Steal::start();
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); CASES.len()];
     for rep in 0..repeats {
         for (k, case) in CASES.iter().enumerate() {
@@ -422,6 +423,7 @@ pub fn bench_drum_loop(args: &[String]) -> Result<()> {
         med[1] - ideal
     );
     worst_steps(&dir, &runs)?;
+    println!("{}", steal.report());
     println!("(data in {})", dir.display());
     Ok(())
 }

@@ -49,5 +49,8 @@ pub fn bench_fem(args: &[String]) -> Result<()> {
     } else {
         bench.args(args);
     }
-    crate::run(bench)
+    let steal = crate::bench::Steal::start();
+    crate::run(bench)?;
+    println!("{}", steal.report());
+    Ok(())
 }

@@ -90,6 +90,7 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
     }
     let reps = if quick { 3 } else { 9 };
     let load = uptime();
+    let steal = crate::bench::Steal::start();
     let mut out = String::new();
     let mut ratios = Vec::new();
     for machine in &machines {
@@ -117,7 +118,11 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
     println!(
         "(Zoltan HIER -H a,b -M HSFC,RCB, a regular two-level approximation of the tree) per machine rank, oversubscribed on this host."
     );
-    println!("load before: {load}; after: {}", uptime());
+    println!(
+        "load before: {load}; after: {}; {}",
+        uptime(),
+        steal.report()
+    );
     println!();
     print!("{out}");
     let range = |f: fn(&Row) -> f64| min_max(&ratios.iter().map(f).collect::<Vec<_>>());

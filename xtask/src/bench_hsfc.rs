@@ -124,6 +124,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         });
     }
     let load = uptime();
+    let steal = crate::bench::Steal::start();
     eprintln!("xtask: machine load before: {load}");
     let mut table = String::new();
     let _ = writeln!(
@@ -220,7 +221,11 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         "dev = max_k |W_k/T_k - 1|; ours 1t/2t = threads; Zoltan = zdriver -m HSFC on 1 rank;"
     );
     println!("coupe 0.1.0 HilbertCurve (order 31, equal parts only, RAYON_NUM_THREADS=1).");
-    println!("load before: {load}; after: {}", uptime());
+    println!(
+        "load before: {load}; after: {}; {}",
+        uptime(),
+        steal.report()
+    );
     println!();
     print!("{table}");
     println!();

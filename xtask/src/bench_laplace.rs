@@ -25,5 +25,8 @@ pub fn bench_laplace(args: &[String]) -> Result<()> {
     eprintln!("xtask: load average {}", crate::bench::uptime());
     let mut bench = Command::new(release.join("laplace-bench"));
     bench.args(args);
-    crate::run(bench)
+    let steal = crate::bench::Steal::start();
+    crate::run(bench)?;
+    println!("{}", steal.report());
+    Ok(())
 }
