@@ -261,11 +261,7 @@ impl Ctx<'_> {
                 .and_then(|(p, _)| p.cuts.get(&id)),
             from_previous,
         };
-        // The buffers the level uses: hsfc's, or the bisection's.
-        let kind = usize::from(matches!(
-            method.kind,
-            PartitionMethod::Rcb | PartitionMethod::Rib
-        ));
+        let kind = LevelWorkspace::kind_of(method.kind);
         let mut lw = self.take_hsfc(kind, n);
         let t0 = Instant::now();
         let run = {
