@@ -86,6 +86,14 @@ impl Steal {
     }
 }
 
+/// Runs a bench binary ([`crate::run`]), then prints the steal over its run.
+pub(crate) fn run_reporting_steal(cmd: Command) -> Result<()> {
+    let steal = Steal::start();
+    run(cmd)?;
+    println!("{}", steal.report());
+    Ok(())
+}
+
 /// The load averages over 1, 5 and 15 minutes (`/proc/loadavg`).
 pub(crate) fn uptime() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -49,8 +49,5 @@ pub fn bench_fem(args: &[String]) -> Result<()> {
     } else {
         bench.args(args);
     }
-    let steal = crate::bench::Steal::start();
-    crate::run(bench)?;
-    println!("{}", steal.report());
-    Ok(())
+    crate::bench::run_reporting_steal(bench)
 }

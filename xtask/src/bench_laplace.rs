@@ -25,8 +25,5 @@ pub fn bench_laplace(args: &[String]) -> Result<()> {
     eprintln!("xtask: load average {}", crate::bench::uptime());
     let mut bench = Command::new(release.join("laplace-bench"));
     bench.args(args);
-    let steal = crate::bench::Steal::start();
-    crate::run(bench)?;
-    println!("{}", steal.report());
-    Ok(())
+    crate::bench::run_reporting_steal(bench)
 }

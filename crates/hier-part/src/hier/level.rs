@@ -23,9 +23,6 @@ pub(super) struct LevelWorkspace {
 }
 
 impl LevelWorkspace {
-    /// How well this workspace fits a level of `n` objects using the buffers `kind` (see
-    /// `served`): the smallest that holds `n` already fits best (its pages are there), then
-    /// the largest (which grows least). Smaller is better.
     /// The buffers a level of `method` uses (the index into `served`): hsfc's (0), or the
     /// bisection's (1).
     pub(super) fn kind_of(method: PartitionMethod) -> usize {
@@ -35,6 +32,9 @@ impl LevelWorkspace {
         ))
     }
 
+    /// How well this workspace fits a level of `n` objects using the buffers `kind` (see
+    /// `served`): the smallest that holds `n` already fits best (its pages are there), then
+    /// the largest (which grows least). Smaller is better.
     fn fit(&self, kind: usize, n: usize) -> (bool, usize) {
         let s = self.served[kind];
         if s >= n {
