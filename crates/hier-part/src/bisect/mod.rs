@@ -544,6 +544,14 @@ pub(crate) fn inertial_from<const D: usize, E>(
 /// Bits of the integer coordinates the inertia is computed from.
 const MOMENT_BITS: i32 = 20;
 
+/// The clamp of an integer coordinate before its conversion ([`moment_sums_of`]): above any
+/// coordinate a set's bounding box gives (`< 2^MOMENT_BITS + 1`).
+const COORD_CLAMP: f64 = (1u64 << (MOMENT_BITS + 1)) as f64;
+
+/// Weighted moment sums are summed in u64 over blocks of this many objects
+/// ([`moment_sums_of`]): 2^10 terms below 2^53 each stay below 2^63.
+const WEIGHTED_BLOCK: usize = 1 << 10;
+
 /// `x · 2^e`, exact unless the result is subnormal.
 fn times_pow2(x: f64, e: i32) -> f64 {
     let h = e / 2;
@@ -590,13 +598,24 @@ pub(crate) fn moment_sums_of<const D: usize>(
 ) -> MomentSums<D> {
     let (_, f1, f2) = moment_scale(st);
     let lo = st.lo;
-    // Round half up (the value is ≥ 0 and < 2^20): no libm call.
-    let coord = |x: &[f64; D], j: usize| ((x[j] - lo[j]) * f1 * f2 + 0.5) as u64;
+    // Round half up (the value is ≥ 0 and ≤ 2^20 on the set's bounding box): no libm call.
+    // Clamped to [0, 2^21] (which changes nothing on the box; NaN gives 0, as a saturating
+    // conversion would), then converted without the saturation's checks.
+    let coord = move |x: &[f64; D], j: usize| {
+        #[expect(
+            clippy::manual_clamp,
+            reason = "clamp keeps NaN; max turns it into 0, which the conversion needs"
+        )]
+        let v = ((x[j] - lo[j]) * f1 * f2 + 0.5).max(0.0).min(COORD_CLAMP);
+        // SAFETY: v is in [0, 2^21] (`max` turns NaN into 0), which i32 holds.
+        let y: i32 = unsafe { v.to_int_unchecked() };
+        u64::from(y as u32)
+    };
     let fold = |c: std::ops::Range<usize>| -> MomentSums<D> {
         let mut a: MomentSums<D> = (0, [0; D], [[0; D]; D]);
         if unit {
-            // A chunk's sums fit u64 (at most 2^13 objects, y·y < 2^40): the same integers,
-            // without 128-bit arithmetic per object.
+            // A chunk's sums fit u64 (at most 2^13 objects, y·y ≤ 2^40): the same integers,
+            // without 128-bit arithmetic per object; each product is of two 32-bit values.
             debug_assert!(c.len() <= CHUNK);
             let (mut s1, mut s2) = ([0u64; D], [[0u64; D]; D]);
             a.0 = c.len() as u64;
@@ -618,18 +637,38 @@ pub(crate) fn moment_sums_of<const D: usize>(
             }
             return a;
         }
-        for i in c {
-            let (x, w) = at(i);
-            let y: [u64; D] = std::array::from_fn(|j| coord(&x, j));
-            a.0 += w;
-            for i in 0..D {
-                // w < 2^32 and y < 2^20: w·y fits a u64, and u64 × u64 is one widening multiply.
-                let wy = w * y[i];
-                a.1[i] += wy as u128;
-                for j in i..D {
-                    a.2[i][j] += wy as u128 * y[j] as u128;
+        // w < 2^32 and y ≤ 2^20: w·y < 2^53 and w·y·y < 2^74. Summed in u64 over blocks of
+        // WEIGHTED_BLOCK objects, w·y·y as its two parts (w·y mod 2^32)·y < 2^53 and
+        // (w·y div 2^32)·y < 2^42: every product is of two 32-bit values, which a vector unit
+        // multiplies, and each block's sums are added exactly into the u128 totals.
+        let mut i0 = c.start;
+        while i0 < c.end {
+            let i1 = c.end.min(i0 + WEIGHTED_BLOCK);
+            let (mut s0, mut s1) = (0u64, [0u64; D]);
+            let (mut lo, mut hi) = ([[0u64; D]; D], [[0u64; D]; D]);
+            for i in i0..i1 {
+                let (x, w) = at(i);
+                debug_assert!(w <= u64::from(u32::MAX));
+                let y: [u64; D] = std::array::from_fn(|j| coord(&x, j));
+                s0 += w;
+                for i in 0..D {
+                    let wy = w * y[i];
+                    s1[i] += wy;
+                    let (wl, wh) = (wy & 0xffff_ffff, wy >> 32);
+                    for j in i..D {
+                        lo[i][j] += wl * y[j];
+                        hi[i][j] += wh * y[j];
+                    }
                 }
             }
+            a.0 += s0;
+            for i in 0..D {
+                a.1[i] += u128::from(s1[i]);
+                for j in i..D {
+                    a.2[i][j] += u128::from(lo[i][j]) + (u128::from(hi[i][j]) << 32);
+                }
+            }
+            i0 = i1;
         }
         a
     };

@@ -260,4 +260,60 @@ mod tests {
             "{ties} ties, {empty_sides} empty sides"
         );
     }
+
+    /// The moment sums of `dots` one object at a time in u128, as the specification says
+    /// ([`moment_sums_of`]'s blocks, clamps and split products must give the same integers).
+    fn plain_moment_sums<const D: usize>(dots: &[Dot<D>], st: &Stats<D>) -> MomentSums<D> {
+        let (_, f1, f2) = moment_scale(st);
+        let mut a: MomentSums<D> = (0, [0; D], [[0; D]; D]);
+        for d in dots {
+            let y: [u128; D] =
+                std::array::from_fn(|j| ((d.x[j] - st.lo[j]) * f1 * f2 + 0.5) as u64 as u128);
+            let w = u128::from(d.w);
+            a.0 += d.w as u64;
+            for i in 0..D {
+                a.1[i] += w * y[i];
+                for j in i..D {
+                    a.2[i][j] += w * y[i] * y[j];
+                }
+            }
+        }
+        a
+    }
+
+    #[test]
+    fn moment_sums_are_the_plain_sums() {
+        let mut rng = Xoshiro256::new(7);
+        // Lengths around the chunk and the weighted block; weights up to u32::MAX, the
+        // largest products the blocks must hold.
+        for n in [1, 5, 1023, 1024, 1025, CHUNK - 1, CHUNK, 3 * CHUNK + 17] {
+            let dots: Vec<Dot<3>> = (0..n)
+                .map(|i| Dot {
+                    x: [
+                        rng.uniform() * 7.0 - 2.0,
+                        rng.uniform(),
+                        1e6 * rng.uniform(),
+                    ],
+                    w: match i % 3 {
+                        0 => u32::MAX,
+                        1 => (rng.next_u64() >> 32) as u32,
+                        _ => 1,
+                    },
+                    id: i as u32,
+                })
+                .collect();
+            let mut st = Stats::EMPTY;
+            for d in &dots {
+                st.add(d, 0.0);
+            }
+            let want = plain_moment_sums(&dots, &st);
+            for par in [Par::Seq, Par::threads(2)] {
+                let got = par.install(|| moment_sums(&dots, &st, false, par)).unwrap();
+                assert_eq!(got, want, "n {n}, weighted");
+            }
+            let unit: Vec<Dot<3>> = dots.iter().map(|d| Dot { w: 1, ..*d }).collect();
+            let want = plain_moment_sums(&unit, &st);
+            assert_eq!(moment_sums(&unit, &st, true, Par::Seq), want, "n {n}, unit");
+        }
+    }
 }
