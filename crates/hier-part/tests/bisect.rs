@@ -686,3 +686,38 @@ fn box_assign_lists_the_part_of_every_point_in_the_box() {
         assert!(found.contains(&parts[0]) && found.len() <= 2, "{found:?}");
     }
 }
+
+/// Coordinates whose span overflows f64 (hi − lo is infinite): RIB's integer moments saw
+/// saturated coordinates and overflowed their sums (a panic in a debug build, wrapped sums in
+/// a release one). Now every coordinate is clamped to the moments' range first: the axis comes
+/// from the clamped coordinates, and the cut is exact and balanced.
+#[test]
+fn rib_on_a_span_beyond_f64_max() {
+    let mut rng = Xoshiro256::new(5);
+    let coords: Vec<f64> = (0..2000)
+        .map(|i| match i % 4 {
+            0 => 1.7e308 * (rng.uniform() - 0.5) * 2.0,
+            _ => rng.uniform(),
+        })
+        .collect();
+    for w in [None, Some(vec![1.5; 1000])] {
+        let mut parts = vec![0; 1000];
+        let r = partition(
+            Method::Rib,
+            false,
+            Par::Seq,
+            &coords,
+            2,
+            w.as_deref(),
+            &[1.0; 6],
+            &mut parts,
+        )
+        .unwrap();
+        assert!(
+            r.max_abs_dev <= r.balance_bound() * (1.0 + 1e-9),
+            "weights {}: {r:?}",
+            w.is_some()
+        );
+        assert!(r.cuts.iter().all(|c| !c.value.is_nan()));
+    }
+}

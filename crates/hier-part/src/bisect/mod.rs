@@ -599,8 +599,9 @@ pub(crate) fn moment_sums_of<const D: usize>(
     let (_, f1, f2) = moment_scale(st);
     let lo = st.lo;
     // Round half up (the value is ≥ 0 and ≤ 2^20 on the set's bounding box): no libm call.
-    // Clamped to [0, 2^21] (which changes nothing on the box; NaN gives 0, as a saturating
-    // conversion would), then converted without the saturation's checks.
+    // Clamped to [0, 2^21] (which changes nothing on a box of finite extent; on a span beyond
+    // f64::MAX, where the scale is 1, it keeps the sums from overflowing; NaN gives 0, as a
+    // saturating conversion would), then converted without the saturation's checks.
     let coord = move |x: &[f64; D], j: usize| {
         #[expect(
             clippy::manual_clamp,
