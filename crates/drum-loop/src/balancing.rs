@@ -2,7 +2,7 @@
 //! on every rank) starts a [`Balancing`] (one rank's state), which the application calls at
 //! each rebalance point without knowing which balancer it is.
 
-use crate::{DrumLoop, Error, LoopConfig, LoopReport, LoopSummary};
+use crate::{DrumLoop, Error, LoopConfig, LoopReport, LoopSummary, PointFigures};
 use comm::Comm;
 use drum_model::Machine;
 use part_api::{Partitioner, Points, Reduce};
@@ -138,6 +138,37 @@ impl Balancing {
         let (coords, mut parts, dim) = crate::run::made_points(n, fill)?;
         let report = self.rebalance(comm, Points::new(&coords, dim, weights), &mut parts)?;
         Ok((report, Some(parts)))
+    }
+
+    /// This rank's figures for a rebalance point carried on a collective of the
+    /// application's ([`DrumLoop::point_figures`]) for [`Balancer::Drum`]; `None` for
+    /// [`Balancer::Flat`], which has none (its points need no gather of their own).
+    pub fn point_figures(&mut self, weights: Option<&[f64]>, n: usize) -> Option<PointFigures> {
+        match &mut self.0 {
+            State::Drum(lp) => Some(lp.point_figures(weights, n)),
+            State::Flat { .. } => None,
+        }
+    }
+
+    /// [`Balancing::rebalance_lazy`] on gathered figures ([`Balancing::point_figures`] on
+    /// every rank; `all[r]`: rank r's bytes): [`DrumLoop::rebalance_lazy_gathered`] for
+    /// [`Balancer::Drum`]. Figures from another balancer than this one are an error.
+    pub fn rebalance_lazy_gathered<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        mine: PointFigures,
+        all: &[&[u8]],
+        n: usize,
+        weights: Option<&[f64]>,
+        fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
+    ) -> Result<(Option<LoopReport>, Option<Vec<u32>>), Error> {
+        let State::Drum(lp) = &mut self.0 else {
+            return Err(Error::Empty {
+                what: "a flat balancer's rebalance-point figures",
+            });
+        };
+        let (report, parts) = lp.rebalance_lazy_gathered(comm, mine, all, n, weights, fill)?;
+        Ok((Some(report), parts))
     }
 
     /// Whether this rebalance point keeps the current partition, from every rank's load

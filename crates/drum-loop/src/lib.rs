@@ -75,5 +75,5 @@ pub use cost::RebalanceCost;
 pub use error::Error;
 pub use run::{
     DEFAULT_BYTES_PER_WEIGHT, DecisionReport, DrumLoop, LoopConfig, LoopReport, LoopSummary,
-    MIN_EVIDENCE, RankMeasure, RebalanceMode, Sensed, Sensing, Sizing,
+    MIN_EVIDENCE, PointFigures, RankMeasure, RebalanceMode, Sensed, Sensing, Sizing,
 };

@@ -363,6 +363,24 @@ pub struct LoopSummary {
     pub windows: usize,
 }
 
+/// One rank's figures for a rebalance point that rides on a collective of the application's
+/// own ([`DrumLoop::point_figures`]): the bytes to gather from every rank, and what this rank
+/// keeps of its cut.
+#[derive(Debug)]
+#[must_use = "the figures are passed back to DrumLoop::rebalance_lazy_gathered"]
+pub struct PointFigures {
+    bytes: Vec<u8>,
+    cut_s: f64,
+}
+
+impl PointFigures {
+    /// This rank's contribution: time since the last point, load and pending window (a few
+    /// dozen bytes; the same layout as the point's own gather).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// What every rank learns at a rebalance point, in one collective.
 struct Gathered {
     /// Seconds since the previous point (the longest over the ranks).
@@ -628,7 +646,61 @@ impl DrumLoop {
         weights: Option<&[f64]>,
         fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
     ) -> Result<(LoopReport, Option<Vec<u32>>), Error> {
-        let mut d = self.decide_point(comm, weights, n)?;
+        let d = self.decide_point(comm, weights, n)?;
+        self.finish_lazy(comm, d, n, weights, fill)
+    }
+
+    /// The first half of a rebalance point that rides on a collective the application makes
+    /// anyway (its agreement after a refinement, say), saving the point's own gather: cuts
+    /// this rank's window and returns its figures. Every rank passes the bytes of its own to
+    /// the application's collective, then the figures and every rank's bytes, in rank order,
+    /// to [`DrumLoop::rebalance_lazy_gathered`], with no other call of the loop between.
+    pub fn point_figures(&mut self, weights: Option<&[f64]>, n: usize) -> PointFigures {
+        let (bytes, cut_s) = self.figures(weights, n);
+        PointFigures { bytes, cut_s }
+    }
+
+    /// [`DrumLoop::rebalance_lazy`] on figures the application gathered
+    /// ([`DrumLoop::point_figures`]; `all[r]`: rank r's bytes): the same decision, parts and
+    /// report, without the point's own collective when the partition is kept (the report's
+    /// exchange is then the decoding alone). Figures of another count than the ranks, or
+    /// garbled in their fixed part, are an error; a garbled window becomes that rank's warning
+    /// as in the point's own gather.
+    pub fn rebalance_lazy_gathered<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        mine: PointFigures,
+        all: &[&[u8]],
+        n: usize,
+        weights: Option<&[f64]>,
+        fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
+    ) -> Result<(LoopReport, Option<Vec<u32>>), Error> {
+        let ranks = Comm::size(comm);
+        if all.len() != ranks {
+            return Err(Error::LengthMismatch {
+                what: "a rebalance point's gathered figures",
+                got: all.len(),
+                expected: ranks,
+                per: "rank",
+            });
+        }
+        let mut lap = Lap::start();
+        let point = self.decoded(all.iter().copied(), mine.cut_s)?;
+        let gather_s = mine.cut_s + lap.lap();
+        let d = self.decided(lap, point, gather_s)?;
+        self.finish_lazy(comm, d, n, weights, fill)
+    }
+
+    /// The second half of [`DrumLoop::rebalance_lazy`]: the points made only when the decision
+    /// repartitions.
+    fn finish_lazy<C: Comm + Reduce>(
+        &mut self,
+        comm: &C,
+        mut d: Decided,
+        n: usize,
+        weights: Option<&[f64]>,
+        fill: impl FnOnce(&mut Vec<f64>, &mut Vec<u32>) -> usize,
+    ) -> Result<(LoopReport, Option<Vec<u32>>), Error> {
         if !d.decision.rebalance {
             return Ok((self.finish_point(comm, d, None)?, None));
         }
@@ -649,9 +721,14 @@ impl DrumLoop {
         n: usize,
     ) -> Result<Decided, Error> {
         let mut lap = Lap::start();
-        let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
         let point = self.gather(comm, weights, n)?;
         let gather_s = lap.lap();
+        self.decided(lap, point, gather_s)
+    }
+
+    /// The sensing and the decision on the gathered `point` (`gather_s`: the seconds it took).
+    fn decided(&mut self, mut lap: Lap, point: Gathered, gather_s: f64) -> Result<Decided, Error> {
+        let mut warnings: Vec<String> = self.start_warning.take().into_iter().collect();
         let measured_s = self.sense(&point, &mut warnings)?;
         let sense_s = lap.lap();
         let total: f64 = point.loads.iter().sum();
@@ -757,6 +834,15 @@ impl DrumLoop {
         weights: Option<&[f64]>,
         n: usize,
     ) -> Result<Gathered, Error> {
+        let (mine, cut_s) = self.figures(weights, n);
+        let all = comm.allgatherv_bytes(&mine)?;
+        self.decoded((0..Comm::size(comm)).map(|r| all.get(r)), cut_s)
+    }
+
+    /// Cuts this rank's window into the pending measurement: this rank's figures for the
+    /// point's gather (time since the last point, load, pending window) and the seconds the
+    /// cut took.
+    fn figures(&mut self, weights: Option<&[f64]>, n: usize) -> (Vec<u8>, f64) {
         let now = Instant::now();
         let since = now.duration_since(self.last_point).as_secs_f64();
         self.last_point = now;
@@ -767,13 +853,21 @@ impl DrumLoop {
         w.f64(since);
         w.f64(load);
         w.bytes(&self.pending.encode());
-        let all = comm.allgatherv_bytes(w.as_bytes())?;
-        let ranks = Comm::size(comm);
+        (w.into_bytes(), cut_s)
+    }
+
+    /// Every rank's figures ([`DrumLoop::figures`], in rank order) decoded.
+    fn decoded<'a>(
+        &mut self,
+        all: impl ExactSizeIterator<Item = &'a [u8]>,
+        cut_s: f64,
+    ) -> Result<Gathered, Error> {
+        let ranks = all.len();
         let mut window_s = 0.0f64;
         let mut loads = Vec::with_capacity(ranks);
         let mut windows = Vec::with_capacity(ranks);
-        for r in 0..ranks {
-            let mut rd = Reader::new(all.get(r), "a rank's rebalance-point figures");
+        for figures in all {
+            let mut rd = Reader::new(figures, "a rank's rebalance-point figures");
             window_s = window_s.max(rd.f64().map_err(CommError::from)?);
             loads.push(rd.f64().map_err(CommError::from)?);
             windows.push(RankWindow::decode(

@@ -15,8 +15,8 @@ use crate::mark::Marking;
 use crate::problem::ExactSolution;
 use crate::solver::{CgOps, CgWork, Multilevel, SolveStats, pcg_with};
 use comm::wire::{Reader, Writer};
-use comm::{Comm, CommError, ReduceOp};
-use drum_loop::Balancing;
+use comm::{Comm, CommError, PerRank, ReduceOp};
+use drum_loop::{Balancing, PointFigures};
 use drum_model::monitor::thread_cpu_seconds;
 use serde::Serialize;
 use std::time::Instant;
@@ -285,6 +285,17 @@ struct Census {
     sums: [u64; 2],
     local: [u64; 2],
     owned: Vec<f64>,
+    /// DRUM's rebalance-point figures, gathered in the same collective.
+    carried: Option<Carried>,
+}
+
+/// A rebalance point's figures carried on the refinement's agreement
+/// ([`Balancing::point_figures`]): this rank's, and every rank's bytes after the agreement's
+/// own words.
+struct Carried {
+    mine: PointFigures,
+    all: PerRank<u8>,
+    head: usize,
 }
 
 /// A step's migration until the set-up's gather sums its census: the census before (summed
@@ -595,12 +606,26 @@ impl<'a, C: Comm> RankRun<'a, C> {
         let mut sums = vec![0u64; 2 + self.comm.size()];
         sums[..2].copy_from_slice(&[c0, c1]);
         sums[2 + self.comm.rank()] = c0;
-        self.agreed_summing(refined, &mut sums)?;
+        // So do DRUM's rebalance-point figures (the point then needs no gather of its own).
+        let figures = (self.comm.size() > 1)
+            .then(|| self.balancing.point_figures(None, self.l.ekey.len()))
+            .flatten();
+        let carried = match figures {
+            Some(mine) => {
+                let (all, head) = agreed_gathering(&self.comm, refined, &mut sums, mine.bytes())?;
+                Some(Carried { mine, all, head })
+            }
+            None => {
+                self.agreed_summing(refined, &mut sums)?;
+                None
+            }
+        };
         fig.times.refine = t0.elapsed().as_secs_f64();
         Ok(Some(Census {
             sums: [sums[0], sums[1]],
             local: [c0, c1],
             owned: sums[2..].iter().map(|&c| c as f64).collect(),
+            carried,
         }))
     }
 
@@ -787,9 +812,10 @@ impl<'a, C: Comm> RankRun<'a, C> {
     fn repartition(
         &mut self,
         fig: &mut Figures,
-        census: Option<Census>,
+        mut census: Option<Census>,
     ) -> Result<Pending, FemError> {
         let t0 = Instant::now();
+        let carried = census.as_mut().and_then(|c| c.carried.take());
         let ne = self.l.ekey.len();
         let several = self.comm.size() > 1;
         // (A rank alone has nowhere to send its elements.)
@@ -818,16 +844,21 @@ impl<'a, C: Comm> RankRun<'a, C> {
             self.balancing.set_remaining_steps(remaining);
             let mesh = &self.l.mesh;
             // Unit weights (one per element): `None` says so without an array of ones.
-            let (balance, new) = self
-                .balancing
-                .rebalance_lazy(&self.comm, ne, None, |xy, p| {
-                    let tf = Instant::now();
-                    xy.resize(2 * ne, 0.0);
-                    mesh.centroids_into(xy);
-                    p.resize(ne, rank);
-                    tc = tf.elapsed().as_secs_f64();
-                    2
-                })?;
+            let fill = |xy: &mut Vec<f64>, p: &mut Vec<u32>| {
+                let tf = Instant::now();
+                xy.resize(2 * ne, 0.0);
+                mesh.centroids_into(xy);
+                p.resize(ne, rank);
+                tc = tf.elapsed().as_secs_f64();
+                2
+            };
+            let (balance, new) = match carried {
+                Some(Carried { mine, all, head }) => {
+                    let all: Vec<&[u8]> = all.iter().map(|b| &b[head..]).collect();
+                    (self.balancing).rebalance_lazy_gathered(&self.comm, mine, &all, ne, None, fill)
+                }
+                None => self.balancing.rebalance_lazy(&self.comm, ne, None, fill),
+            }?;
             fig.balance = balance;
             if let Some(new) = new {
                 parts = new;
@@ -1244,9 +1275,100 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
     }
 }
 
+/// [`RankRun::agreed_summing`] over `comm` in one `allgatherv` that also carries `extra` (any bytes)
+/// from every rank to every rank: the same outcome and sums, the failed ranks read from
+/// every rank's flag (no second round), and the gathered messages with the offset of the
+/// extra bytes in each.
+fn agreed_gathering<C: Comm, T>(
+    comm: &C,
+    r: Result<T, FemError>,
+    sums: &mut [u64],
+    extra: &[u8],
+) -> Result<(PerRank<u8>, usize), FemError> {
+    let mut w = Writer::default();
+    w.u8(u8::from(r.is_err()));
+    sums.iter().for_each(|&x| w.u64(x));
+    let head = w.len();
+    w.bytes(extra);
+    let all = comm.allgatherv_bytes(w.as_bytes())?;
+    sums.fill(0);
+    let mut failed = None;
+    for q in 0..all.ranks() {
+        let mut rd = Reader::new(all.get(q), "a rank's refinement agreement");
+        if rd.u8().map_err(CommError::from)? != 0 {
+            failed.get_or_insert(q);
+        }
+        for s in sums.iter_mut() {
+            *s = s.wrapping_add(rd.u64().map_err(CommError::from)?);
+        }
+    }
+    match (r, failed) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Some(first)) => Err(FemError::PeerFailed {
+            rank: comm.rank(),
+            failed: first,
+        }),
+        (Ok(_), None) => Ok((all, head)),
+    }
+}
+
 #[cfg(test)]
-mod horizon_tests {
+mod tests {
     use super::*;
+    use comm::{ThreadComm, ThreadOptions};
+
+    fn bad() -> FemError {
+        FemError::InvalidConfig {
+            field: "test",
+            value: String::new(),
+            reason: "injected",
+        }
+    }
+
+    /// The gathering agreement sums like `part_api::agree` (wrapping, as the reduction does),
+    /// hands every rank every rank's extra bytes, and when ranks fail gives each failed rank
+    /// its own error and the others the lowest failed rank, in its one collective.
+    #[test]
+    fn the_gathering_agreement_sums_carries_and_names_the_failed() {
+        for failing in [vec![], vec![1], vec![2, 1]] {
+            let out = ThreadComm::run(3, &ThreadOptions::default(), |comm| {
+                let comm = Timed::new(comm);
+                let calls = |c: &Timed<ThreadComm>| -> u64 {
+                    c.stats().traffic().iter().map(|t| t.collectives).sum()
+                };
+                let me = comm.rank();
+                let r = if failing.contains(&me) {
+                    Err(bad())
+                } else {
+                    Ok(me)
+                };
+                let mut sums = [me as u64 + 1, u64::MAX];
+                let extra = vec![me as u8; me + 1];
+                let before = calls(&comm);
+                let got = agreed_gathering(&comm, r, &mut sums, &extra)
+                    .map(|(all, head)| all.iter().map(|b| b[head..].to_vec()).collect::<Vec<_>>());
+                let after = calls(&comm);
+                (got, sums, after - before)
+            })
+            .unwrap();
+            for (me, (got, sums, calls)) in out.into_iter().enumerate() {
+                assert_eq!(calls, 1, "rank {me}: {calls} collectives");
+                match got {
+                    Ok(extras) => {
+                        assert!(failing.is_empty());
+                        assert_eq!(sums, [6, u64::MAX - 2]);
+                        assert_eq!(extras, vec![vec![0], vec![1, 1], vec![2, 2, 2]]);
+                    }
+                    Err(FemError::InvalidConfig { .. }) => assert!(failing.contains(&me)),
+                    Err(FemError::PeerFailed { rank, failed }) => {
+                        assert!(!failing.contains(&me));
+                        assert_eq!((rank, failed), (me, 1));
+                    }
+                    Err(e) => panic!("rank {me}: {e}"),
+                }
+            }
+        }
+    }
 
     /// Under double marking the steps left after step k are those whose targets are still
     /// below the run's; Dörfler marking and the `Next` horizon say none is known.
