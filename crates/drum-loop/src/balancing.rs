@@ -284,6 +284,32 @@ mod tests {
         assert!(e.contains("coordinates has 6 entries, expected 8"), "{e}");
     }
 
+    /// A flat balancer has no rebalance-point figures, and figures handed to it are an error
+    /// naming it, before any point is made.
+    #[test]
+    fn flat_has_no_point_figures_and_refuses_gathered_ones() {
+        let mut b = Balancing(State::Flat { previous: None });
+        assert!(b.point_figures(None, 4).is_none());
+        let e = b
+            .rebalance_lazy_gathered(
+                &Serial,
+                PointFigures {
+                    bytes: Vec::new(),
+                    cut_s: 0.0,
+                },
+                &[&[]],
+                4,
+                None,
+                |_, _| unreachable!("no points"),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a flat balancer's rebalance-point figures"),
+            "{e}"
+        );
+    }
+
     fn first_partition() -> hsfc::Partition {
         let xy = [0.0, 0.0, 1.0, 1.0, 0.5, 0.25, 0.75, 0.5];
         let mut parts = [0u32; 4];

@@ -369,8 +369,8 @@ pub struct LoopSummary {
 #[derive(Debug)]
 #[must_use = "the figures are passed back to DrumLoop::rebalance_lazy_gathered"]
 pub struct PointFigures {
-    bytes: Vec<u8>,
-    cut_s: f64,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) cut_s: f64,
 }
 
 impl PointFigures {

@@ -533,10 +533,22 @@ fn the_next_window_starts_after_the_rebalance() {
 /// One rank's point: the report, the new ranks (`None`: kept), whether the points were made.
 type PointOutcome = (LoopReport, Option<Vec<u32>>, bool);
 
-/// [`run`]'s loop with the "share" script (rank 1 gets half a CPU), through
-/// [`DrumLoop::rebalance`] or [`DrumLoop::rebalance_lazy`]: per rank and step, the report,
-/// the new ranks (`None`: kept) and whether the points were made.
-fn run_parts(tag: &str, sizing: Sizing, steps: usize, lazy: bool) -> Vec<Vec<PointOutcome>> {
+/// How [`run_parts`] calls a rebalance point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Call {
+    /// [`DrumLoop::rebalance`] on points made beforehand.
+    Eager,
+    /// [`DrumLoop::rebalance_lazy`].
+    Lazy,
+    /// [`DrumLoop::point_figures`], the application's own `allgatherv` of them, then
+    /// [`DrumLoop::rebalance_lazy_gathered`].
+    Gathered,
+}
+
+/// [`run`]'s loop with the "share" script (rank 1 gets half a CPU), each point made as `call`
+/// says: per rank and step, the report, the new ranks (`None`: kept) and whether the points
+/// were made.
+fn run_parts(tag: &str, sizing: Sizing, steps: usize, call: Call) -> Vec<Vec<PointOutcome>> {
     let fake = Fake::new(tag);
     let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
     let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
@@ -557,21 +569,30 @@ fn run_parts(tag: &str, sizing: Sizing, steps: usize, lazy: bool) -> Vec<Vec<Poi
             c.barrier()?;
             let xy = points(me, step == 0);
             let n = xy.len() / 2;
-            if lazy {
-                let mut made = false;
-                let (r, parts) = lp.rebalance_lazy(&c, n, None, |coords, parts| {
+            let mut made = false;
+            let fill = |coords: &mut Vec<f64>, parts: &mut Vec<u32>| {
+                made = true;
+                coords.extend_from_slice(&xy);
+                parts.resize(n, me as u32);
+                2
+            };
+            let (r, parts) = match call {
+                Call::Eager => {
+                    let mut parts = vec![me as u32; n];
+                    let r = lp.rebalance(&c, Points::new(&xy, 2, None), &mut parts)?;
                     made = true;
-                    coords.extend_from_slice(&xy);
-                    parts.resize(n, me as u32);
-                    2
-                })?;
-                out.push((r, parts, made));
-            } else {
-                let mut parts = vec![me as u32; n];
-                let r = lp.rebalance(&c, Points::new(&xy, 2, None), &mut parts)?;
-                let parts = r.decision.rebalance.then_some(parts);
-                out.push((r, parts, true));
-            }
+                    let parts = r.decision.rebalance.then_some(parts);
+                    (r, parts)
+                }
+                Call::Lazy => lp.rebalance_lazy(&c, n, None, fill)?,
+                Call::Gathered => {
+                    let mine = lp.point_figures(None, n);
+                    let all = c.allgatherv_bytes(mine.bytes())?;
+                    let all: Vec<&[u8]> = all.iter().collect();
+                    lp.rebalance_lazy_gathered(&c, mine, &all, n, None, fill)?
+                }
+            };
+            out.push((r, parts, made));
         }
         lp.stop()?;
         Ok::<_, Error>(out)
@@ -580,27 +601,66 @@ fn run_parts(tag: &str, sizing: Sizing, steps: usize, lazy: bool) -> Vec<Vec<Poi
     out.into_iter().map(|r| r.unwrap()).collect()
 }
 
+/// Lazy points, and lazy points on figures the application gathered, decide and partition
+/// as the eager ones do, and make the points only to repartition.
 #[test]
 fn lazy_points_give_the_same_decisions_and_parts_and_are_made_only_to_repartition() {
     for sizing in [Sizing::Monitored, Sizing::Uniform] {
-        let eager = run_parts(&format!("eager-{}", sizing.name()), sizing, 3, false);
-        let lazy = run_parts(&format!("lazy-{}", sizing.name()), sizing, 3, true);
-        let mut kept = 0;
-        for (e, l) in eager.iter().zip(&lazy) {
-            for ((re, pe, _), (rl, pl, made)) in e.iter().zip(l) {
-                assert_eq!(re.decision.rebalance, rl.decision.rebalance);
-                assert_eq!(re.decision.reason, rl.decision.reason);
-                assert_eq!(re.targets, rl.targets);
-                assert_eq!(pe, pl, "{}: {}", sizing.name(), rl.decision.text);
-                assert_eq!(*made, rl.decision.rebalance, "{}", rl.decision.text);
-                kept += usize::from(!rl.decision.rebalance);
+        let eager = run_parts(&format!("eager-{}", sizing.name()), sizing, 3, Call::Eager);
+        for call in [Call::Lazy, Call::Gathered] {
+            let tag = format!("{call:?}-{}", sizing.name()).to_lowercase();
+            let lazy = run_parts(&tag, sizing, 3, call);
+            let mut kept = 0;
+            for (e, l) in eager.iter().zip(&lazy) {
+                for ((re, pe, _), (rl, pl, made)) in e.iter().zip(l) {
+                    assert_eq!(re.decision.rebalance, rl.decision.rebalance, "{tag}");
+                    assert_eq!(re.decision.reason, rl.decision.reason, "{tag}");
+                    assert_eq!(re.targets, rl.targets, "{tag}");
+                    assert_eq!(pe, pl, "{tag}: {}", rl.decision.text);
+                    assert_eq!(*made, rl.decision.rebalance, "{tag}: {}", rl.decision.text);
+                    kept += usize::from(!rl.decision.rebalance);
+                }
+            }
+            // The initial point repartitions; uniform sizes keep the even split after it.
+            assert!(lazy.iter().all(|r| r[0].0.decision.rebalance), "{tag}");
+            if sizing == Sizing::Uniform {
+                assert!(kept >= 2, "{tag}: uniform kept {kept} points");
             }
         }
-        // The initial point repartitions; uniform sizes keep the even split after it.
-        assert!(lazy.iter().all(|r| r[0].0.decision.rebalance));
-        if sizing == Sizing::Uniform {
-            assert!(kept >= 2, "uniform kept {kept} points");
-        }
+    }
+}
+
+/// Gathered figures of another count than the ranks are an error naming them, and so is a
+/// garbled fixed part (time and load).
+#[test]
+fn gathered_figures_of_the_wrong_count_or_garbled_are_an_error() {
+    let fake = Fake::new("gathered-bad");
+    let machine = Machine::parse_str(MACHINE, "m.xml").unwrap();
+    let out = ThreadComm::run(2, &ThreadOptions::default(), |c| {
+        let mut lp = DrumLoop::start(&c, machine.clone(), config(&fake, Sizing::Uniform))?;
+        let never = |_: &mut Vec<f64>, _: &mut Vec<u32>| -> usize { unreachable!("no points") };
+        let mine = lp.point_figures(None, 0);
+        let count = lp.rebalance_lazy_gathered(&c, mine, &[&[]], 0, None, never);
+        let mine = lp.point_figures(None, 0);
+        let short = [0u8; 3];
+        let garbled = lp.rebalance_lazy_gathered(&c, mine, &[&short, &short], 0, None, never);
+        lp.stop()?;
+        let text = |r: Result<(LoopReport, Option<Vec<u32>>), Error>| {
+            r.map(|_| ()).map_err(|e| e.to_string()).unwrap_err()
+        };
+        Ok::<_, Error>((text(count), text(garbled)))
+    })
+    .unwrap();
+    for r in out {
+        let (count, garbled) = r.unwrap();
+        assert!(
+            count.contains("a rebalance point's gathered figures has 1 entries, expected 2"),
+            "{count}"
+        );
+        assert!(
+            garbled.contains("a rank's rebalance-point figures"),
+            "{garbled}"
+        );
     }
 }
 
