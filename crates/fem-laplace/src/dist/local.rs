@@ -405,11 +405,17 @@ impl Local {
         let ne = self.ekey.len();
         let mut tt = std::time::Instant::now();
         let all_owned = self.ghosts.is_empty();
+        // (The ghosts are the elements not owned: the rebuild listed them.)
         let owned: Vec<bool> = if all_owned {
             Vec::new()
         } else {
-            (0..ne).map(|t| self.owns_element(t)).collect()
+            let mut o = vec![true; ne];
+            for &g in &self.ghosts {
+                o[g as usize] = false;
+            }
+            o
         };
+        debug_assert!((0..ne).all(|t| all_owned || owned[t] == self.owns_element(t)));
         let (total, new_vertices) = self.refinement_size(&bits, (!all_owned).then_some(&owned))?;
         // Room for the elements and vertices a migration and the ghost layer will bring, so
         // that the arrays grow once per step: a large migration (a rank's part growing by
@@ -675,12 +681,15 @@ impl Local {
                 self.mesh.nbr[t as usize][k as usize] = NONE;
             }
             lap(&mut tt, "rebuild: link");
-            self.merge_runs(&runs);
+            self.ghosts = self.merge_runs(&runs);
             lap(&mut tt, "rebuild: merge runs");
         }
-        self.ghosts = (0..self.ekey.len() as u32)
-            .filter(|&t| !self.owns_element(t as usize))
-            .collect();
+        debug_assert!(
+            self.ghosts
+                .iter()
+                .copied()
+                .eq((0..self.ekey.len() as u32).filter(|&t| !self.owns_element(t as usize)))
+        );
         self.shared.clear();
         for &g in &self.ghosts {
             for n in self.mesh.nbr[g as usize] {
@@ -1231,9 +1240,11 @@ impl Local {
     }
 
     /// Merges the sorted runs of elements into one array in key order, dropping the elements
-    /// of the first run (the ones this rank had) that went to other ranks. The first run is
-    /// usually most of them: the others are sorted together and merged into it in one pass.
-    fn merge_runs(&mut self, runs: &[usize]) {
+    /// of the first run (the ones this rank had, all owned on entry to the rebuild) that went
+    /// to other ranks. The first run is usually most of them: the others are sorted together
+    /// and merged into it in one pass. Returns the ghosts (the elements not owned, which all
+    /// arrived in the other runs), in index order.
+    fn merge_runs(&mut self, runs: &[usize]) -> Vec<u32> {
         let ne = self.ekey.len();
         let first_end = runs.get(1).copied().unwrap_or(ne);
         let me = self.rank;
@@ -1241,7 +1252,8 @@ impl Local {
         // Without departures (a kept partition) each stretch shifts as a whole.
         let none_gone = !self.eowner[..first_end].iter().any(|&o| o != me);
         if first_end == ne && none_gone {
-            return;
+            // Nothing arrived and nothing left: every element is this rank's.
+            return Vec::new();
         }
         let mut t0 = std::time::Instant::now();
         // The arriving runs are each in key order: merged, not sorted.
@@ -1294,8 +1306,12 @@ impl Local {
         }
         keep_run(i, first_end, slots.len(), &mut n_kept);
         lap(&mut t0, "      merge: places");
+        let mut ghosts = Vec::new();
         for (j, (&t, &slot)) in rest.iter().zip(&slots).enumerate() {
             inv[t as usize] = (slot + j) as u32;
+            if self.eowner[t as usize] != me {
+                ghosts.push((slot + j) as u32);
+            }
         }
         let mut tt = std::time::Instant::now();
         let m = &mut self.mesh;
@@ -1317,6 +1333,7 @@ impl Local {
         self.ekey.merge_in_place(&kept, &rest, &slots);
         merge_in_place(&mut self.eowner, &kept, &rest, &slots);
         lap(&mut tt, "      merge: keys, owners");
+        ghosts
     }
 
     /// The layout [`Local::renumber`] makes, where it holds already: the owned vertices a
