@@ -1,6 +1,6 @@
 //! u = Im z^{2/3} (PHAML's example 3, [`crate::CornerSingularity`]) and its gradient at many
-//! points at once, for the error diagnostics, with no `atan2`, `pow` or `sin`: only products,
-//! two divisions and one square root per point, in straight-line code the compiler
+//! points at once, for the error diagnostics, with no `atan2`, `pow` or `sin`: only products
+//! and two divisions per point, in straight-line code the compiler
 //! vectorises (with AVX2 where the processor has it; no fused multiply-add, so every machine
 //! gets the same bits).
 //!
@@ -37,27 +37,43 @@ const MAGIC: f64 = 1_242_912_085.0;
 /// 1.5·2⁵²: a double in [2⁵², 2⁵³) holds integers in its low bits.
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
-/// Where the batch formulas hold (see the module documentation).
+/// Where the batch formulas hold (see the module documentation), from the point and its
+/// r² (`a`): a plain `&` of four comparisons, so that the and-reduction over a batch
+/// vectorises.
 #[inline(always)]
-fn in_range(x: f64, y: f64) -> bool {
-    let r2 = x * x + y * y;
-    x >= 0.0 && y >= 0.0 && (1e-30..=1e30).contains(&r2)
+#[expect(
+    clippy::manual_range_contains,
+    reason = "`contains` short-circuits, and the branches keep the first stage from vectorising"
+)]
+fn in_range(x: f64, y: f64, a: f64) -> bool {
+    (x >= 0.0) & (y >= 0.0) & (a >= 1e-30) & (a <= 1e30)
 }
 
-/// The batch formulas for one point: (u, ∂u/∂x, ∂u/∂y). Meaningful only where
-/// [`in_range`]; finite or NaN elsewhere, never a panic.
+/// The first estimate of q = a^{−1/6} from the bits of the single-precision a (within about
+/// 10 %).
 #[inline(always)]
-fn point(x: f64, y: f64) -> (f64, f64, f64) {
-    let a = x * x + y * y;
+fn estimate(a: f64) -> f64 {
     // The estimate's bits, rounded to an integer by adding 1.5·2⁵² (the low 32 bits of the
     // sum are the integer): no float-to-integer conversion, which would not vectorise.
     let bits = f64::from((a as f32).to_bits() as i32);
     let rounded = (bits * (-1.0 / 6.0) + MAGIC + ROUND).to_bits() as u32;
-    let mut q = f64::from(f32::from_bits(rounded));
-    for _ in 0..5 {
-        let q3 = q * q * q;
-        q = q * (7.0 - a * (q3 * q3)) * (1.0 / 6.0);
-    }
+    f64::from(f32::from_bits(rounded))
+}
+
+/// One Newton step for q = a^{−1/6}.
+#[inline(always)]
+fn newton(a: f64, q: f64) -> f64 {
+    let q3 = q * q * q;
+    q * (7.0 - a * (q3 * q3)) * (1.0 / 6.0)
+}
+
+/// Newton steps from [`estimate`] to the double's precision.
+const NEWTON_STEPS: usize = 5;
+
+/// The rest of the batch formulas for one point, from a = r² and q = a^{−1/6}: (u, ∂u/∂x,
+/// ∂u/∂y). Meaningful only where [`in_range`]; finite or NaN elsewhere, never a panic.
+#[inline(always)]
+fn finish(x: f64, y: f64, a: f64, q: f64) -> (f64, f64, f64) {
     let q3 = q * q * q;
     let (c, s) = (x * q3, y * q3);
     let mut cc = FIT[0] + c * (FIT[1] + c * (FIT[2] + c * (FIT[3] + c * FIT[4])));
@@ -79,9 +95,19 @@ fn libm(x: f64, y: f64) -> (f64, f64, f64) {
     (c.value(x, y), g[0], g[1])
 }
 
-/// The straight-line loop over the points; `V`: write values, `G`: gradients. Returns whether
-/// every point is [`in_range`] (an and-reduction in the same loop, so that the common case
-/// takes no second pass over the points).
+/// Points per stage of [`run`] (its two arrays, 4 KiB, stay in the first-level cache).
+const STAGE: usize = 256;
+
+/// The straight-line loops over the points; `V`: write values, `G`: gradients. Returns
+/// whether every point is [`in_range`] (an and-reduction in the first loop, so that the
+/// common case takes no second pass over the points).
+///
+/// The points go [`STAGE`] at a time through the estimate, each Newton step and the rest as
+/// separate loops: one point's chain of dependent multiplications (five Newton steps, then
+/// two dependent divisions) is too long for the processor to overlap many points of one
+/// loop, while each stage's loop is short and independent across points: the same
+/// operations per point as one loop over [`finish`]`∘`[`newton`]ˢ`∘`[`estimate`], so the same
+/// bits, in half the time (1.6·10⁶ graded points, AVX2, one core: 12.3 → 6.3 ns per point).
 #[inline(always)]
 fn run<const V: bool, const G: bool>(
     x: &[f64],
@@ -99,16 +125,34 @@ fn run<const V: bool, const G: bool>(
         (&mut gx[..0], &mut gy[..0])
     };
     let mut all = true;
-    for i in 0..n {
-        let (u, a, b) = point(x[i], y[i]);
-        all &= in_range(x[i], y[i]);
-        if V {
-            v[i] = u;
+    let (mut a, mut q) = ([0.0f64; STAGE], [0.0f64; STAGE]);
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + STAGE);
+        let (xs, ys) = (&x[start..end], &y[start..end]);
+        let (a, q) = (&mut a[..end - start], &mut q[..end - start]);
+        for i in 0..a.len() {
+            let r2 = xs[i] * xs[i] + ys[i] * ys[i];
+            all &= in_range(xs[i], ys[i], r2);
+            a[i] = r2;
+            q[i] = estimate(r2);
         }
-        if G {
-            gx[i] = a;
-            gy[i] = b;
+        for _ in 0..NEWTON_STEPS {
+            for (qi, &ai) in q.iter_mut().zip(a.iter()) {
+                *qi = newton(ai, *qi);
+            }
         }
+        for i in 0..a.len() {
+            let (u, da, db) = finish(xs[i], ys[i], a[i], q[i]);
+            if V {
+                v[start + i] = u;
+            }
+            if G {
+                gx[start + i] = da;
+                gy[start + i] = db;
+            }
+        }
+        start = end;
     }
     all
 }
@@ -149,7 +193,7 @@ fn batch<const V: bool, const G: bool>(
         return;
     }
     for i in 0..x.len() {
-        if !in_range(x[i], y[i]) {
+        if !in_range(x[i], y[i], x[i] * x[i] + y[i] * y[i]) {
             let (u, a, b) = libm(x[i], y[i]);
             if V {
                 v[i] = u;
@@ -180,6 +224,29 @@ mod tests {
     fn next(s: &mut u64) -> f64 {
         *s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         (*s >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The staged loops give every point the bits of the formulas applied to it alone,
+    /// across stage boundaries and in a last, partial stage.
+    #[test]
+    fn the_staged_batch_is_the_pointwise_formulas_bit_for_bit() {
+        let mut s = 11u64;
+        let n = 3 * STAGE + 17;
+        let x: Vec<f64> = (0..n).map(|_| next(&mut s).powi(3)).collect();
+        let y: Vec<f64> = (0..n).map(|_| next(&mut s).powi(3)).collect();
+        let (mut v, mut gx, mut gy) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        values(&x, &y, &mut v);
+        gradients(&x, &y, &mut gx, &mut gy);
+        for i in 0..n {
+            let a = x[i] * x[i] + y[i] * y[i];
+            let q = (0..NEWTON_STEPS).fold(estimate(a), |q, _| newton(a, q));
+            let (u, da, db) = finish(x[i], y[i], a, q);
+            assert_eq!(
+                [v[i], gx[i], gy[i]].map(f64::to_bits),
+                [u, da, db].map(f64::to_bits),
+                "point {i}"
+            );
+        }
     }
 
     #[test]
