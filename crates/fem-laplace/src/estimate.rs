@@ -157,6 +157,7 @@ const CHUNK_ELEMENTS: usize = 1024;
 /// and the chunk's place of each element it scanned (`place`, by index from its first).
 struct Chunk {
     els: Vec<u32>,
+    terms: Vec<f64>,
     area: Vec<f64>,
     slot: Vec<[u32; 3]>,
     place: Vec<u32>,
@@ -171,6 +172,7 @@ impl Chunk {
         let (e, p) = (CHUNK_ELEMENTS, 3 * CHUNK_ELEMENTS);
         Chunk {
             els: vec![0; e],
+            terms: vec![0.0; e],
             area: vec![0.0; e],
             slot: vec![[0; 3]; e],
             place: Vec::new(),
@@ -281,7 +283,7 @@ fn energy_part(
     let tri = mesh.elements();
     let nbr = mesh.neighbours();
     let all = per_element.is_some();
-    let mut sums = [ExactSum::new(), ExactSum::new()];
+    let mut sum = ExactSum::new();
     let mut ch = Chunk::new();
     let mut t = 0;
     while t < tri.len() {
@@ -341,10 +343,8 @@ fn energy_part(
         // A non-finite exact gradient makes its elements' terms non-finite: the points are
         // searched only then (a non-finite term from u_h's gradient alone is summed as before).
         let mut finite = true;
-        for (i, ((&e, slot), &area)) in (ch.els[..ne].iter().zip(&ch.slot[..ne]))
-            .zip(&ch.area[..ne])
-            .enumerate()
-        {
+        let mut owned = 0;
+        for ((&e, slot), &area) in ch.els[..ne].iter().zip(&ch.slot[..ne]).zip(&ch.area[..ne]) {
             let g = grad[e as usize];
             let term = |i: u32| {
                 let (a, b) = (gx[i as usize] - g[0], gy[i as usize] - g[1]);
@@ -353,20 +353,19 @@ fn energy_part(
             let x = (term(slot[0]) + term(slot[1]) + term(slot[2])) * (area / 3.0);
             finite &= x.is_finite();
             if own_element(e as usize) {
-                // Alternate accumulators: consecutive terms usually land in the same limb.
-                sums[i & 1].add(x);
+                ch.terms[owned] = x;
+                owned += 1;
             }
             if let Some(pe) = per_element.as_deref_mut() {
                 pe[e as usize] = x;
             }
         }
+        sum.add_slice(&ch.terms[..owned]);
         if !finite && let Some(i) = (0..m).find(|&i| !(gx[i].is_finite() && gy[i].is_finite())) {
             let value = if gx[i].is_finite() { gy[i] } else { gx[i] };
             return Err(non_finite_data(exact, x[i], y[i], value));
         }
     }
-    let [mut sum, other] = sums;
-    sum.merge(&other);
     Ok(Some(sum))
 }
 

@@ -69,6 +69,16 @@ impl ExactSum {
     /// Adds `x` exactly.
     #[inline(always)]
     pub fn add(&mut self, x: f64) {
+        self.put(x);
+        self.pending += 1;
+        if self.pending == NORMALIZE_EVERY {
+            self.normalize();
+        }
+    }
+
+    /// Adds `x` into its limb without counting it (the caller counts and normalises).
+    #[inline(always)]
+    fn put(&mut self, x: f64) {
         let b = x.to_bits();
         let e = ((b >> 52) & 0x7ff) as u32;
         if e == 0x7ff {
@@ -85,10 +95,6 @@ impl ExactSum {
         let v = (m as i128) << (p & 63);
         let v = if b >> 63 != 0 { -v } else { v };
         self.limbs[(p >> 6) as usize] += v;
-        self.pending += 1;
-        if self.pending == NORMALIZE_EVERY {
-            self.normalize();
-        }
     }
 
     #[cold]
@@ -102,11 +108,27 @@ impl ExactSum {
         };
     }
 
-    /// Adds every value of `xs`.
+    /// Adds every value of `xs`: counted and normalised once per block of
+    /// [`NORMALIZE_EVERY`] values rather than per value, each block's values alternating
+    /// between this accumulator and a second one (consecutive values usually land in the
+    /// same limb, and one array would chain every addition through memory).
     pub fn add_slice(&mut self, xs: &[f64]) {
-        for &x in xs {
-            self.add(x);
+        let mut other = ExactSum::new();
+        for block in xs.chunks(NORMALIZE_EVERY as usize) {
+            // Each accumulator receives at most half a block: within its bound.
+            self.normalize();
+            other.normalize();
+            let pairs = block.chunks_exact(2);
+            let rest = pairs.remainder();
+            for pair in pairs {
+                self.put(pair[0]);
+                other.put(pair[1]);
+            }
+            for &x in rest {
+                self.put(x);
+            }
         }
+        self.merge(&other);
     }
 
     /// The exact sum of `xs`.
@@ -121,16 +143,22 @@ impl ExactSum {
     pub fn dot(a: &[f64], b: &[f64]) -> ExactSum {
         assert_eq!(a.len(), b.len(), "dot: slices of different lengths");
         // Two accumulators: consecutive products usually land in the same limb, and one
-        // array would chain every addition through memory.
+        // array would chain every addition through memory; counted and normalised once per
+        // block of NORMALIZE_EVERY products (half of them in each).
         let (mut s, mut t) = (ExactSum::new(), ExactSum::new());
-        let (ca, cb) = (a.chunks_exact(2), b.chunks_exact(2));
-        let (ra, rb) = (ca.remainder(), cb.remainder());
-        for (x, y) in ca.zip(cb) {
-            s.add(x[0] * y[0]);
-            t.add(x[1] * y[1]);
-        }
-        for (x, y) in ra.iter().zip(rb) {
-            s.add(x * y);
+        let block = NORMALIZE_EVERY as usize;
+        for (xa, xb) in a.chunks(block).zip(b.chunks(block)) {
+            s.normalize();
+            t.normalize();
+            let (ca, cb) = (xa.chunks_exact(2), xb.chunks_exact(2));
+            let (ra, rb) = (ca.remainder(), cb.remainder());
+            for (x, y) in ca.zip(cb) {
+                s.put(x[0] * y[0]);
+                t.put(x[1] * y[1]);
+            }
+            for (x, y) in ra.iter().zip(rb) {
+                s.put(x * y);
+            }
         }
         s.merge(&t);
         s
@@ -408,5 +436,31 @@ mod tests {
         let b = [1e8, 1.0 / 3.0, 1e8, 0.1];
         let d = ExactSum::dot(&a, &b).value();
         assert_eq!(d, fsum(&[1e16, 3.0 * (1.0 / 3.0), -1e16, 0.1 * 0.1]));
+        // Over several blocks of NORMALIZE_EVERY products, odd lengths, signs and wide
+        // exponents mixed; then single additions on top of the blocked ones.
+        let mut seed = 0x0bad_cafe_f00d_u64;
+        for n in [1, 2, 1023, 1024, 1025, 2047, 5001] {
+            let mut wide = || {
+                let m = (rng(&mut seed) >> 11) as f64 / (1u64 << 53) as f64;
+                let e = (rng(&mut seed) % 400) as i32 - 200;
+                let s = if rng(&mut seed) & 1 == 0 { 1.0 } else { -1.0 };
+                s * m * 2f64.powi(e)
+            };
+            let a: Vec<f64> = (0..n).map(|_| wide()).collect();
+            let b: Vec<f64> = (0..n).map(|_| wide()).collect();
+            let products: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            let mut d = ExactSum::dot(&a, &b);
+            assert_eq!(d.value().to_bits(), fsum(&products).to_bits(), "n = {n}");
+            let mut all = products.clone();
+            for &x in &a {
+                d.add(x);
+                all.push(x);
+            }
+            assert_eq!(
+                d.value().to_bits(),
+                fsum(&all).to_bits(),
+                "n = {n}, then adds"
+            );
+        }
     }
 }
