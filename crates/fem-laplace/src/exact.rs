@@ -109,7 +109,7 @@ impl ExactSum {
     }
 
     /// Adds every value of `xs`: counted and normalised once per block of
-    /// [`NORMALIZE_EVERY`] values rather than per value, each block's values alternating
+    /// 1024 values rather than per value, each block's values alternating
     /// between this accumulator and a second one (consecutive values usually land in the
     /// same limb, and one array would chain every addition through memory).
     pub fn add_slice(&mut self, xs: &[f64]) {
