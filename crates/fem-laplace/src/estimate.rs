@@ -154,7 +154,8 @@ const CHUNK_ELEMENTS: usize = 1024;
 
 /// A chunk of elements for [`errors_part`]'s energy error: the elements, each one's area
 /// and the points of its three edges (`slot`, into `x`, `y` and the gradients `gx`, `gy`),
-/// and the chunk's place of each element it scanned (`place`, by index from its first).
+/// the chunk's place of each element it scanned (`place`, by index from its first), and the
+/// owned elements' terms, in order, for one exact [`ExactSum::add_slice`] (`terms`).
 struct Chunk {
     els: Vec<u32>,
     terms: Vec<f64>,

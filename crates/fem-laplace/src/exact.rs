@@ -108,25 +108,35 @@ impl ExactSum {
         };
     }
 
-    /// Adds every value of `xs`: counted and normalised once per block of
-    /// 1024 values rather than per value, each block's values alternating
-    /// between this accumulator and a second one (consecutive values usually land in the
-    /// same limb, and one array would chain every addition through memory).
+    /// Adds every value of `xs`: counted and normalised once per block of values, alternating
+    /// between two accumulators.
     pub fn add_slice(&mut self, xs: &[f64]) {
+        self.add_blocked(xs.len(), |i| xs[i]);
+    }
+
+    /// Adds `value(i)` for every `i < n`: counted and normalised once per block of
+    /// NORMALIZE_EVERY values rather than per value, each block's values alternating between
+    /// this accumulator and a second one (consecutive values usually land in the same limb,
+    /// and one array would chain every addition through memory).
+    #[inline(always)]
+    fn add_blocked(&mut self, n: usize, value: impl Fn(usize) -> f64) {
         let mut other = ExactSum::new();
-        for block in xs.chunks(NORMALIZE_EVERY as usize) {
+        let mut start = 0;
+        while start < n {
+            let end = n.min(start + NORMALIZE_EVERY as usize);
             // Each accumulator receives at most half a block: within its bound.
             self.normalize();
             other.normalize();
-            let pairs = block.chunks_exact(2);
-            let rest = pairs.remainder();
-            for pair in pairs {
-                self.put(pair[0]);
-                other.put(pair[1]);
+            let mut i = start;
+            while i + 1 < end {
+                self.put(value(i));
+                other.put(value(i + 1));
+                i += 2;
             }
-            for &x in rest {
-                self.put(x);
+            if i < end {
+                self.put(value(i));
             }
+            start = end;
         }
         self.merge(&other);
     }
@@ -142,25 +152,9 @@ impl ExactSum {
     /// (the same bits wherever it is computed), then added exactly.
     pub fn dot(a: &[f64], b: &[f64]) -> ExactSum {
         assert_eq!(a.len(), b.len(), "dot: slices of different lengths");
-        // Two accumulators: consecutive products usually land in the same limb, and one
-        // array would chain every addition through memory; counted and normalised once per
-        // block of NORMALIZE_EVERY products (half of them in each).
-        let (mut s, mut t) = (ExactSum::new(), ExactSum::new());
-        let block = NORMALIZE_EVERY as usize;
-        for (xa, xb) in a.chunks(block).zip(b.chunks(block)) {
-            s.normalize();
-            t.normalize();
-            let (ca, cb) = (xa.chunks_exact(2), xb.chunks_exact(2));
-            let (ra, rb) = (ca.remainder(), cb.remainder());
-            for (x, y) in ca.zip(cb) {
-                s.put(x[0] * y[0]);
-                t.put(x[1] * y[1]);
-            }
-            for (x, y) in ra.iter().zip(rb) {
-                s.put(x * y);
-            }
-        }
-        s.merge(&t);
+        let b = &b[..a.len()];
+        let mut s = ExactSum::new();
+        s.add_blocked(a.len(), |i| a[i] * b[i]);
         s
     }
 
