@@ -45,8 +45,44 @@ impl Quant<'_> {
     pub(crate) fn q(&self, i: usize) -> u64 {
         match *self {
             Quant::Unit => 1,
-            Quant::Scaled { w, a, b } => (w[i] * a * b + TWO52).to_bits() - TWO52.to_bits(),
+            Quant::Scaled { w, a, b } => ScaledWeights { w, a, b }.q(i),
         }
+    }
+}
+
+/// A point's fixed-point weight ([`Quant`]) with its kind fixed at compile time, so that the
+/// per-point passes over every local point are compiled once per kind, with nothing to test
+/// or reload for it in their loops.
+trait Weigh: Copy {
+    /// Unit weights: a histogram's weights are its counts (see [`Quant::counted_by_weight`]).
+    const UNIT: bool;
+    fn q(self, i: usize) -> u64;
+}
+
+#[derive(Clone, Copy)]
+struct UnitWeights;
+
+impl Weigh for UnitWeights {
+    const UNIT: bool = true;
+    #[inline(always)]
+    fn q(self, _: usize) -> u64 {
+        1
+    }
+}
+
+/// [`Quant::Scaled`]'s fields.
+#[derive(Clone, Copy)]
+struct ScaledWeights<'a> {
+    w: &'a [f64],
+    a: f64,
+    b: f64,
+}
+
+impl Weigh for ScaledWeights<'_> {
+    const UNIT: bool = false;
+    #[inline(always)]
+    fn q(self, i: usize) -> u64 {
+        (self.w[i] * self.a * self.b + TWO52).to_bits() - TWO52.to_bits()
     }
 }
 
@@ -286,10 +322,7 @@ fn gather(
 
 /// Pass B of a fresh partition: the points that pass A parked in their parts entries (their
 /// first-round sub-bin, flagged) get their part, or become candidates of the next round,
-/// from their sub-bin's `fate`. Branch-free, as a point's fate is unpredictable: every point
-/// writes its entry (unchanged when pass A assigned it; a candidate's is scratch until its
-/// part is known) and a count (the others into a spare counter, see [`SPARE`]), and is
-/// written as a candidate, which only the candidates keep.
+/// from their sub-bin's `fate`.
 fn pass_b(
     exec: &Exec,
     (keys, quant): (&[u64], Quant<'_>),
@@ -300,37 +333,108 @@ fn pass_b(
     exec.map_chunks_mut(a.parts, |r, out| {
         let mut cs = exec.scratch.cands(r.len());
         let mut counts = vec![0u64; k + SPARE];
-        let mut n = 0;
-        let spare = &mut cs.spare_capacity_mut()[..r.len()];
-        let last = fate.len().saturating_sub(1);
-        for (j, p) in out.iter_mut().enumerate() {
-            let e = *p;
-            let parked = e & CELL_FLAG != 0;
-            // Read for every entry (an assigned one reads some fate, unused), then chosen.
-            let f = fate[((e & !CELL_FLAG) as usize).min(last)];
-            let v = select_unpredictable(parked, f, DONE | e);
-            let cand = v & DONE == 0;
-            *p = v & !DONE;
-            let finished = parked & !cand;
-            if !quant.counted_by_weight() {
-                let spare = k + (j & (SPARE - 1));
-                counts[select_unpredictable(finished, (v & !DONE) as usize, spare)] += 1;
-            }
-            let i = r.start + j;
-            spare[n].write(Cand {
-                key: keys[i],
-                w: quant.q(i),
-                idx: i as u32,
-                slot: v,
-            });
-            n += usize::from(cand);
+        let chunk = (r.start, out, &mut cs, &mut counts[..]);
+        match quant {
+            Quant::Unit => pass_b_chunk(UnitWeights, keys, fate, chunk),
+            Quant::Scaled { w, a, b } => pass_b_chunk(ScaledWeights { w, a, b }, keys, fate, chunk),
         }
-        // SAFETY: every element below `n` was written in the loop (at each `n` before it was
-        // advanced), and `n <= r.len() <= capacity`.
-        unsafe { cs.set_len(n) };
         counts.truncate(k);
         (cs, Some(Counts { counts }))
     })
+}
+
+/// Pass B over the parts entries `out` of the points from `start`: the candidates go to `cs`
+/// (empty, with room for all), the finished points are counted in `counts` (the K parts'
+/// counters, then the [`SPARE`] ones). Branch-free, as a point's fate is unpredictable: every
+/// point writes its entry (unchanged when pass A assigned it; a candidate's is scratch until
+/// its part is known) and a count (the others into a spare counter), and is written as a
+/// candidate, which only the candidates keep.
+#[inline(always)]
+fn pass_b_chunk<W: Weigh>(
+    weights: W,
+    keys: &[u64],
+    fate: &[u32],
+    (start, out, cs, counts): (usize, &mut [u32], &mut Vec<Cand>, &mut [u64]),
+) {
+    let k = counts.len() - SPARE;
+    let mut n = 0;
+    let spare = &mut cs.spare_capacity_mut()[..out.len()];
+    let last = fate.len().saturating_sub(1);
+    let keys = &keys[start..start + out.len()];
+    for (j, p) in out.iter_mut().enumerate() {
+        let e = *p;
+        let parked = e & CELL_FLAG != 0;
+        // Read for every entry (an assigned one reads some fate, unused), then chosen.
+        let f = fate[((e & !CELL_FLAG) as usize).min(last)];
+        let v = select_unpredictable(parked, f, DONE | e);
+        let cand = v & DONE == 0;
+        *p = v & !DONE;
+        let finished = parked & !cand;
+        if !W::UNIT {
+            let spare = k + (j & (SPARE - 1));
+            counts[select_unpredictable(finished, (v & !DONE) as usize, spare)] += 1;
+        }
+        let i = start + j;
+        spare[n].write(Cand {
+            key: keys[j],
+            w: weights.q(i),
+            idx: i as u32,
+            slot: v,
+        });
+        n += usize::from(cand);
+    }
+    // SAFETY: every element below `n` was written in the loop (at each `n` before it was
+    // advanced), and `n <= out.len() <= capacity`.
+    unsafe { cs.set_len(n) };
+}
+
+/// What pass A of a fresh partition reads per point besides its entry: each level-0 bin's
+/// slot and part, the round's slot geometry with the inactive points' last slot (`sentinel`)
+/// after it, and how far the parked key bits are shifted down from the key (`park`).
+#[derive(Clone, Copy)]
+struct ParkLevel0<'a> {
+    slot_of_bin: &'a [u32; 1 << B0],
+    part_of_bin: &'a [u32; 1 << B0],
+    geom: &'a [SlotGeom],
+    sentinel: u32,
+    park: u32,
+}
+
+/// Pass A over the parts entries `out` of the points from `start` (see `Rounds::pass_a`):
+/// the weight histogram `h` of the active points (the round's cells, then the [`SPARE`]
+/// ones the inactive points add into), and `counts` of the points that get their part (the K
+/// parts' counters, then the spare ones). Branch-free, as whether a point is active is
+/// unpredictable.
+#[inline(always)]
+fn pass_a_chunk<W: Weigh>(
+    weights: W,
+    level0: &ParkLevel0<'_>,
+    (start, out, h, counts): (usize, &mut [u32], &mut [u64], &mut [u64]),
+) {
+    let ParkLevel0 {
+        slot_of_bin,
+        part_of_bin,
+        geom,
+        sentinel,
+        park,
+    } = *level0;
+    let k = counts.len() - SPARE;
+    for (j, p) in out.iter_mut().enumerate() {
+        let e = *p;
+        let b = bin_of_entry(e);
+        let s = slot_of_bin[b].min(sentinel);
+        let cell = geom_cell(geom, s, u64::from(e) << park);
+        h[cell] += weights.q(start + j);
+        let active = s != sentinel;
+        // Inactive: its weight is counted from hist0 (see `global`).
+        let part = part_of_bin[b];
+        // Parked: the cell, flagged, until pass B knows its part.
+        *p = select_unpredictable(active, CELL_FLAG | cell as u32, part);
+        if !W::UNIT {
+            let spare = k + (j & (SPARE - 1));
+            counts[select_unpredictable(active, spare, part as usize)] += 1;
+        }
+    }
 }
 
 /// The active cells of level 0 (the top [`B0`] key bits, the key pass's histogram): the bins
@@ -1188,23 +1292,21 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
                     width: 0,
                 });
                 let geom = &geom[..];
+                let level0 = ParkLevel0 {
+                    slot_of_bin,
+                    part_of_bin,
+                    geom,
+                    sentinel: sentinel as u32,
+                    park,
+                };
                 exec.map_chunks_mut_few(a.parts, |r, out| {
                     let mut h = exec.scratch.zeroed(cells + SPARE);
                     let mut counts = vec![0u64; k + SPARE];
-                    for (j, p) in out.iter_mut().enumerate() {
-                        let e = *p;
-                        let b = bin_of_entry(e);
-                        let s = slot_of_bin[b].min(sentinel as u32);
-                        let cell = geom_cell(geom, s, u64::from(e) << park);
-                        h[cell] += quant.q(r.start + j);
-                        let active = s != sentinel as u32;
-                        // Inactive: its weight is counted from hist0 (see `global`).
-                        let part = part_of_bin[b];
-                        // Parked: the cell, flagged, until pass B knows its part.
-                        *p = select_unpredictable(active, CELL_FLAG | cell as u32, part);
-                        let spare = k + (j & (SPARE - 1));
-                        if !quant.counted_by_weight() {
-                            counts[select_unpredictable(active, spare, part as usize)] += 1;
+                    let chunk = (r.start, out, &mut h[..], &mut counts[..]);
+                    match quant {
+                        Quant::Unit => pass_a_chunk(UnitWeights, &level0, chunk),
+                        Quant::Scaled { w, a, b } => {
+                            pass_a_chunk(ScaledWeights { w, a, b }, &level0, chunk)
                         }
                     }
                     h.truncate(cells);
