@@ -846,7 +846,21 @@ impl Geometry {
         let mut pi = 0;
         for (s, act) in active.iter().enumerate() {
             let mut below = cuts_below[queries.partition_point(|&q| q < act.base)];
-            for cell in self.off[s]..self.off[s + 1] {
+            let (mut cell, end) = (self.off[s], self.off[s + 1]);
+            while cell < end {
+                // The sub-bins up to the next one a query reached hold no target and have no
+                // next slot (`place` gives slots only to reached sub-bins): they all follow
+                // the same cuts.
+                let next = match placed.get(pi) {
+                    Some(&(c, _)) if c < end => c,
+                    _ => end,
+                };
+                debug_assert!(next >= cell, "placed in sub-bin order");
+                fate[cell..next].fill(DONE | positive[below as usize]);
+                if next == end {
+                    break;
+                }
+                cell = next;
                 let mut here = 0u32;
                 let mut at_key = 0u32;
                 let mut resolved = false;
@@ -871,6 +885,7 @@ impl Geometry {
                     DONE | positive[below as usize]
                 };
                 below += here;
+                cell += 1;
             }
         }
         fate
@@ -1247,18 +1262,29 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         };
         if let (Some(g), Some(asg)) = (self.global.as_mut(), self.assign.as_ref()) {
             let k = asg.k;
-            for (cell, &f) in fate.iter().enumerate() {
+            let unit = self.input.quant.counted_by_weight();
+            // By runs of sub-bins of one fate (most finished sub-bins lie in long runs that
+            // follow the same cuts, see `Geometry::fates`): summed, then added to the part.
+            let mut cell = 0;
+            while cell < fate.len() {
+                let f = fate[cell];
+                let end = cell + fate[cell..].iter().take_while(|&&x| x == f).count();
                 if f & DONE != 0 {
                     let part = (f & !DONE) as usize;
-                    g[k + part] += hist[cell * stride];
+                    let w: u64 = hist[cell * stride..end * stride]
+                        .iter()
+                        .step_by(stride)
+                        .sum();
+                    g[k + part] += w;
                     // After the first round the bins count their points too; with unit
                     // weights, their weight is their count.
                     if stride == 3 {
-                        g[part] += hist[cell * 3 + 1];
-                    } else if self.input.quant.counted_by_weight() {
-                        g[part] += hist[cell];
+                        g[part] += hist[cell * 3 + 1..end * 3].iter().step_by(3).sum::<u64>();
+                    } else if unit {
+                        g[part] += w;
                     }
                 }
+                cell = end;
             }
         }
         self.pending = std::mem::take(&mut placement.still);
