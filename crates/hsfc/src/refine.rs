@@ -15,7 +15,7 @@
 //! decisions.
 
 use crate::exec::Exec;
-use crate::scratch::{Cand, Scratch};
+use crate::scratch::Cand;
 use part_api::Reduce;
 use std::hint::select_unpredictable;
 
@@ -1023,16 +1023,23 @@ fn count_of(cs: &[Vec<Cand>]) -> usize {
     cs.iter().map(Vec::len).sum()
 }
 
-/// The sum (wrapping) of the histograms `per`, which go back to `scratch` but the first
-/// (`len` zeros when there is none).
-fn sum_hists(scratch: &Scratch, per: Vec<Vec<u64>>, len: usize) -> Vec<u64> {
+/// The sum (wrapping) of the histograms `per`, which go back to the scratch but the first
+/// (`len` zeros when there is none); long ones are added in ranges side by side.
+fn sum_hists(exec: &Exec, per: Vec<Vec<u64>>, len: usize) -> Vec<u64> {
     let mut it = per.into_iter();
-    let mut h = it.next().unwrap_or_else(|| scratch.zeroed(len));
-    for o in it {
-        for (x, y) in h.iter_mut().zip(&o) {
-            *x = x.wrapping_add(*y);
-        }
-        scratch.give_u64(o);
+    let mut h = it.next().unwrap_or_else(|| exec.scratch.zeroed(len));
+    let rest: Vec<Vec<u64>> = it.collect();
+    if !rest.is_empty() {
+        exec.map_chunks_mut(&mut h, |r, out| {
+            for o in &rest {
+                for (x, y) in out.iter_mut().zip(&o[r.clone()]) {
+                    *x = x.wrapping_add(*y);
+                }
+            }
+        });
+    }
+    for o in rest {
+        exec.scratch.give_u64(o);
     }
     h
 }
@@ -1271,17 +1278,21 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
                 let end = cell + fate[cell..].iter().take_while(|&&x| x == f).count();
                 if f & DONE != 0 {
                     let part = (f & !DONE) as usize;
-                    let w: u64 = hist[cell * stride..end * stride]
-                        .iter()
-                        .step_by(stride)
-                        .sum();
-                    g[k + part] += w;
+                    let run = &hist[cell * stride..end * stride];
                     // After the first round the bins count their points too; with unit
                     // weights, their weight is their count.
-                    if stride == 3 {
-                        g[part] += hist[cell * 3 + 1..end * 3].iter().step_by(3).sum::<u64>();
-                    } else if unit {
-                        g[part] += w;
+                    let (w, n) = if stride == 3 {
+                        let sums = run.chunks_exact(3).fold([0u64; 2], |[w, n], b| {
+                            [w.wrapping_add(b[0]), n.wrapping_add(b[1])]
+                        });
+                        (sums[0], Some(sums[1]))
+                    } else {
+                        let w = run.iter().fold(0u64, |w, &b| w.wrapping_add(b));
+                        (w, unit.then_some(w))
+                    };
+                    g[k + part] += w;
+                    if let Some(n) = n {
+                        g[part] += n;
                     }
                 }
                 cell = end;
@@ -1358,7 +1369,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
             hists.push(h);
             self.count(t);
         }
-        sum_hists(exec.scratch, hists, cells)
+        sum_hists(exec, hists, cells)
     }
 
     /// Pass B, after the first round: the points of the finished sub-bins get their part
@@ -1412,7 +1423,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
         } else {
             vec![acc_group(&self.cands)]
         };
-        sum_hists(exec.scratch, per, hist_len)
+        sum_hists(exec, per, hist_len)
     }
 
     /// With `assign`: every candidate of a finished sub-bin gets its part (its `fate`) and is
