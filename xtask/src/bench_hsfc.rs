@@ -3,7 +3,9 @@
 //! on the same generated point files: 2-D uniform and corner-graded sets, and 3-D
 //! corner-graded ones (8 to 1,024 parts). Prints one table: time medians, the ratios
 //! Zoltan/ours and ours/Zoltan (1 thread) and ours 1 thread / 2 threads, and every run's
-//! max_rel_dev, all measured in one run.
+//! max_rel_dev, all measured in one run. Each row runs in rounds (ours on 1 and 2 threads,
+//! Zoltan, coupe, one right after the other), and its ratios are the medians of the rounds'
+//! ratios, so that the host's drifts hit both sides of a ratio alike.
 //!
 //! `--simd scalar|avx2|avx512` runs our CLI with `HSFC_SIMD` set to it (a machine with
 //! AVX-512 measured as one without it would run); the table's footer names the path every run
@@ -54,6 +56,9 @@ fn sizes_of(name: &str) -> Vec<f64> {
         _ => unreachable!("sizes name from SIZES"),
     }
 }
+
+/// Rounds per row: ours (1 and 2 threads), Zoltan and coupe once each per round.
+const ROUNDS: usize = 3;
 
 const USAGE: &str = "usage: bench hsfc [--quick] [--simd scalar|avx2|avx512]";
 
@@ -174,21 +179,55 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         let sizes = if inp.dim == 2 { &sizes_2d } else { &sizes_3d };
         for &s in sizes {
             let sizes_file = work.join(format!("data/sizes_{s}.txt"));
-            let (o1, lim1) = run_ours(&ours, &file, &sizes_file, (1, simd), reps)?;
-            let (o2, lim2) = run_ours(&ours, &file, &sizes_file, (2, simd), reps)?;
-            at_limit &= lim1 && lim2;
-            let z = run_zoltan(&zdriver, &file, &sizes_file, 3)?;
-            // coupe's Hilbert curve is 2-D, equal parts only.
-            let c = match s.strip_prefix('u') {
-                Some(k) if inp.dim == 2 => Some(run_coupe(&coupe, &file, k, reps)?),
-                _ => None,
+            // Round-robin: each round runs ours on 1 and 2 threads, then Zoltan (and coupe),
+            // one right after the other, so that the host's drifts (its speed moves by tens
+            // of per cent over a minute) hit the ratios' two sides alike; a ratio is the
+            // median of its rounds' ratios, a time the median of its rounds' times.
+            let (mut o1s, mut o2s, mut zs, mut cs) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                let (o1, lim1) = run_ours(&ours, &file, &sizes_file, (1, simd), reps)?;
+                let (o2, lim2) = run_ours(&ours, &file, &sizes_file, (2, simd), reps)?;
+                at_limit &= lim1 && lim2;
+                zs.push(run_zoltan(&zdriver, &file, &sizes_file, 1)?);
+                // coupe's Hilbert curve is 2-D, equal parts only.
+                if let Some(k) = s.strip_prefix('u').filter(|_| inp.dim == 2) {
+                    cs.push(run_coupe(&coupe, &file, k, reps)?);
+                }
+                o1s.push(o1);
+                o2s.push(o2);
+            }
+            let per = |a: &[Run], b: &[Run]| -> f64 {
+                let r: Vec<f64> = a.iter().zip(b).map(|(a, b)| a.time / b.time).collect();
+                median(&r)
             };
-            let ratio = z.time / o1.time;
-            let speedup = o1.time / o2.time;
+            let ratio = per(&zs, &o1s);
+            let speedup = per(&o1s, &o2s);
+            let time_of =
+                |v: &[Run]| -> f64 { median(&v.iter().map(|r| r.time).collect::<Vec<_>>()) };
+            // The deviations are those of the first round (every run partitions alike).
+            let (o1, o2, z) = (
+                Run {
+                    time: time_of(&o1s),
+                    dev: o1s[0].dev,
+                },
+                Run {
+                    time: time_of(&o2s),
+                    dev: o2s[0].dev,
+                },
+                Run {
+                    time: time_of(&zs),
+                    dev: zs[0].dev,
+                },
+            );
+            let c = cs.first().map(|c0| Run {
+                time: time_of(&cs),
+                dev: c0.dev,
+            });
             if inp.dim == 2 {
                 ratios.push(ratio);
             } else {
-                ratios_3d.push(o1.time / z.time);
+                ratios_3d.push(per(&o1s, &zs));
             }
             speedups.push(speedup);
             let _ = writeln!(
@@ -204,7 +243,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
                 z.time * 1e3,
                 c.map_or("-".to_string(), |c| format!("{:.1}", c.time * 1e3)),
                 ratio,
-                o1.time / z.time,
+                per(&o1s, &zs),
                 speedup,
                 o1.dev,
                 z.dev,
@@ -215,7 +254,10 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
     }
     eprintln!();
     println!(
-        "hsfc bench: time = median of the partition call alone ({reps} repeats ours/coupe, 3 Zoltan);"
+        "hsfc bench: time = median of the partition call alone over {ROUNDS} rounds (each: ours 1t, ours 2t, Zoltan, coupe,"
+    );
+    println!(
+        "one after the other; ours and coupe the median of {reps} repeats in the round, Zoltan 1); ratios = medians of the rounds' ratios;"
     );
     println!(
         "dev = max_k |W_k/T_k - 1|; ours 1t/2t = threads; Zoltan = zdriver -m HSFC on 1 rank;"
