@@ -3,7 +3,7 @@
 use crate::curve::{self, key_bits, sub_key_bits, tables};
 use crate::exec::Exec;
 use crate::mapping::{BoundingBox, Mapping};
-use crate::refine::{self, B0, Found, Quant};
+use crate::refine::{self, B0, Found, Quant, ScaledWeights};
 use crate::simd::Simd;
 use crate::{Error, Hsfc, Workspace};
 use part_api::{Failed, Points, Reduce};
@@ -736,7 +736,7 @@ fn keys_pass<const D: usize>(
                         h[bin(j, k)] += 1;
                     }
                 }
-                Quant::Scaled { .. } => {
+                Quant::Scaled(_) => {
                     for (j, &k) in kb.iter().enumerate() {
                         h[bin(j, k)] += quant.q(base + j);
                     }
@@ -1122,7 +1122,10 @@ fn quantize(weights: Option<&[f64]>, weighted: bool, wmax: f64, n_total: u64) ->
             let e_w = exponent_above(wmax);
             let s = (62 - e_w - e_n).min(51 - e_w);
             let (a, b) = (f64::from(s / 2).exp2(), f64::from(s - s / 2).exp2());
-            (Quant::Scaled { w, a, b }, (-f64::from(s)).exp2())
+            (
+                Quant::Scaled(ScaledWeights { w, a, b }),
+                (-f64::from(s)).exp2(),
+            )
         }
         _ => (Quant::Unit, 0.0),
     }

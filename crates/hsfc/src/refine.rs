@@ -29,7 +29,7 @@ pub(crate) const B0: u32 = 14;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Quant<'a> {
     Unit,
-    Scaled { w: &'a [f64], a: f64, b: f64 },
+    Scaled(ScaledWeights<'a>),
 }
 
 const TWO52: f64 = 4_503_599_627_370_496.0;
@@ -45,7 +45,7 @@ impl Quant<'_> {
     pub(crate) fn q(&self, i: usize) -> u64 {
         match *self {
             Quant::Unit => 1,
-            Quant::Scaled { w, a, b } => ScaledWeights { w, a, b }.q(i),
+            Quant::Scaled(s) => s.q(i),
         }
     }
 }
@@ -70,12 +70,12 @@ impl Weigh for UnitWeights {
     }
 }
 
-/// [`Quant::Scaled`]'s fields.
-#[derive(Clone, Copy)]
-struct ScaledWeights<'a> {
-    w: &'a [f64],
-    a: f64,
-    b: f64,
+/// [`Quant::Scaled`]: the weights `w` and the scale's two factors (`2^S = a·b`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScaledWeights<'a> {
+    pub w: &'a [f64],
+    pub a: f64,
+    pub b: f64,
 }
 
 impl Weigh for ScaledWeights<'_> {
@@ -336,7 +336,7 @@ fn pass_b(
         let chunk = (r.start, out, &mut cs, &mut counts[..]);
         match quant {
             Quant::Unit => pass_b_chunk(UnitWeights, keys, fate, chunk),
-            Quant::Scaled { w, a, b } => pass_b_chunk(ScaledWeights { w, a, b }, keys, fate, chunk),
+            Quant::Scaled(s) => pass_b_chunk(s, keys, fate, chunk),
         }
         counts.truncate(k);
         (cs, Some(Counts { counts }))
@@ -1342,9 +1342,7 @@ impl<'a, S: SubKeys> Rounds<'a, S> {
                     let chunk = (r.start, out, &mut h[..], &mut counts[..]);
                     match quant {
                         Quant::Unit => pass_a_chunk(UnitWeights, &level0, chunk),
-                        Quant::Scaled { w, a, b } => {
-                            pass_a_chunk(ScaledWeights { w, a, b }, &level0, chunk)
-                        }
+                        Quant::Scaled(s) => pass_a_chunk(s, &level0, chunk),
                     }
                     h.truncate(cells);
                     counts.truncate(k);
