@@ -201,33 +201,13 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
                 let r: Vec<f64> = a.iter().zip(b).map(|(a, b)| a.time / b.time).collect();
                 median(&r)
             };
-            let ratio = per(&zs, &o1s);
-            let speedup = per(&o1s, &o2s);
-            let time_of =
-                |v: &[Run]| -> f64 { median(&v.iter().map(|r| r.time).collect::<Vec<_>>()) };
-            // The deviations are those of the first round (every run partitions alike).
-            let (o1, o2, z) = (
-                Run {
-                    time: time_of(&o1s),
-                    dev: o1s[0].dev,
-                },
-                Run {
-                    time: time_of(&o2s),
-                    dev: o2s[0].dev,
-                },
-                Run {
-                    time: time_of(&zs),
-                    dev: zs[0].dev,
-                },
-            );
-            let c = cs.first().map(|c0| Run {
-                time: time_of(&cs),
-                dev: c0.dev,
-            });
+            let (ratio, ours_over_z, speedup) = (per(&zs, &o1s), per(&o1s, &zs), per(&o1s, &o2s));
+            let (o1, o2, z) = (over_rounds(&o1s), over_rounds(&o2s), over_rounds(&zs));
+            let c = (!cs.is_empty()).then(|| over_rounds(&cs));
             if inp.dim == 2 {
                 ratios.push(ratio);
             } else {
-                ratios_3d.push(per(&o1s, &zs));
+                ratios_3d.push(ours_over_z);
             }
             speedups.push(speedup);
             let _ = writeln!(
@@ -243,7 +223,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
                 z.time * 1e3,
                 c.map_or("-".to_string(), |c| format!("{:.1}", c.time * 1e3)),
                 ratio,
-                per(&o1s, &zs),
+                ours_over_z,
                 speedup,
                 o1.dev,
                 z.dev,
@@ -296,6 +276,15 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         if at_limit { "yes" } else { "NO" }
     );
     Ok(())
+}
+
+/// One row's runs over its rounds (at least one): the median time, and the first round's
+/// deviation (every run partitions alike).
+fn over_rounds(runs: &[Run]) -> Run {
+    Run {
+        time: median(&runs.iter().map(|r| r.time).collect::<Vec<_>>()),
+        dev: runs[0].dev,
+    }
 }
 
 /// The SIMD paths our runs reported (`hsfc --json`'s `simd`).
