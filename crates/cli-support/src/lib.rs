@@ -15,7 +15,9 @@
 //!   `clap::Args`;
 //! - `mpi::main` (feature `mpi`): a command's body as one rank of an MPI job;
 //! - [`alloc::Counting`]: the benchmarks' counting allocator (live and peak heap bytes, per
-//!   process and per thread).
+//!   process and per thread);
+//! - [`bandwidth`]: the host's memory bandwidth (STREAM's triad) on one thread and on several
+//!   cores at once, the ceiling the benchmarks quote beside their speed-ups.
 //!
 //! Library crates never depend on this crate (nor on `clap` or `anyhow`): only binaries do.
 //!
@@ -35,6 +37,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod bandwidth;
 pub mod limits;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -31,24 +31,6 @@ struct Opts {
 /// Bytes a bandwidth sweep moves per vertex of the final mesh (issue 20's unit).
 const SWEEP_BYTES_PER_VERTEX: f64 = 104.0;
 
-/// STREAM's triad a[i] = b[i] + s·c[i] over three arrays of 2^23 doubles (64 MiB each, far
-/// beyond the caches), counted as 24 bytes per element; the best of 7 passes, in bytes/s.
-fn triad_bandwidth() -> f64 {
-    let n = 1usize << 23;
-    let (mut a, b, c) = (vec![0.0f64; n], vec![1.0f64; n], vec![2.0f64; n]);
-    let mut best = f64::INFINITY;
-    for pass in 0..7 {
-        let s = 0.5 + pass as f64;
-        let t = Instant::now();
-        for ((x, &y), &z) in a.iter_mut().zip(&b).zip(&c) {
-            *x = y + s * z;
-        }
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&mut a);
-    }
-    24.0 * n as f64 / best
-}
-
 /// Wall seconds of `exe`'s default run (stdout and stderr discarded), `repeats` times.
 fn whole_process(exe: &std::path::Path, repeats: usize) -> Result<Vec<f64>> {
     let mut walls = Vec::with_capacity(repeats);
@@ -254,7 +236,7 @@ fn run() -> Result<()> {
         );
     }
 
-    let triad = triad_bandwidth();
+    let triad = cli_support::bandwidth::triad().bytes_per_s;
     let sweep = SWEEP_BYTES_PER_VERTEX * nv as f64 / triad;
     println!(
         "bandwidth: triad {:.2} GB/s; one sweep ({SWEEP_BYTES_PER_VERTEX:.0} bytes per final vertex) {:.2} ms",

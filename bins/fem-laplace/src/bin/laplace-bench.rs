@@ -106,6 +106,13 @@ struct DistRun {
     rank_peaks: Vec<isize>,
 }
 
+impl DistRun {
+    /// The run's rank count.
+    fn ranks(&self) -> usize {
+        self.rank_peaks.len()
+    }
+}
+
 fn dist(cfg: AdaptConfig, r: usize) -> Result<DistRun> {
     let exact = CornerSingularity;
     let base = cli_support::alloc::reset_peak();
@@ -179,6 +186,7 @@ fn run() -> Result<()> {
             "returned to the system (not glibc)"
         }
     );
+    let ceiling = print_bandwidth(&o.ranks);
     // Warm-up (page cache, allocator), then the runs round-robin: each repeat times the
     // serial run and then every rank count, so that the machine's drift (on a shared virtual
     // machine its speed moves by tens of percent from minute to minute) hits every row alike.
@@ -235,7 +243,9 @@ fn run() -> Result<()> {
     );
     let mut targets: Vec<String> = Vec::new();
     let mut phase_rows = Vec::new();
+    let mut scaling = Vec::new();
     for (&r, rr) in ranks.iter().zip(runs) {
+        scaling.push((r, Scaling::of(&rr)));
         let times: Vec<f64> = rr.iter().map(|d| d.wall).collect();
         // Each repeat's serial time over its own rank run (the same minute of the machine).
         let paired = median(s_time.iter().zip(&times).map(|(s, t)| s / t).collect());
@@ -354,7 +364,174 @@ fn run() -> Result<()> {
         "(`wait`: the part of each phase spent inside the communicator's calls, mostly waiting \
          for the other ranks)"
     );
+    print_scaling(&scaling, ceiling);
     Ok(())
+}
+
+/// Measures and prints the host's triad bandwidth on CPU 0 and, when a rank count above 1 is
+/// asked for and the host has two CPUs, on CPUs 0 and 1 together; returns their ratio (the
+/// most a phase that streams memory can gain from a second rank here), if measured. The two
+/// alternate in [`TRIAD_ROUNDS`] rounds and each keeps its best: on a shared virtual machine
+/// one CPU's triad was seen to move between 16 and 30 GB/s from one bench to the next.
+fn print_bandwidth(ranks: &[u64]) -> Option<f64> {
+    use cli_support::bandwidth::{Triad, triad_on};
+    let two_cpus = cpus() >= 2 && ranks.iter().any(|&r| r > 1);
+    let best = |a: Triad, b: Triad| Triad {
+        bytes_per_s: a.bytes_per_s.max(b.bytes_per_s),
+        pinned: a.pinned && b.pinned,
+    };
+    let none = Triad {
+        bytes_per_s: 0.0,
+        pinned: true,
+    };
+    let (mut one, mut two) = (none, none);
+    for _ in 0..TRIAD_ROUNDS {
+        one = best(one, triad_on(&[0]));
+        if two_cpus {
+            two = best(two, triad_on(&[0, 1]));
+        }
+    }
+    let how = format!("STREAM triad, 3 x 64 MiB per CPU, best of {TRIAD_ROUNDS} x 7 passes");
+    if !two_cpus {
+        println!(
+            "memory bandwidth ({how}): {:.1} GB/s on CPU 0",
+            one.bytes_per_s / 1e9
+        );
+        return None;
+    }
+    let ratio = two.bytes_per_s / one.bytes_per_s;
+    println!(
+        "memory bandwidth ({how}): {:.1} GB/s on CPU 0, {:.1} GB/s on CPUs 0 and 1 together{}: \
+         {ratio:.2}x one CPU, the most a phase that streams memory can gain from a second rank \
+         on this host",
+        one.bytes_per_s / 1e9,
+        two.bytes_per_s / 1e9,
+        if one.pinned && two.pinned {
+            ""
+        } else {
+            " (not pinned)"
+        }
+    );
+    Some(ratio)
+}
+
+/// Rounds of the bandwidth measurement ([`print_bandwidth`]).
+const TRIAD_ROUNDS: usize = 3;
+
+/// The phases of [`Scaling`], in order, with the names the bench prints.
+const SCALING_PHASES: [&str; 8] = [
+    "mark",
+    "refine",
+    "partition",
+    "migrate",
+    "setup",
+    "assemble",
+    "solve",
+    "estimate",
+];
+
+/// Per phase ([`SCALING_PHASES`]), the median over a row's repeats of the slowest rank's time:
+/// summed over the run, and at the last step; and the last step's method time.
+#[derive(Debug, Clone, Copy)]
+struct Scaling {
+    run: [f64; 8],
+    last: [f64; 8],
+    last_step: f64,
+}
+
+impl Scaling {
+    fn of(runs: &[DistRun]) -> Scaling {
+        let phases = |t: &RankTimes| {
+            [
+                t.mark,
+                t.refine,
+                t.partition,
+                t.migrate,
+                t.setup,
+                t.assemble,
+                t.solve,
+                t.estimate,
+            ]
+        };
+        let slowest = |rep: &DistStepReport, i: usize| {
+            (rep.ranks.iter())
+                .map(|k| phases(&k.times)[i])
+                .fold(0.0, f64::max)
+        };
+        let mut run = [0.0; 8];
+        let mut last = [0.0; 8];
+        for i in 0..8 {
+            let per_run = |d: &DistRun| {
+                let n = d.ranks();
+                (0..n)
+                    .map(|k| {
+                        (d.reports.iter())
+                            .map(|x| phases(&x.ranks[k].times)[i])
+                            .sum::<f64>()
+                    })
+                    .fold(0.0, f64::max)
+            };
+            run[i] = median(runs.iter().map(per_run).collect());
+            last[i] = median(
+                (runs.iter())
+                    .filter_map(|d| d.reports.last().map(|x| slowest(x, i)))
+                    .collect(),
+            );
+        }
+        let last_step = median(
+            (runs.iter())
+                .filter_map(|d| d.reports.last().map(|x| x.wall_s))
+                .collect(),
+        );
+        Scaling {
+            run,
+            last,
+            last_step,
+        }
+    }
+}
+
+/// Each rank count's phase speed-ups over R = 1 (when it ran), over the run and at the last
+/// step, beside the host's triad ceiling; and the last step's share of set-up, partition and
+/// migration (issue 20: each of the method's phases >= 1.6x on 2 ranks at the last step,
+/// set-up + partition + migration <= 10 % of the step).
+fn print_scaling(rows: &[(usize, Scaling)], ceiling: Option<f64>) {
+    let Some(one) = rows.iter().find(|(r, _)| *r == 1).map(|x| x.1) else {
+        return;
+    };
+    println!(
+        "\nphase speed-up over R = 1 (the slowest rank; medians of the repeats), over the run / \
+         at the last step{}:",
+        ceiling.map_or(String::new(), |c| format!(
+            "; this host's triad ceiling for a second rank: {c:.2}"
+        ))
+    );
+    let shown = [0usize, 1, 5, 6, 7];
+    print!("{:>5}", "ranks");
+    for &i in &shown {
+        print!(" {:>15}", SCALING_PHASES[i]);
+    }
+    println!(" {:>22}", "setup+part.+migr. share");
+    for (r, s) in rows.iter().filter(|(r, _)| *r > 1) {
+        print!("{r:>5}");
+        for &i in &shown {
+            let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+            print!(
+                " {:>7.2} / {:>5.2}",
+                ratio(one.run[i], s.run[i]),
+                ratio(one.last[i], s.last[i])
+            );
+        }
+        let overhead = s.last[2] + s.last[3] + s.last[4];
+        println!(
+            " {:>21.1} %",
+            100.0 * overhead / s.last_step.max(f64::MIN_POSITIVE)
+        );
+    }
+    println!(
+        "(targets, issue 20: each phase >= 1.6 on 2 ranks at the last step; set-up + partition \
+         + migration <= 10 % of the step. The error diagnostics are off in this bench.)"
+    );
 }
 
 /// The calls into the communicator per rank and step over the last `n` steps of `reports`:
