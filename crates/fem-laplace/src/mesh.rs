@@ -376,6 +376,9 @@ impl Mesh {
         let mut perm = self.place_new_vertices(new, creators, &gap);
         perm.remote = remote.as_ref().map(|_| Vec::new());
         let room = total as usize + spare;
+        if let Some(o) = owned {
+            self.ghost_links_remote(o);
+        }
         if gap.len == 0 {
             self.write_children(bits, &first, room, &mut perm, |v| v, is_owned);
         } else {
@@ -392,6 +395,22 @@ impl Mesh {
         Ok((at.min(nv0)..at.min(nv0) + low, nv0..nv0 + high))
     }
 
+    /// Before [`Mesh::write_children`] on a rank's part: every owned element's link to a ghost
+    /// (`!owned[g]`) becomes [`REMOTE`], as its children's will be, so that the children's
+    /// links need no ownership test per edge. The ghosts' own links are left; they are not
+    /// refined and the new links replace all of them.
+    fn ghost_links_remote(&mut self, owned: &[bool]) {
+        for g in (0..self.tri.len()).filter(|&g| !owned[g]) {
+            for k in 0..3 {
+                let n = self.nbr[g][k];
+                if n != NONE && n != REMOTE && owned[n as usize] {
+                    let j = self.local_index(n, g as u32);
+                    self.nbr[n as usize][j] = REMOTE;
+                }
+            }
+        }
+    }
+
     /// Moves the vertices from `at` on up by `len` (coordinates, parents, boundary flags, and
     /// every parent reference, also those of the new vertices `new_parents`), leaving `len`
     /// placeholders at `at` for [`Mesh::place_new_vertices`] to fill.
@@ -400,14 +419,15 @@ impl Mesh {
             return;
         }
         let (a, n) = (at as u32, len as u32);
-        let shift = |v: &mut u32| {
-            if *v != NONE && *v >= a {
-                *v += n;
+        // A select rather than a branch, over flat slices: the loop vectorises (it runs over
+        // every vertex's parents at every refinement over ranks).
+        let shift = |vs: &mut [u32]| {
+            for v in vs {
+                *v = if *v != NONE && *v >= a { *v + n } else { *v };
             }
         };
-        for p in self.parents.iter_mut().chain(new_parents.iter_mut()) {
-            p.iter_mut().for_each(shift);
-        }
+        shift(self.parents.as_flattened_mut());
+        shift(new_parents.as_flattened_mut());
         self.coords
             .splice(at..at, std::iter::repeat_n([0.0; 2], len));
         self.parents
@@ -610,7 +630,8 @@ impl Mesh {
                 let n = nb[k];
                 if n == NONE {
                     NONE
-                } else if n == REMOTE || !is_owned(n as usize) {
+                } else if n == REMOTE {
+                    // (Also a ghost's: see `ghost_links_remote`.)
                     outer.set(true);
                     REMOTE
                 } else {

@@ -47,21 +47,38 @@ use drum_model::monitor::thread_cpu_seconds;
 use std::collections::HashMap;
 
 /// Debug timing of the phases of a step (`FEM_DEBUG_TIMES=1`): the wall time since `t`,
-/// and the CPU time this thread ran since its previous lap.
+/// and the CPU time this thread ran and the page faults it took since its previous lap (a
+/// fresh page costs a fault and its clearing, and threads of one process fault on shared
+/// locks).
 pub(crate) fn lap(t: &mut std::time::Instant, what: &str) {
     if std::env::var_os("FEM_DEBUG_TIMES").is_some() {
         thread_local! {
-            static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+            static LAST: std::cell::Cell<(f64, i64)> = const { std::cell::Cell::new((0.0, 0)) };
         }
-        let cpu = thread_cpu_seconds();
-        let since = cpu - LAST.with(|c| c.replace(cpu));
+        let now = (thread_cpu_seconds(), thread_page_faults());
+        let (cpu, faults) = LAST.with(|c| c.replace(now));
         eprintln!(
-            "    {what}: {:.2} ms ({:.2} ms CPU since the last lap)",
+            "    {what}: {:.2} ms ({:.2} ms CPU, {} page faults since the last lap)",
             t.elapsed().as_secs_f64() * 1e3,
-            since * 1e3
+            (now.0 - cpu) * 1e3,
+            now.1 - faults
         );
     }
     *t = std::time::Instant::now();
+}
+
+/// The page faults (minor and major) the calling thread has taken (0 where unknown).
+fn thread_page_faults() -> i64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed rusage is a valid value for getrusage to overwrite.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD is a Linux constant.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+            return ru.ru_minflt + ru.ru_majflt;
+        }
+    }
+    0
 }
 
 /// Owner of a vertex not (yet) known on this rank.
