@@ -39,7 +39,7 @@ use super::keys::{
     merge_in_place_map, mix, vertex_key,
 };
 use crate::FemError;
-use crate::mesh::{Marks, Mesh, NONE, REMOTE};
+use crate::mesh::{Marks, Mesh, NONE, REMOTE, open_run};
 use crate::problem::{ExactSolution, dirichlet_value};
 use comm::wire::{Outbox, Reader, WireError, Writer};
 use comm::{Comm, CommError};
@@ -589,11 +589,10 @@ impl Local {
         if len == 0 {
             return;
         }
-        self.bsg.splice(at..at, std::iter::repeat_n(0, len));
-        self.bkey.splice(at..at, std::iter::repeat_n(0, len));
-        self.vowner
-            .splice(at..at, std::iter::repeat_n(self.rank, len));
-        self.u.splice(at..at, std::iter::repeat_n(0.0, len));
+        open_run(&mut self.bsg, at, len, 0);
+        open_run(&mut self.bkey, at, len, 0);
+        open_run(&mut self.vowner, at, len, self.rank);
+        open_run(&mut self.u, at, len, 0.0);
         for r in &mut self.runs {
             if r.start as usize >= at {
                 *r = r.start + len as u32..r.end + len as u32;
