@@ -67,7 +67,7 @@ pub fn triad_on(cores: &[usize]) -> Triad {
             .map(|&c| {
                 let (start, end) = (&start, &end);
                 s.spawn(move || {
-                    let pinned = pin(c);
+                    let pinned = crate::pin_thread(c);
                     // Each thread's arrays are touched first on its own core.
                     let mut arrays = Arrays::new();
                     let mut ends = Vec::with_capacity(PASSES);
@@ -122,26 +122,6 @@ impl Arrays {
         }
         std::hint::black_box(&mut self.a);
     }
-}
-
-/// Pins the calling thread to core `c`; whether it could.
-#[cfg(target_os = "linux")]
-fn pin(c: usize) -> bool {
-    if c >= libc::CPU_SETSIZE as usize {
-        return false;
-    }
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it (c is below
-    // CPU_SETSIZE, checked above).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(c, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn pin(_c: usize) -> bool {
-    false
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! - `mpi::main` (feature `mpi`): a command's body as one rank of an MPI job;
 //! - [`alloc::Counting`]: the benchmarks' counting allocator (live and peak heap bytes, per
 //!   process and per thread);
+//! - [`pin_thread`]: the calling thread onto one CPU (the benches' pinned runs);
 //! - [`bandwidth`]: the host's memory bandwidth (STREAM's triad) on one thread and on several
 //!   cores at once, the ceiling the benchmarks quote beside their speed-ups.
 //!
@@ -159,6 +160,29 @@ where
     part_api::agreed(ranks, local, |ranks, _| {
         anyhow::anyhow!("{ranks} other rank(s) failed; see their messages")
     })
+}
+
+/// Pins the calling thread to CPU `c`; whether it could (`false` for a CPU outside the
+/// process's affinity mask or beyond `CPU_SETSIZE`, and off Linux).
+pub fn pin_thread(c: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        if c >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it (c is
+        // below CPU_SETSIZE, checked above).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(c, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = c;
+        false
+    }
 }
 
 #[cfg(test)]

@@ -49,19 +49,10 @@ fn cpus() -> usize {
     *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Pins the calling thread to CPU `c` (best effort; the bench says when it could not).
-fn pin(c: usize) -> bool {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(c, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
-}
-
 /// Lets the calling thread run on every CPU again (the ranks pin themselves).
 fn unpin() {
-    // SAFETY: as in `pin`, with every CPU of the machine in the set.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it, every CPU
+    // of the machine (fewer than CPU_SETSIZE on the hosts this bench runs on).
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for c in 0..cpus() {
@@ -191,7 +182,7 @@ fn run() -> Result<()> {
     // serial run and then every rank count, so that the machine's drift (on a shared virtual
     // machine its speed moves by tens of percent from minute to minute) hits every row alike.
     cpus();
-    let pinned = pin(0);
+    let pinned = cli_support::pin_thread(0);
     let mut phases = [0.0; 5];
     serial(cfg, &mut phases)?;
     unpin();
@@ -203,7 +194,7 @@ fn run() -> Result<()> {
     let mut s_peak = 0isize;
     let mut runs: Vec<Vec<DistRun>> = ranks.iter().map(|_| Vec::new()).collect();
     for _ in 0..o.repeats {
-        pin(0);
+        cli_support::pin_thread(0);
         let (t, p) = serial(cfg, &mut phases)?;
         unpin();
         s_time.push(t);
@@ -512,10 +503,10 @@ fn print_scaling(rows: &[(usize, Scaling)], ceiling: Option<f64>) {
         print!(" {:>15}", SCALING_PHASES[i]);
     }
     println!(" {:>22}", "setup+part.+migr. share");
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
     for (r, s) in rows.iter().filter(|(r, _)| *r > 1) {
         print!("{r:>5}");
         for &i in &shown {
-            let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
             print!(
                 " {:>7.2} / {:>5.2}",
                 ratio(one.run[i], s.run[i]),
