@@ -148,20 +148,18 @@ pub(crate) struct ErrorsPart {
 /// first-level cache).
 const BATCH: usize = 256;
 
-/// Elements per chunk of [`errors_part`]'s midpoints (their points, about 1.6 per element,
-/// stay in the second-level cache).
+/// Elements per chunk of [`errors_part`]'s midpoints (their points, three per element, stay
+/// in the second-level cache).
 const CHUNK_ELEMENTS: usize = 1024;
 
 /// A chunk of elements for [`errors_part`]'s energy error: the elements, each one's area
-/// and the points of its three edges (`slot`, into `x`, `y` and the gradients `gx`, `gy`),
-/// the chunk's place of each element it scanned (`place`, by index from its first), and the
-/// owned elements' terms, in order, for one exact [`ExactSum::add_slice`] (`terms`).
+/// and the midpoints of its three edges (element `i`'s edge `k` at `3i + k` of `x`, `y` and
+/// the gradients `gx`, `gy`), and the owned elements' terms, in order, for one exact
+/// [`ExactSum::add_slice`] (`terms`).
 struct Chunk {
     els: Vec<u32>,
     terms: Vec<f64>,
     area: Vec<f64>,
-    slot: Vec<[u32; 3]>,
-    place: Vec<u32>,
     x: Vec<f64>,
     y: Vec<f64>,
     gx: Vec<f64>,
@@ -175,8 +173,6 @@ impl Chunk {
             els: vec![0; e],
             terms: vec![0.0; e],
             area: vec![0.0; e],
-            slot: vec![[0; 3]; e],
-            place: Vec::new(),
             x: vec![0.0; p],
             y: vec![0.0; p],
             gx: vec![0.0; p],
@@ -274,21 +270,20 @@ fn energy_part(
     mut per_element: Option<&mut [f64]>,
     own_element: impl Fn(usize) -> bool,
 ) -> Result<Option<ExactSum>, FemError> {
-    // Each element's three edge midpoints, a chunk of elements at a time: a midpoint is
-    // evaluated once per chunk (an edge shared with an earlier element of the chunk takes
-    // that element's point: the same bits, since 0.5·(p + q) = 0.5·(q + p), and the batch
-    // formulas are the same for a point wherever it stands), and the element's three terms
-    // are summed in its own edge order: no scatter, and a rank evaluates only its own
-    // elements (all of them when `per_element` is asked for).
+    // Each element's three edge midpoints, a chunk of elements at a time, their exact
+    // gradients in one batch, and the element's three terms summed in its own edge order: no
+    // scatter, and a rank evaluates only its own elements (all of them when `per_element` is
+    // asked for). An edge's midpoint is evaluated from each of its elements (the same bits
+    // twice, as 0.5·(p + q) = 0.5·(q + p)): sharing it within a chunk halved the points but
+    // its bookkeeping, a search of the neighbour's links per edge, cost more than the
+    // vectorised second evaluation.
     let c = mesh.coords();
     let tri = mesh.elements();
-    let nbr = mesh.neighbours();
     let all = per_element.is_some();
     let mut sum = ExactSum::new();
     let mut ch = Chunk::new();
     let mut t = 0;
     while t < tri.len() {
-        let start = t;
         let mut ne = 0;
         while t < tri.len() && ne < CHUNK_ELEMENTS {
             if all || own_element(t) {
@@ -297,44 +292,16 @@ fn energy_part(
             }
             t += 1;
         }
-        // Each scanned element's place in the chunk (NONE: not evaluated here).
-        ch.place.clear();
-        ch.place.resize(t - start, NONE);
-        for (i, &e) in ch.els[..ne].iter().enumerate() {
-            ch.place[e as usize - start] = i as u32;
-        }
-        let mut m = 0usize;
         for i in 0..ne {
-            let e = ch.els[i];
-            let eu = e as usize;
-            let [p0, p1, p2] = tri[eu].map(|v| c[v as usize]);
+            let [p0, p1, p2] = tri[ch.els[i] as usize].map(|v| c[v as usize]);
             ch.area[i] =
                 0.5 * ((p1[0] - p0[0]) * (p2[1] - p0[1]) - (p2[0] - p0[0]) * (p1[1] - p0[1])).abs();
-            let nb = nbr[eu];
             for (k, (p, q)) in [(p1, p2), (p2, p0), (p0, p1)].into_iter().enumerate() {
-                let n = nb[k];
-                // (NONE and REMOTE are above every element index.)
-                if n < e && n as usize >= start {
-                    let j = ch.place[n as usize - start];
-                    let nn = nbr[n as usize];
-                    let back = if nn[0] == e {
-                        0
-                    } else if nn[1] == e {
-                        1
-                    } else {
-                        2
-                    };
-                    if j != NONE && nn[back] == e {
-                        ch.slot[i][k] = ch.slot[j as usize][back];
-                        continue;
-                    }
-                }
-                ch.x[m] = 0.5 * (p[0] + q[0]);
-                ch.y[m] = 0.5 * (p[1] + q[1]);
-                ch.slot[i][k] = m as u32;
-                m += 1;
+                ch.x[3 * i + k] = 0.5 * (p[0] + q[0]);
+                ch.y[3 * i + k] = 0.5 * (p[1] + q[1]);
             }
         }
+        let m = 3 * ne;
         let (x, y) = (&ch.x[..m], &ch.y[..m]);
         let (gx, gy) = (&mut ch.gx[..m], &mut ch.gy[..m]);
         if !exact.gradients(x, y, gx, gy) {
@@ -345,13 +312,13 @@ fn energy_part(
         // searched only then (a non-finite term from u_h's gradient alone is summed as before).
         let mut finite = true;
         let mut owned = 0;
-        for ((&e, slot), &area) in ch.els[..ne].iter().zip(&ch.slot[..ne]).zip(&ch.area[..ne]) {
+        for (i, (&e, &area)) in ch.els[..ne].iter().zip(&ch.area[..ne]).enumerate() {
             let g = grad[e as usize];
-            let term = |i: u32| {
-                let (a, b) = (gx[i as usize] - g[0], gy[i as usize] - g[1]);
+            let term = |k: usize| {
+                let (a, b) = (gx[3 * i + k] - g[0], gy[3 * i + k] - g[1]);
                 a * a + b * b
             };
-            let x = (term(slot[0]) + term(slot[1]) + term(slot[2])) * (area / 3.0);
+            let x = (term(0) + term(1) + term(2)) * (area / 3.0);
             finite &= x.is_finite();
             if own_element(e as usize) {
                 ch.terms[owned] = x;
@@ -441,10 +408,10 @@ mod tests {
         }
     }
 
-    /// A midpoint shared by two elements is evaluated once, and every element's error is
-    /// the bits of its own three midpoints' terms (evaluated here element by element).
+    /// Every element's error is the bits of its own three midpoints' terms (evaluated here
+    /// element by element), and the gradients are asked at those points only.
     #[test]
-    fn shared_midpoints_are_evaluated_once_with_the_same_bits() {
+    fn each_element_is_its_own_three_midpoints_bit_for_bit() {
         let (mesh, u, grad) = smooth_data(9);
         let c = mesh.coords();
         let exact = Counted(std::sync::atomic::AtomicUsize::new(0));
@@ -452,8 +419,7 @@ mod tests {
         errors(&mesh, &u, &grad, &exact, Some(&mut pe)).unwrap();
         let ne = mesh.num_elements();
         let asked = exact.0.load(std::sync::atomic::Ordering::Relaxed);
-        // 3 per element before; the edges of a triangulation are about 1.5 per element.
-        assert!(asked <= 3 * ne * 6 / 10, "{asked} points for {ne} elements");
+        assert_eq!(asked, 3 * ne, "{asked} points for {ne} elements");
         for (t, tv) in mesh.elements().iter().enumerate() {
             let [p0, p1, p2] = tv.map(|v| c[v as usize]);
             let area =
