@@ -92,9 +92,17 @@ impl ExactSum {
         } else {
             (frac | (1u64 << 52), e)
         };
-        let v = (m as i128) << (p & 63);
-        let v = if b >> 63 != 0 { -v } else { v };
-        self.limbs[(p >> 6) as usize] += v;
+        // The sign applied to the 53-bit mantissa before the shift (−m = !m + 1 with a mask of
+        // the sign bit: no branch), the same value as negating the shifted one; the 128-bit
+        // shift as its two words, with single shifts (the high word is `signed >> (64 − sh)`,
+        // taken in two steps so that a shift by 0 needs no shift by 64; a double shift
+        // `shld` by a variable count is several micro-operations on some processors).
+        let sign = (b as i64) >> 63;
+        let signed = ((m as i64) ^ sign) - sign;
+        let sh = p & 63;
+        let lo = signed.wrapping_shl(sh) as u64;
+        let hi = (signed >> 1) >> (63 - sh);
+        self.limbs[(p >> 6) as usize] += (i128::from(hi) << 64) | i128::from(lo);
     }
 
     #[cold]
