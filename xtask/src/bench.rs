@@ -101,6 +101,38 @@ pub(crate) fn uptime() -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// The host's two-CPU bandwidth scaling, measured by `hsfc bandwidth --json` (the release
+/// binary, before the runs and never beside one): its description line, and the ratio of two
+/// CPUs' triad to one's (`None` on a one-CPU host), the most a pass that streams memory can
+/// gain from a second thread.
+pub(crate) struct Bandwidth {
+    pub(crate) description: String,
+    pub(crate) ratio: Option<f64>,
+}
+
+pub(crate) fn bandwidth(hsfc: &Path) -> Result<Bandwidth> {
+    let mut cmd = Command::new(hsfc);
+    cmd.args(["bandwidth", "--json"]);
+    let v = json(&output(cmd)?)?;
+    Ok(Bandwidth {
+        description: v["description"]
+            .as_str()
+            .context("hsfc bandwidth --json lacks `description`")?
+            .to_string(),
+        ratio: v["ratio"].as_f64(),
+    })
+}
+
+impl Bandwidth {
+    /// What a 1t/2t line appends: the ceiling it should be read against.
+    pub(crate) fn against(&self) -> String {
+        match self.ratio {
+            Some(r) => format!("; this host's two-CPU bandwidth ceiling {r:.2}"),
+            None => String::new(),
+        }
+    }
+}
+
 /// Runs `cmd` and returns its stdout; fails with its stderr.
 pub(crate) fn output(mut cmd: Command) -> Result<String> {
     let out = cmd

@@ -11,6 +11,10 @@
 //!   ranks (`--backend threads`) vs Zoltan HIER under `mpirun` with a regular two-level
 //!   approximation of the tree (Zoltan's HIER needs fan-outs whose product is the rank count).
 //!
+//! Before the runs, `hsfc bandwidth` measures the host's triad on one CPU and on two: their
+//! ratio, printed beside hier 1t/2t, is the most a second thread can gain in a pass that
+//! streams memory here.
+//!
 //! Data and the Zoltan driver live in `target/bench-hier/` and `target/bench-hsfc/`.
 
 use crate::bench::{
@@ -89,6 +93,7 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
         }
     }
     let reps = if quick { 3 } else { 9 };
+    let bw = crate::bench::bandwidth(&hsfc)?;
     let load = uptime();
     let steal = crate::bench::Steal::start();
     let mut out = String::new();
@@ -123,6 +128,7 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
         uptime(),
         steal.report()
     );
+    println!("{} (measured before the runs)", bw.description);
     println!();
     print!("{out}");
     let range = |f: fn(&Row) -> f64| min_max(&ratios.iter().map(f).collect::<Vec<_>>());
@@ -137,8 +143,9 @@ pub(crate) fn bench_hier(args: &[String]) -> Result<()> {
         worst(|r| r.h2.run.time / r.f2.time)
     );
     println!(
-        "hier 1 thread / 2 threads: least {:.2}   (target >= 1.7)",
-        least(|r| r.h1.run.time / r.h2.run.time)
+        "hier 1 thread / 2 threads: least {:.2}   (target >= 1.7{})",
+        least(|r| r.h1.run.time / r.h2.run.time),
+        bw.against()
     );
     Ok(())
 }

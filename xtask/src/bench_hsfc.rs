@@ -5,7 +5,9 @@
 //! Zoltan/ours and ours/Zoltan (1 thread) and ours 1 thread / 2 threads, and every run's
 //! max_rel_dev, all measured in one run. Each row runs in rounds (ours on 1 and 2 threads,
 //! Zoltan, coupe, one right after the other), and its ratios are the medians of the rounds'
-//! ratios, so that the host's drifts hit both sides of a ratio alike.
+//! ratios, so that the host's drifts hit both sides of a ratio alike. Before the runs,
+//! `hsfc bandwidth` measures the host's triad on one CPU and on two: their ratio, printed
+//! beside 1t/2t, is the most a second thread can gain in a pass that streams memory here.
 //!
 //! `--simd scalar|avx2|avx512` runs our CLI with `HSFC_SIMD` set to it (a machine with
 //! AVX-512 measured as one without it would run); the table's footer names the path every run
@@ -128,6 +130,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
             weights,
         });
     }
+    let bw = crate::bench::bandwidth(&ours)?;
     let load = uptime();
     let steal = crate::bench::Steal::start();
     eprintln!("xtask: machine load before: {load}");
@@ -248,6 +251,7 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         uptime(),
         steal.report()
     );
+    println!("{} (measured before the runs)", bw.description);
     println!();
     print!("{table}");
     println!();
@@ -268,8 +272,9 @@ pub(crate) fn bench_hsfc(args: &[String]) -> Result<()> {
         simd.map_or("the best here; --simd chooses", |_| "asked with --simd")
     );
     println!(
-        "ours 1t/2t: min {smin:.2}, median {:.2}   (target >= 1.7)",
-        median(&speedups)
+        "ours 1t/2t: min {smin:.2}, median {:.2}   (target >= 1.7{})",
+        median(&speedups),
+        bw.against()
     );
     println!(
         "balance at the limit (|W_k - T_k| <= largest weight, every part, every run): {}",

@@ -40,6 +40,14 @@ enum Cmd {
     Partition(PartitionArgs),
     /// Write a ZPT1 point file: uniform or corner-graded points, unit or random weights.
     Gen(GenArgs),
+    /// Measure this host's memory bandwidth (STREAM triad) on CPU 0 and on CPUs 0 and 1
+    /// together: their ratio bounds what a second thread can gain in a pass that streams
+    /// memory (`cargo xtask bench hsfc` and `bench hier` print it beside 1t/2t).
+    Bandwidth {
+        /// Print one JSON object (`one_gbs`, `two_gbs`, `ratio`, `pinned`, `rounds`).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -337,6 +345,24 @@ fn run() -> Result<()> {
             // A bad HSFC_SIMD is refused here (the library would ignore it).
             hsfc::Simd::from_env()?;
             partition_cmd(&a)
+        }
+        Cmd::Bandwidth { json } => {
+            let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+            let c = cli_support::bandwidth::ceiling(3, two_cpus);
+            if json {
+                let v = serde_json::json!({
+                    "one_gbs": c.one.bytes_per_s / 1e9,
+                    "two_gbs": c.two.map(|t| t.bytes_per_s / 1e9),
+                    "ratio": c.ratio(),
+                    "pinned": c.one.pinned && c.two.is_none_or(|t| t.pinned),
+                    "rounds": c.rounds,
+                    "description": c.describe(),
+                });
+                println!("{v}");
+            } else {
+                println!("{}", c.describe());
+            }
+            Ok(())
         }
         Cmd::Gen(g) => {
             cli_support::check_outputs([("--out", Some(g.out.as_path()))])?;

@@ -24,7 +24,7 @@ fn args(words: &[&str]) -> PartitionArgs {
     let argv = ["hsfc", "partition"].iter().chain(words);
     match Cli::try_parse_from(argv).unwrap().cmd {
         Cmd::Partition(a) => a,
-        Cmd::Gen(_) => unreachable!("a partition command"),
+        Cmd::Gen(_) | Cmd::Bandwidth { .. } => unreachable!("a partition command"),
     }
 }
 

@@ -433,3 +433,21 @@ fn hsfc_simd_chooses_the_path_and_refuses_bad_values() {
         "{e}"
     );
 }
+
+/// `hsfc bandwidth --json` (what `cargo xtask bench hsfc` and `bench hier` read): a positive
+/// bandwidth on CPU 0, and on a host with two CPUs the two-CPU figure and its ratio.
+#[test]
+fn bandwidth_reports_the_triad_and_the_two_cpu_ratio() {
+    let out = run_ok(hsfc().args(["bandwidth", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let one = v["one_gbs"].as_f64().unwrap();
+    assert!(one > 0.1 && one.is_finite(), "{v}");
+    assert!(
+        v["description"].as_str().unwrap().contains("GB/s on CPU 0"),
+        "{v}"
+    );
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        let (two, ratio) = (v["two_gbs"].as_f64().unwrap(), v["ratio"].as_f64().unwrap());
+        assert!((ratio - two / one).abs() <= 1e-9 * ratio, "{v}");
+    }
+}

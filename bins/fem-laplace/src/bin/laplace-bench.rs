@@ -360,50 +360,14 @@ fn run() -> Result<()> {
 }
 
 /// Measures and prints the host's triad bandwidth on CPU 0 and, when a rank count above 1 is
-/// asked for and the host has two CPUs, on CPUs 0 and 1 together; returns their ratio (the
-/// most a phase that streams memory can gain from a second rank here), if measured. The two
-/// alternate in [`TRIAD_ROUNDS`] rounds and each keeps its best: on a shared virtual machine
-/// one CPU's triad was seen to move between 16 and 30 GB/s from one bench to the next.
+/// asked for and the host has two CPUs, on CPUs 0 and 1 together
+/// ([`cli_support::bandwidth::ceiling`], [`TRIAD_ROUNDS`] rounds); returns their ratio (the
+/// most a phase that streams memory can gain from a second rank here), if measured.
 fn print_bandwidth(ranks: &[u64]) -> Option<f64> {
-    use cli_support::bandwidth::{Triad, triad_on};
     let two_cpus = cpus() >= 2 && ranks.iter().any(|&r| r > 1);
-    let best = |a: Triad, b: Triad| Triad {
-        bytes_per_s: a.bytes_per_s.max(b.bytes_per_s),
-        pinned: a.pinned && b.pinned,
-    };
-    let none = Triad {
-        bytes_per_s: 0.0,
-        pinned: true,
-    };
-    let (mut one, mut two) = (none, none);
-    for _ in 0..TRIAD_ROUNDS {
-        one = best(one, triad_on(&[0]));
-        if two_cpus {
-            two = best(two, triad_on(&[0, 1]));
-        }
-    }
-    let how = format!("STREAM triad, 3 x 64 MiB per CPU, best of {TRIAD_ROUNDS} x 7 passes");
-    if !two_cpus {
-        println!(
-            "memory bandwidth ({how}): {:.1} GB/s on CPU 0",
-            one.bytes_per_s / 1e9
-        );
-        return None;
-    }
-    let ratio = two.bytes_per_s / one.bytes_per_s;
-    println!(
-        "memory bandwidth ({how}): {:.1} GB/s on CPU 0, {:.1} GB/s on CPUs 0 and 1 together{}: \
-         {ratio:.2}x one CPU, the most a phase that streams memory can gain from a second rank \
-         on this host",
-        one.bytes_per_s / 1e9,
-        two.bytes_per_s / 1e9,
-        if one.pinned && two.pinned {
-            ""
-        } else {
-            " (not pinned)"
-        }
-    );
-    Some(ratio)
+    let c = cli_support::bandwidth::ceiling(TRIAD_ROUNDS, two_cpus);
+    println!("{}", c.describe());
+    c.ratio()
 }
 
 /// Rounds of the bandwidth measurement ([`print_bandwidth`]).
