@@ -174,17 +174,46 @@ fn loads_start_at_their_step_and_stop_with_the_run() {
 
 /// A TCP sink on the loopback: the bytes of each connection, once it closes.
 fn sink(conns: usize) -> (String, std::thread::JoinHandle<Vec<u64>>) {
+    let (addr, h, _) = counted_sink(conns);
+    (addr, h)
+}
+
+/// [`sink`], with the bytes received so far over all connections, updated as they arrive.
+fn counted_sink(
+    conns: usize,
+) -> (
+    String,
+    std::thread::JoinHandle<Vec<u64>>,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicU64, Ordering};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
+    let so_far = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = so_far.clone();
     let h = std::thread::spawn(move || {
         (0..conns)
             .map(|_| {
                 let (mut c, _) = listener.accept().unwrap();
-                std::io::copy(&mut c, &mut std::io::sink()).unwrap()
+                let mut buf = vec![0u8; 1 << 16];
+                let mut total = 0u64;
+                loop {
+                    match c.read(&mut buf) {
+                        Ok(0) => break total,
+                        Ok(n) => {
+                            total += n as u64;
+                            counter.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        // A connection reset by the killed sender ends its count.
+                        Err(_) => break total,
+                    }
+                }
             })
             .collect()
     });
-    (addr, h)
+    (addr, h, so_far)
 }
 
 #[test]
@@ -323,7 +352,7 @@ fn a_load_killed_mid_run_is_reported_at_once_and_counted() {
 fn ctrl_c_leaves_no_load_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
         // A flow as well: its sink reads until the run is gone.
-        let (addr, received) = sink(1);
+        let (addr, received, so_far) = counted_sink(1);
         let mut cmd = bin();
         // A shell that starts a job in the background (a CI runner, `cmd &`) ignores SIGINT,
         // and its children inherit that: the run would not see the Ctrl-C this test sends.
@@ -358,6 +387,13 @@ fn ctrl_c_leaves_no_load_behind() {
             pids.extend(load_pids(&line));
         }
         assert!(pids.iter().all(|&p| alive(p)));
+        // The flow's first bytes before the signal (on a busy machine the flow may not have
+        // sent any yet when its pid is printed).
+        let t0 = std::time::Instant::now();
+        while so_far.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            assert!(t0.elapsed().as_secs() < 60, "the flow sent nothing in 60 s");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         // SAFETY: kill on our child's pid.
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = child.wait().unwrap();
