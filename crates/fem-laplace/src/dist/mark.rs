@@ -205,9 +205,15 @@ pub(crate) fn entry_histogram(l: &Local, eta2: &[f64], double: bool) -> Vec<u64>
     // The owned elements by indicator bin, in two tables, for even and odd elements:
     // neighbours along the curve often share a bin, and one table would chain their
     // increments through memory. Both label bins of an element follow from its indicator bin.
-    let mut two = vec![[0u64; 2]; NBINS];
-    for (t, &x) in eta2.iter().enumerate().take(l.ekey.len()) {
-        two[bin(x)][t & 1] += u64::from(l.owns_element(t));
+    let ne = l.ekey.len();
+    let mut two: Box<[[u64; 2]; NBINS]> = vec![[0u64; 2]; NBINS]
+        .into_boxed_slice()
+        .try_into()
+        .expect("NBINS bins");
+    // (The mask keeps the index in the table without a bounds check; `bin` is below NBINS.)
+    let me = l.rank;
+    for (t, (&x, &o)) in eta2[..ne].iter().zip(&l.eowner[..ne]).enumerate() {
+        two[bin(x) & (NBINS - 1)][t & 1] += u64::from(o == me);
     }
     let by_bin: Vec<u64> = two.into_iter().map(|[even, odd]| even + odd).collect();
     pairs_by_label_bin(&by_bin, double)
