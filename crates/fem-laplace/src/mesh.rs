@@ -631,6 +631,9 @@ impl Mesh {
                     // (Also a ghost's: see `ghost_links_remote`.)
                     outer.set(true);
                     REMOTE
+                } else if ctx.bits[n as usize] == 0 {
+                    // An unrefined neighbour is its own single piece (most of them): inline.
+                    ctx.first[n as usize]
                 } else {
                     ctx.child_across(n, t as u32, x)
                 }
