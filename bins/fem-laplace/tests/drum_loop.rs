@@ -206,8 +206,7 @@ fn counted_sink(
                             counter.fetch_add(n as u64, Ordering::Relaxed);
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        // A connection reset by the killed sender ends its count.
-                        Err(_) => break total,
+                        Err(e) => panic!("the sink's read failed: {e}"),
                     }
                 }
             })

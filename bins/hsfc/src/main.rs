@@ -348,13 +348,13 @@ fn run() -> Result<()> {
         }
         Cmd::Bandwidth { json } => {
             let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-            let c = cli_support::bandwidth::ceiling(3, two_cpus);
+            let c = cli_support::bandwidth::ceiling(cli_support::bandwidth::ROUNDS, two_cpus);
             if json {
                 let v = serde_json::json!({
                     "one_gbs": c.one.bytes_per_s / 1e9,
                     "two_gbs": c.two.map(|t| t.bytes_per_s / 1e9),
                     "ratio": c.ratio(),
-                    "pinned": c.one.pinned && c.two.is_none_or(|t| t.pinned),
+                    "pinned": c.pinned(),
                     "rounds": c.rounds,
                     "description": c.describe(),
                 });

@@ -109,7 +109,15 @@ pub struct Ceiling {
     pub rounds: usize,
 }
 
+/// Rounds of [`ceiling`] the benches use (each measurement keeps its best of them).
+pub const ROUNDS: usize = 3;
+
 impl Ceiling {
+    /// Whether every measurement ran on the cores it was given.
+    pub fn pinned(&self) -> bool {
+        self.one.pinned && self.two.is_none_or(|t| t.pinned)
+    }
+
     /// Two CPUs' bandwidth over one's: the most a phase that streams memory can gain from a
     /// second thread or rank on this host, however little it synchronises.
     pub fn ratio(&self) -> Option<f64> {
@@ -129,11 +137,7 @@ impl Ceiling {
                  together{}: {ratio:.2}x one CPU, the most a phase that streams memory can gain \
                  from a second CPU on this host",
                 two.bytes_per_s / 1e9,
-                if self.one.pinned && two.pinned {
-                    ""
-                } else {
-                    " (not pinned)"
-                }
+                if self.pinned() { "" } else { " (not pinned)" }
             ),
             _ => format!("memory bandwidth ({how}): {one:.1} GB/s on CPU 0"),
         }
@@ -145,29 +149,20 @@ impl Ceiling {
 /// CPU's triad was seen to move between 16 and 30 GB/s from one bench to the next, and
 /// alternating lets a slow minute hit both alike.
 pub fn ceiling(rounds: usize, two_cpus: bool) -> Ceiling {
-    let best = |a: Option<Triad>, b: Triad| match a {
-        Some(a) => Triad {
-            bytes_per_s: a.bytes_per_s.max(b.bytes_per_s),
-            pinned: a.pinned && b.pinned,
-        },
-        None => b,
+    let best = |a: Triad, b: Triad| Triad {
+        bytes_per_s: a.bytes_per_s.max(b.bytes_per_s),
+        pinned: a.pinned && b.pinned,
     };
     let rounds = rounds.max(1);
-    let (mut one, mut two) = (None, None);
-    for _ in 0..rounds {
-        one = Some(best(one, triad_on(&[0])));
-        if two_cpus {
-            two = Some(best(two, triad_on(&[0, 1])));
+    let mut one = triad_on(&[0]);
+    let mut two = two_cpus.then(|| triad_on(&[0, 1]));
+    for _ in 1..rounds {
+        one = best(one, triad_on(&[0]));
+        if let Some(t) = two.as_mut() {
+            *t = best(*t, triad_on(&[0, 1]));
         }
     }
-    Ceiling {
-        one: one.unwrap_or(Triad {
-            bytes_per_s: 0.0,
-            pinned: true,
-        }),
-        two,
-        rounds,
-    }
+    Ceiling { one, two, rounds }
 }
 
 /// The three arrays of one thread.

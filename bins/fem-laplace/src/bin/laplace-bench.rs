@@ -361,17 +361,15 @@ fn run() -> Result<()> {
 
 /// Measures and prints the host's triad bandwidth on CPU 0 and, when a rank count above 1 is
 /// asked for and the host has two CPUs, on CPUs 0 and 1 together
-/// ([`cli_support::bandwidth::ceiling`], [`TRIAD_ROUNDS`] rounds); returns their ratio (the
-/// most a phase that streams memory can gain from a second rank here), if measured.
+/// ([`cli_support::bandwidth::ceiling`], [`cli_support::bandwidth::ROUNDS`] rounds); returns
+/// their ratio (the most a phase that streams memory can gain from a second rank here), if
+/// measured.
 fn print_bandwidth(ranks: &[u64]) -> Option<f64> {
     let two_cpus = cpus() >= 2 && ranks.iter().any(|&r| r > 1);
-    let c = cli_support::bandwidth::ceiling(TRIAD_ROUNDS, two_cpus);
+    let c = cli_support::bandwidth::ceiling(cli_support::bandwidth::ROUNDS, two_cpus);
     println!("{}", c.describe());
     c.ratio()
 }
-
-/// Rounds of the bandwidth measurement ([`print_bandwidth`]).
-const TRIAD_ROUNDS: usize = 3;
 
 /// The phases of [`Scaling`], in order, with the names the bench prints.
 const SCALING_PHASES: [&str; 8] = [
