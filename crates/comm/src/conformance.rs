@@ -82,6 +82,7 @@ where
         ("gatherv_and_broadcast", gatherv_and_broadcast::<C>),
         ("alltoallv_bytes", alltoallv_bytes::<C>),
         ("alltoallv_large_f64", alltoallv_large_f64::<C>),
+        ("exchange_split_phase", exchange_split_phase::<C>),
         ("split_by_parity", split_by_parity::<C>),
         ("split_by_key", split_by_key::<C>),
         ("split_node", split_node::<C>),
@@ -387,6 +388,52 @@ pub fn alltoallv_bytes<C: Comm>(c: &C) -> Result<(), CheckFailure> {
         );
     }
     let nothing = c.alltoallv_bytes(&[], &vec![0; n])?;
+    ensure!(
+        c,
+        nothing.data().is_empty() && nothing.ranks() == n,
+        "empty exchange"
+    );
+    Ok(())
+}
+
+/// Split-phase exchange with known counts, the pattern of [`alltoallv_bytes`] with other
+/// work and other collectives between the exchanges: three rounds, the second with every
+/// count doubled, an allreduce between rounds, and an empty exchange at the end.
+pub fn exchange_split_phase<C: Comm>(c: &C) -> Result<(), CheckFailure> {
+    let (me, n) = (c.rank(), c.size());
+    for round in 0..3usize {
+        let scale = if round == 1 { 2 } else { 1 };
+        let count = |s: usize, d: usize| scale * ((s + 2 * d + round) % 4);
+        let counts: Vec<usize> = (0..n).map(|d| count(me, d)).collect();
+        let expect: Vec<usize> = (0..n).map(|s| count(s, me)).collect();
+        let send: Vec<u8> = (0..n)
+            .flat_map(|d| (0..count(me, d)).map(move |i| pattern(me, d, i + round)))
+            .collect();
+        let x = c.exchange_start(&send, &counts, &expect)?;
+        // Work between start and finish (what the exchange overlaps).
+        let busy: u64 = (0..10_000u64).map(|i| i.wrapping_mul(i ^ me as u64)).sum();
+        std::hint::black_box(busy);
+        let got = c.exchange_finish(x)?;
+        ensure!(c, got.ranks() == n, "round {round}: {} pieces", got.ranks());
+        for (s, &e) in expect.iter().enumerate() {
+            let want: Vec<u8> = (0..e).map(|i| pattern(s, me, i + round)).collect();
+            ensure!(
+                c,
+                got.get(s) == want.as_slice(),
+                "round {round}, from {s}: {:?}, expected {want:?}",
+                got.get(s)
+            );
+        }
+        let mut one = [1u64];
+        c.allreduce_u64(ReduceOp::Sum, &mut one)?;
+        ensure!(
+            c,
+            one[0] == n as u64,
+            "allreduce after round {round}: {one:?}"
+        );
+    }
+    let x = c.exchange_start(&[], &vec![0; n], &vec![0; n])?;
+    let nothing = c.exchange_finish(x)?;
     ensure!(
         c,
         nothing.data().is_empty() && nothing.ranks() == n,

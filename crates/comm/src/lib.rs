@@ -147,6 +147,50 @@ pub trait Comm {
     fn alltoallv_bytes(&self, send: &[u8], send_counts: &[usize])
     -> Result<PerRank<u8>, CommError>;
 
+    /// Starts a personalised exchange whose receive counts are known on both sides (a halo,
+    /// set up once and repeated): this rank sends `send[off_d..off_d + send_counts[d]]` to rank
+    /// `d` and expects `recv_counts[s]` bytes from rank `s`. The call returns as soon as this
+    /// rank's pieces are handed over; the caller may compute on anything but the pieces'
+    /// destination and finishes with [`exchange_finish`](Comm::exchange_finish), which
+    /// returns what every rank sent here. No other call into this communicator may come in
+    /// between (one exchange in flight per rank). Every rank must start and finish the same
+    /// exchanges in the same order, like any collective; with known counts it needs no round
+    /// to learn them (compare [`alltoallv_bytes`](Comm::alltoallv_bytes)).
+    ///
+    /// Counts that do not pair up (rank `s` sends `n` bytes to `d` but `d` expects `m ≠ n`):
+    /// the thread backend returns [`CommError::LengthMismatch`] on every rank; the default
+    /// (this method over `alltoallv_bytes`, for backends without a split phase) and MPI treat
+    /// it as a contract violation and panic on the receiving rank.
+    ///
+    /// # Panics
+    /// If `send_counts.len()` or `recv_counts.len()` is not `size()` or the send counts do not
+    /// add up to `send.len()`.
+    fn exchange_start(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv_counts: &[usize],
+    ) -> Result<Exchange, CommError> {
+        check_recv_counts(self.size(), recv_counts);
+        let got = self.alltoallv_bytes(send, send_counts)?;
+        check_received(&got.counts(), recv_counts);
+        Ok(Exchange {
+            state: ExchangeState::Done(got),
+        })
+    }
+
+    /// Waits for the exchange `x` started on this communicator and returns the pieces every
+    /// rank sent here, in rank order (see [`exchange_start`](Comm::exchange_start)).
+    ///
+    /// # Panics
+    /// If `x` was started on a communicator of another backend.
+    fn exchange_finish(&self, x: Exchange) -> Result<PerRank<u8>, CommError> {
+        match x.state {
+            ExchangeState::Done(got) => Ok(got),
+            _ => panic!("exchange_finish: the exchange was started on another backend"),
+        }
+    }
+
     /// Splits the group: ranks passing the same `colour` form a new communicator of the same
     /// backend, ordered by `key` and then by their rank here (MPI `MPI_Comm_split` semantics).
     ///
@@ -221,6 +265,47 @@ pub trait Comm {
         Ok(PerRank::from_bytes(
             self.alltoallv_bytes(&T::to_bytes(send), &byte_counts)?,
         ))
+    }
+}
+
+/// A personalised exchange in flight ([`Comm::exchange_start`]); hand it to
+/// [`Comm::exchange_finish`] on the communicator that started it. Dropping it unfinished
+/// waits for the exchange's data to leave (MPI) but leaves the round open: the next call into
+/// the communicator is then a contract violation.
+#[must_use = "an exchange in flight is finished with Comm::exchange_finish"]
+#[derive(Debug)]
+pub struct Exchange {
+    state: ExchangeState,
+}
+
+#[derive(Debug)]
+enum ExchangeState {
+    /// Completed at the start (a backend without a split phase).
+    Done(PerRank<u8>),
+    /// A thread-backend round this rank has joined.
+    Thread(thread::InFlight),
+    /// An `MPI_Ialltoallv` in flight.
+    #[cfg(feature = "mpi")]
+    Mpi(Box<mpi_backend::InFlight>),
+}
+
+/// Checks the local contract of [`Comm::exchange_start`]'s receive counts.
+pub(crate) fn check_recv_counts(size: usize, recv_counts: &[usize]) {
+    assert_eq!(
+        recv_counts.len(),
+        size,
+        "exchange: {} receive counts for a communicator of {size} ranks",
+        recv_counts.len()
+    );
+}
+
+/// Checks that every rank sent here what `expected` says.
+pub(crate) fn check_received(got: &[usize], expected: &[usize]) {
+    for (s, (&g, &e)) in got.iter().zip(expected).enumerate() {
+        assert_eq!(
+            g, e,
+            "exchange: rank {s} sent {g} bytes where {e} were expected (the ranks' counts do not pair up)"
+        );
     }
 }
 
@@ -320,12 +405,13 @@ pub(crate) enum Op {
     Alltoallv,
     Split,
     SplitNode,
+    Exchange,
 }
 
 // The MPI backend decodes collective codes; the thread backend compares `Op`s directly.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 impl Op {
-    pub(crate) const ALL: [Op; 14] = [
+    pub(crate) const ALL: [Op; 15] = [
         Op::Barrier,
         Op::AllreduceF64Sum,
         Op::AllreduceF64Min,
@@ -340,6 +426,7 @@ impl Op {
         Op::Alltoallv,
         Op::Split,
         Op::SplitNode,
+        Op::Exchange,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -358,6 +445,7 @@ impl Op {
             Op::Alltoallv => "alltoallv",
             Op::Split => "split",
             Op::SplitNode => "split_node",
+            Op::Exchange => "exchange",
         }
     }
 

@@ -15,7 +15,10 @@
 //! [`MpiComm::from_raw`] instead: it works on a duplicate of the caller's communicator, and
 //! neither initialises nor finalises MPI nor installs a hook.
 
-use crate::{Comm, CommError, Op, PerRank, ReduceOp, send_offsets};
+use crate::{
+    Comm, CommError, Exchange, ExchangeState, Op, PerRank, ReduceOp, check_received,
+    check_recv_counts, send_offsets,
+};
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::{Threading, Universe};
@@ -461,6 +464,70 @@ impl Comm for MpiComm {
         Ok(PerRank::from_counts(data, &counts))
     }
 
+    /// One `MPI_Ialltoallv`, preceded (checks on) by the consistency allreduce, which also
+    /// carries the largest piece so that every rank returns [`CommError::TooLarge`] together.
+    /// With checks off a total over MPI's `int` limit panics (this rank's own contract).
+    fn exchange_start(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv_counts: &[usize],
+    ) -> Result<Exchange, CommError> {
+        let n = self.size();
+        send_offsets(n, send.len(), send_counts);
+        check_recv_counts(n, recv_counts);
+        let biggest = (send.len() as u64).max(recv_counts.iter().map(|&c| c as u64).sum());
+        if self.checks {
+            let code = Op::Exchange as u64;
+            let mine = [code, !code, biggest];
+            let mut all = [0u64; 3];
+            self.comm
+                .all_reduce_into(&mine[..], &mut all[..], SystemOperation::max());
+            if all[0] != !all[1] {
+                let name = |c| Op::from_code(c).map_or("an unknown collective", Op::name);
+                return Err(CommError::OpMismatch {
+                    this: name(!all[1]),
+                    other: name(all[0]),
+                });
+            }
+            if all[2] > MPI_LIMIT {
+                return Err(too_large(Op::Exchange, all[2]));
+            }
+        } else {
+            assert!(
+                biggest <= MPI_LIMIT,
+                "exchange: {biggest} bytes exceed MPI's int count (turn the checks on for an error)"
+            );
+        }
+        let sc: Vec<u64> = send_counts.iter().map(|&c| c as u64).collect();
+        let rc: Vec<u64> = recv_counts.iter().map(|&c| c as u64).collect();
+        Ok(Exchange {
+            state: ExchangeState::Mpi(Box::new(InFlight::start(
+                self.comm.as_raw(),
+                send.to_vec(),
+                partition_arrays(&sc),
+                partition_arrays(&rc),
+                recv_counts.to_vec(),
+            ))),
+        })
+    }
+
+    fn exchange_finish(&self, x: Exchange) -> Result<PerRank<u8>, CommError> {
+        let ExchangeState::Mpi(mut f) = x.state else {
+            panic!("exchange_finish: the exchange was started on another backend")
+        };
+        assert!(
+            f.comm == self.comm.as_raw(),
+            "exchange_finish: the exchange was started on another communicator"
+        );
+        f.wait();
+        let recv = std::mem::take(&mut f.recv);
+        let counts = std::mem::take(&mut f.recv_counts);
+        let got = PerRank::from_counts(recv, &counts);
+        check_received(&got.counts(), &counts);
+        Ok(got)
+    }
+
     fn split(&self, colour: u32, key: i32) -> Result<Self, CommError> {
         let colour = i32::try_from(colour)
             .unwrap_or_else(|_| panic!("split: colour {colour} exceeds i32::MAX (MPI's limit)"));
@@ -495,6 +562,102 @@ fn system_op(op: ReduceOp) -> SystemOperation {
 }
 
 crate::impl_reduce!(MpiComm);
+
+/// An `MPI_Ialltoallv` in flight with the buffers and count arrays MPI reads and writes until
+/// it completes (they live on the heap: moving this struct does not move them). Dropping it
+/// waits for the exchange, so MPI never touches freed memory.
+pub(crate) struct InFlight {
+    request: mpi::ffi::MPI_Request,
+    comm: RawComm,
+    /// Read by MPI until completion.
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    /// Send counts and displacements, receive counts and displacements (MPI ints), which a
+    /// non-blocking collective may read until it completes.
+    arrays: [Vec<i32>; 4],
+    recv_counts: Vec<usize>,
+    /// A real address for empty buffers (see [`real`]).
+    spare: Box<[u8; 2]>,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("recv_counts", &self.recv_counts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InFlight {
+    fn start(
+        comm: RawComm,
+        send: Vec<u8>,
+        (sc, sd): (Vec<i32>, Vec<i32>),
+        (rc, rd): (Vec<i32>, Vec<i32>),
+        recv_counts: Vec<usize>,
+    ) -> InFlight {
+        let recv = vec![0u8; recv_counts.iter().sum()];
+        let mut f = InFlight {
+            // SAFETY: reading the library's predefined handle after MPI_Init.
+            request: unsafe { mpi::ffi::RSMPI_REQUEST_NULL },
+            comm,
+            send,
+            recv,
+            arrays: [sc, sd, rc, rd],
+            recv_counts,
+            spare: Box::new([0; 2]),
+        };
+        let spare = f.spare.as_mut_ptr();
+        let sp = if f.send.is_empty() {
+            spare.cast_const()
+        } else {
+            f.send.as_ptr()
+        };
+        // The second spare byte: distinct from the send side's.
+        let rp = if f.recv.is_empty() {
+            spare.wrapping_add(1)
+        } else {
+            f.recv.as_mut_ptr()
+        };
+        let [sc, sd, rc, rd] = &f.arrays;
+        // SAFETY: the buffers and arrays are heap allocations owned by `f`, which keeps them
+        // unchanged until the request completes (`wait`, also on drop); their lengths match
+        // the counts (checked by the caller: the counts add up to each buffer); `comm` is a
+        // live communicator of this process; MPI errors are fatal (default handler).
+        unsafe {
+            mpi::ffi::MPI_Ialltoallv(
+                sp.cast(),
+                sc.as_ptr(),
+                sd.as_ptr(),
+                mpi::ffi::RSMPI_UINT8_T,
+                rp.cast(),
+                rc.as_ptr(),
+                rd.as_ptr(),
+                mpi::ffi::RSMPI_UINT8_T,
+                comm,
+                &mut f.request,
+            );
+        }
+        f
+    }
+
+    /// Waits for the request (a no-op once it has completed).
+    fn wait(&mut self) {
+        // SAFETY: `request` is this exchange's request or MPI_REQUEST_NULL (after a wait,
+        // MPI sets it so), for which MPI_Wait returns at once.
+        unsafe {
+            mpi::ffi::MPI_Wait(&mut self.request, mpi::ffi::RSMPI_STATUS_IGNORE);
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !mpi::is_finalized() {
+            self.wait();
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

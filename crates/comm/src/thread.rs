@@ -9,14 +9,20 @@
 //! others. A waiting rank spins on the round counter, then sleeps on the condition variable:
 //! for [`LONG_SPIN`] on a core of its own, for [`DEFAULT_SPIN`] on a core it shares with
 //! another busy thread or process (see [`spin_budget`]), or as long as
-//! [`ThreadOptions::spin`] says.
+//! [`ThreadOptions::spin`] says. A split-phase exchange ([`Comm::exchange_start`]) is a round
+//! whose joining and collecting are two calls: the rank deposits its pieces and returns, and
+//! waits (if the round is still open) only when it collects; the round's outcome stays the
+//! group's last result until then, since the next round cannot complete without this rank.
 //!
 //! Failure: the run-wide [`World`] records the first rank that panicked and which ranks have
 //! returned. Both events wake every communicator of the run; a waiting rank then returns
 //! [`CommError::RankFailed`] or [`CommError::RankExited`] unless its round had already
 //! completed (the round's result is still delivered; the *next* collective fails).
 
-use crate::{Comm, CommError, Op, PerRank, ReduceOp, affinity, fold_f64, fold_u64, send_offsets};
+use crate::{
+    Comm, CommError, Exchange, ExchangeState, Op, PerRank, ReduceOp, affinity, check_recv_counts,
+    fold_f64, fold_u64, send_offsets,
+};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -204,6 +210,24 @@ enum Data {
     Pieces(Vec<u8>, Vec<usize>),
     /// Colour and key.
     Split(u32, i32),
+    /// Bytes, their send offsets (length `size + 1`) and the counts expected from each rank
+    /// ([`Comm::exchange_start`]).
+    Exchange(Vec<u8>, Vec<usize>, Vec<usize>),
+}
+
+/// What joining a round gave: its outcome (this rank arrived last), or the round to wait for.
+enum Joined {
+    Complete(Arc<Outcome>),
+    Waiting(u64),
+}
+
+/// A round of [`Comm::exchange_start`] this rank has joined and not yet collected.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    group: Arc<Group>,
+    round: u64,
+    /// The outcome, when this rank completed the round itself.
+    done: Option<Arc<Outcome>>,
 }
 
 /// The shared result of a completed round.
@@ -378,6 +402,25 @@ impl Group {
                 Outcome::Slots(slots)
             }
             Op::Allgatherv | Op::Alltoallv => Outcome::Slots(slots),
+            Op::Exchange => {
+                let sent = |s: &Slot, d: usize| match &s.data {
+                    Data::Exchange(_, off, _) => off[d + 1] - off[d],
+                    _ => unreachable!("exchange carries pieces"),
+                };
+                let expected = |d: &Slot, s: usize| match &d.data {
+                    Data::Exchange(_, _, recv) => recv[s],
+                    _ => unreachable!("exchange carries pieces"),
+                };
+                for (si, s) in slots.iter().enumerate() {
+                    for (di, d) in slots.iter().enumerate() {
+                        let (a, b) = (sent(s, di), expected(d, si));
+                        if a != b {
+                            return Outcome::Mismatch(Mismatch::Length(op, a.min(b), a.max(b)));
+                        }
+                    }
+                }
+                Outcome::Slots(slots)
+            }
             Op::Split | Op::SplitNode => {
                 let mut by_colour: BTreeMap<u32, Vec<(i32, usize)>> = BTreeMap::new();
                 for (old, s) in slots.iter().enumerate() {
@@ -567,6 +610,14 @@ impl ThreadComm {
 
     /// Deposits this rank's contribution and waits for the round's outcome.
     fn exchange(&self, op: Op, data: Data) -> Result<Arc<Outcome>, CommError> {
+        match self.join(op, data)? {
+            Joined::Complete(outcome) => into_result(outcome),
+            Joined::Waiting(round) => self.await_round(op, round),
+        }
+    }
+
+    /// Deposits this rank's contribution; the last rank to arrive completes the round.
+    fn join(&self, op: Op, data: Data) -> Result<Joined, CommError> {
         let g = &self.group;
         let mut st = lock(&g.state);
         if let Some(e) = g.blocked(&st, op) {
@@ -575,7 +626,7 @@ impl ThreadComm {
         assert!(
             st.slots[self.rank].is_none(),
             "rank {} called a collective while another call of the same rank is in progress \
-             (one ThreadComm handle used from two threads at once)",
+             (an exchange not finished, or one ThreadComm handle used from two threads at once)",
             self.rank
         );
         let round = st.round;
@@ -594,9 +645,16 @@ impl ThreadComm {
             g.completed.store(st.round, Ordering::Release);
             drop(st);
             g.cv.notify_all();
-            return into_result(outcome);
+            return Ok(Joined::Complete(outcome));
         }
-        drop(st);
+        Ok(Joined::Waiting(round))
+    }
+
+    /// Waits for round `round` (joined by this rank) to complete: spins, then sleeps. Its
+    /// outcome is still the group's last result then, as the next round cannot complete
+    /// without this rank.
+    fn await_round(&self, op: Op, round: u64) -> Result<Arc<Outcome>, CommError> {
+        let g = &self.group;
         let start = std::time::Instant::now();
         let mut spins = 0u32;
         let spin = spin_budget(g.world.spin, start);
@@ -774,6 +832,50 @@ impl Comm for ThreadComm {
         Ok(concat(view.slots().iter().map(|s| match &s.data {
             Data::Pieces(b, off) => &b[off[me]..off[me + 1]],
             _ => unreachable!("alltoallv carries pieces"),
+        })))
+    }
+
+    fn exchange_start(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv_counts: &[usize],
+    ) -> Result<Exchange, CommError> {
+        let offsets = send_offsets(self.size(), send.len(), send_counts);
+        check_recv_counts(self.size(), recv_counts);
+        let data = Data::Exchange(send.to_vec(), offsets, recv_counts.to_vec());
+        let (round, done) = match self.join(Op::Exchange, data)? {
+            Joined::Complete(outcome) => (0, Some(outcome)),
+            Joined::Waiting(round) => (round, None),
+        };
+        Ok(Exchange {
+            state: ExchangeState::Thread(InFlight {
+                group: Arc::clone(&self.group),
+                round,
+                done,
+            }),
+        })
+    }
+
+    fn exchange_finish(&self, x: Exchange) -> Result<PerRank<u8>, CommError> {
+        let ExchangeState::Thread(f) = x.state else {
+            panic!("exchange_finish: the exchange was started on another backend")
+        };
+        assert!(
+            Arc::ptr_eq(&f.group, &self.group),
+            "exchange_finish: the exchange was started on another communicator"
+        );
+        let outcome = match f.done {
+            Some(outcome) => into_result(outcome)?,
+            None => self.await_round(Op::Exchange, f.round)?,
+        };
+        let Outcome::Slots(slots) = &*outcome else {
+            unreachable!("exchange produced {outcome:?}")
+        };
+        let me = self.rank;
+        Ok(concat(slots.iter().map(|s| match &s.data {
+            Data::Exchange(b, off, _) => &b[off[me]..off[me + 1]],
+            _ => unreachable!("exchange carries pieces"),
         })))
     }
 

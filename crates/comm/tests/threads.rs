@@ -27,6 +27,7 @@ conformance_tests!(
     gatherv_and_broadcast,
     alltoallv_bytes,
     alltoallv_large_f64,
+    exchange_split_phase,
     split_by_parity,
     split_by_key,
     split_node,
@@ -408,4 +409,33 @@ fn wrong_count_vector_is_a_contract_violation() {
     })
     .unwrap_err();
     panic!("{e}");
+}
+
+/// Split-phase exchange counts that do not pair up (rank 1 expects one byte more from rank 0
+/// than rank 0 sends) give every rank the same `LengthMismatch`, at the start of whichever
+/// rank arrives last and at the finish of the others; the communicator stays usable.
+#[test]
+fn exchange_counts_that_do_not_pair_up_are_one_error_everywhere() {
+    let results = within(20, || {
+        ThreadComm::run(2, &ThreadOptions::default(), |c| {
+            let expect = if c.rank() == 1 { [3, 1] } else { [1, 2] };
+            let send = [7u8; 3];
+            let counts = if c.rank() == 0 { [1, 2] } else { [2, 1] };
+            let r = c
+                .exchange_start(&send[..counts.iter().sum()], &counts, &expect)
+                .and_then(|x| c.exchange_finish(x));
+            let mut one = [1u64];
+            c.allreduce_u64(ReduceOp::Sum, &mut one)?;
+            Ok::<_, CommError>((r.map(|p| p.counts()), one[0]))
+        })
+        .unwrap()
+    });
+    for r in results {
+        let (r, sum) = r.unwrap();
+        assert_eq!(sum, 2);
+        match r {
+            Err(CommError::LengthMismatch { min: 2, max: 3, .. }) => {}
+            other => panic!("expected a length mismatch, got {other:?}"),
+        }
+    }
 }

@@ -19,6 +19,9 @@ pub struct System {
     pub(crate) diag: Vec<f64>,
     pub(crate) rhs: Vec<f64>,
     pub(crate) boundary_rows: usize,
+    /// The assembled rows with a column that is not assembled (a rank's rows reading the
+    /// halo), ascending; empty for a whole mesh.
+    pub(crate) halo_rows: Vec<u32>,
 }
 
 /// The stiffness of element edge k (opposite vertex k): a_ij = ∫_T ∇φ_i·∇φ_j = −½ cot θ_k,
@@ -181,6 +184,7 @@ impl System {
         let mut nb = 0;
         let mut kept = 0usize;
         let mut start = 0usize;
+        self.halo_rows.clear();
         for i in 0..nv {
             let end = row_ptr[i + 1] as usize;
             if !owned(i) {
@@ -192,6 +196,7 @@ impl System {
                 nb += 1;
             } else {
                 let mut sum = 0.0;
+                let mut halo = false;
                 for p in start..end {
                     let a = val[p];
                     sum += a;
@@ -199,9 +204,13 @@ impl System {
                         col[kept] = col[p];
                         val[kept] = a;
                         kept += 1;
+                        halo |= !owned(col[p] as usize);
                     }
                 }
                 diag[i] -= sum;
+                if halo {
+                    self.halo_rows.push(i as u32);
+                }
             }
             start = end;
             row_ptr[i + 1] = kept as u32;
@@ -244,7 +253,7 @@ impl System {
     }
     /// Bytes held by the matrix and right-hand side.
     pub fn heap_bytes(&self) -> usize {
-        4 * (self.row_ptr.capacity() + self.col.capacity())
+        4 * (self.row_ptr.capacity() + self.col.capacity() + self.halo_rows.capacity())
             + 8 * (self.val.capacity() + self.diag.capacity() + self.rhs.capacity())
     }
 
@@ -262,13 +271,68 @@ impl System {
         dot: bool,
         rows: std::ops::Range<usize>,
     ) -> ExactSum {
+        self.check_lengths(x, y, rows.end);
+        let mut sum = ExactSum::new();
+        self.apply_range(x, y, dot, rows, &mut sum);
+        sum
+    }
+
+    /// [`System::apply_rows`] on the rows `0..end` that are not in `skip` (ascending).
+    pub(crate) fn apply_rows_except(
+        &self,
+        x: &[f64],
+        y: &mut [f64],
+        dot: bool,
+        end: usize,
+        skip: &[u32],
+    ) -> ExactSum {
+        self.check_lengths(x, y, end);
+        let mut sum = ExactSum::new();
+        let mut at = 0;
+        for &r in skip {
+            self.apply_range(x, y, dot, at..r as usize, &mut sum);
+            at = r as usize + 1;
+        }
+        self.apply_range(x, y, dot, at.min(end)..end, &mut sum);
+        sum
+    }
+
+    /// [`System::apply_rows`] on the rows listed in `rows`, adding to `sum`.
+    pub(crate) fn apply_rows_listed(
+        &self,
+        x: &[f64],
+        y: &mut [f64],
+        dot: bool,
+        rows: &[u32],
+        sum: &mut ExactSum,
+    ) {
+        let n = self.diag.len();
+        self.check_lengths(x, y, 0);
+        for &r in rows {
+            let i = r as usize;
+            assert!(i < n, "apply: row {i} of {n}");
+            self.apply_range(x, y, dot, i..i + 1, sum);
+        }
+    }
+
+    fn check_lengths(&self, x: &[f64], y: &[f64], end: usize) {
         let n = self.diag.len();
         assert!(
-            x.len() == n && y.len() == n && rows.end <= n,
+            x.len() == n && y.len() == n && end <= n,
             "apply: vectors must have one entry per row"
         );
+    }
+
+    #[inline(always)]
+    fn apply_range(
+        &self,
+        x: &[f64],
+        y: &mut [f64],
+        dot: bool,
+        rows: std::ops::Range<usize>,
+        sum: &mut ExactSum,
+    ) {
         let rp = &self.row_ptr;
-        let mut sum = ExactSum::new();
         for i in rows {
             let (a, b) = (rp[i] as usize, rp[i + 1] as usize);
             let xi = x[i];
@@ -281,7 +345,6 @@ impl System {
                 sum.add(s * xi);
             }
         }
-        sum
     }
 }
 

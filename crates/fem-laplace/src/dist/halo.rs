@@ -6,7 +6,7 @@ use super::keys::Birth;
 use super::local::{Local, UNKNOWN};
 use crate::mesh::NONE;
 use comm::wire::{Reader, Writer};
-use comm::{Comm, CommError};
+use comm::{Comm, CommError, Exchange};
 
 /// Who sends which vertex values to whom, set up once per mesh.
 #[derive(Debug, Clone, Default)]
@@ -114,22 +114,38 @@ impl Halo {
     }
 
     /// Fills the non-owned entries of `x` that this rank needs from their owners.
+    #[cfg(test)]
     pub(crate) fn update<C: Comm>(&self, comm: &C, x: &mut [f64]) -> Result<(), CommError> {
-        let counts: Vec<usize> = self.send.iter().map(Vec::len).collect();
+        let x_in = self.start(comm, x)?;
+        self.finish(comm, x_in, x)
+    }
+
+    /// Sends the owned values the other ranks need (split phase: the caller may compute on
+    /// the owned entries of `x` until [`Halo::finish`] fills the others).
+    pub(crate) fn start<C: Comm>(&self, comm: &C, x: &[f64]) -> Result<Exchange, CommError> {
+        let counts: Vec<usize> = self.send.iter().map(|l| 8 * l.len()).collect();
+        let expect: Vec<usize> = self.recv.iter().map(|l| 8 * l.len()).collect();
         let mut buf = Vec::with_capacity(counts.iter().sum());
         for list in &self.send {
-            buf.extend(list.iter().map(|&v| x[v as usize]));
+            for &v in list {
+                buf.extend_from_slice(&x[v as usize].to_le_bytes());
+            }
         }
-        let got = comm.alltoallv(&buf, &counts)?;
+        comm.exchange_start(&buf, &counts, &expect)
+    }
+
+    /// Fills the non-owned entries of `x` from the exchange [`Halo::start`] began (the
+    /// backend has checked every piece's length against the receive lists).
+    pub(crate) fn finish<C: Comm>(
+        &self,
+        comm: &C,
+        started: Exchange,
+        x: &mut [f64],
+    ) -> Result<(), CommError> {
+        let got = comm.exchange_finish(started)?;
         for (q, list) in self.recv.iter().enumerate() {
-            let vals = got.get(q);
-            assert_eq!(
-                vals.len(),
-                list.len(),
-                "halo: rank {q} sent the wrong count"
-            );
-            for (&v, &val) in list.iter().zip(vals) {
-                x[v as usize] = val;
+            for (&v, b) in list.iter().zip(got.get(q).chunks_exact(8)) {
+                x[v as usize] = f64::from_le_bytes(b.try_into().expect("8 bytes"));
             }
         }
         Ok(())

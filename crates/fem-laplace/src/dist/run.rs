@@ -1259,10 +1259,18 @@ impl<C: Comm> CgOps for RankOps<'_, C> {
         self.sys.rhs()
     }
     fn matvec(&mut self, x: &mut [f64], y: &mut [f64], dot: bool) -> Result<ExactSum, CommError> {
-        if self.comm.size() > 1 {
-            self.halo.update(self.comm, x)?;
+        if self.comm.size() == 1 {
+            return Ok(self.sys.apply_rows(x, y, dot, 0..self.n_owned));
         }
-        Ok(self.sys.apply_rows(x, y, dot, 0..self.n_owned))
+        // The halo travels while the rows that do not read it are computed.
+        let halo_rows = &self.sys.halo_rows;
+        let started = self.halo.start(self.comm, x)?;
+        let mut sum = self
+            .sys
+            .apply_rows_except(x, y, dot, self.n_owned, halo_rows);
+        self.halo.finish(self.comm, started, x)?;
+        self.sys.apply_rows_listed(x, y, dot, halo_rows, &mut sum);
+        Ok(sum)
     }
     fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<(), CommError> {
         self.skel.apply(self.comm, self.pre, self.l, r, z)

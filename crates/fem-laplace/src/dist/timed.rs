@@ -1,7 +1,7 @@
 //! A communicator that measures what each rank spends in its calls: the time, the calls
 //! themselves (what costs latency), the messages and the bytes sent, per phase of the step.
 
-use comm::{Comm, CommError, PerRank, ReduceOp};
+use comm::{Comm, CommError, Exchange, PerRank, ReduceOp};
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -166,6 +166,18 @@ impl<C: Comm> Timed<C> {
 
     #[inline]
     fn time<T>(&self, bytes: usize, messages: usize, f: impl FnOnce(&C) -> T) -> T {
+        self.time_calls(1, bytes, messages, f)
+    }
+
+    /// [`Timed::time`] counting `calls` calls (0 for the second half of a split-phase call).
+    #[inline]
+    fn time_calls<T>(
+        &self,
+        calls: u64,
+        bytes: usize,
+        messages: usize,
+        f: impl FnOnce(&C) -> T,
+    ) -> T {
         let t0 = Instant::now();
         let r = f(&self.inner);
         let nanos = t0.elapsed().as_nanos() as u64;
@@ -173,10 +185,21 @@ impl<C: Comm> Timed<C> {
         let p = self.stats.phase.load(Ordering::Relaxed) as usize;
         let [c, m, b, ns] = &self.stats.per[p];
         ns.fetch_add(nanos, Ordering::Relaxed);
-        c.fetch_add(1, Ordering::Relaxed);
+        c.fetch_add(calls, Ordering::Relaxed);
         m.fetch_add(messages as u64, Ordering::Relaxed);
         b.fetch_add(bytes as u64, Ordering::Relaxed);
         r
+    }
+
+    /// Bytes and messages to other ranks of a personalised exchange.
+    fn sent(&self, send: &[u8], send_counts: &[usize]) -> (usize, usize) {
+        let own = send_counts.get(self.rank()).copied().unwrap_or(0);
+        let to = send_counts
+            .iter()
+            .enumerate()
+            .filter(|&(r, &n)| r != self.rank() && n > 0)
+            .count();
+        (send.len() - own, to)
     }
 
     fn others(&self) -> usize {
@@ -235,15 +258,23 @@ impl<C: Comm> Comm for Timed<C> {
         send: &[u8],
         send_counts: &[usize],
     ) -> Result<PerRank<u8>, CommError> {
-        let own = send_counts.get(self.rank()).copied().unwrap_or(0);
-        let to = send_counts
-            .iter()
-            .enumerate()
-            .filter(|&(r, &n)| r != self.rank() && n > 0)
-            .count();
-        self.time(send.len() - own, to, |c| {
-            c.alltoallv_bytes(send, send_counts)
+        let (bytes, to) = self.sent(send, send_counts);
+        self.time(bytes, to, |c| c.alltoallv_bytes(send, send_counts))
+    }
+    /// One call, with its messages and bytes; its time is the start's plus the finish's.
+    fn exchange_start(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv_counts: &[usize],
+    ) -> Result<Exchange, CommError> {
+        let (bytes, to) = self.sent(send, send_counts);
+        self.time(bytes, to, |c| {
+            c.exchange_start(send, send_counts, recv_counts)
         })
+    }
+    fn exchange_finish(&self, x: Exchange) -> Result<PerRank<u8>, CommError> {
+        self.time_calls(0, 0, 0, |c| c.exchange_finish(x))
     }
     fn split(&self, colour: u32, key: i32) -> Result<Self, CommError> {
         let inner = self.time(0, self.others(), |c| c.split(colour, key))?;
