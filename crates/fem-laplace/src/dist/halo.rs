@@ -113,14 +113,7 @@ impl Halo {
         Ok(Halo { send, recv })
     }
 
-    /// Fills the non-owned entries of `x` that this rank needs from their owners.
-    #[cfg(test)]
-    pub(crate) fn update<C: Comm>(&self, comm: &C, x: &mut [f64]) -> Result<(), CommError> {
-        let x_in = self.start(comm, x)?;
-        self.finish(comm, x_in, x)
-    }
-
-    /// Sends the owned values the other ranks need (split phase: the caller may compute on
+    /// Sends the owned values the other ranks need for the non-owned entries of `x` (split phase: the caller may compute on
     /// the owned entries of `x` until [`Halo::finish`] fills the others).
     pub(crate) fn start<C: Comm>(&self, comm: &C, x: &[f64]) -> Result<Exchange, CommError> {
         let counts: Vec<usize> = self.send.iter().map(|l| 8 * l.len()).collect();
