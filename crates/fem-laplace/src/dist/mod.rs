@@ -11,7 +11,7 @@
 //! | partition, migration | [`Balancer`] (`drum_loop::Balancing`), `local` | element centroids with weights, flat HSFC or `hier-part`; elements move with vertices, ancestors and solution values; count and key checksum checked |
 //! | ghosts, ownership | `local` | a coordinator rank per interface vertex names its owner and the ranks around it, which exchange their elements (on a kept partition each rank knows both from the last rebuild and its refinement) |
 //! | assembly | [`crate::System`] | own rows only, entries in curve order as in the whole mesh |
-//! | CG | [`crate::solver`] | halo exchange before each product; dot products summed exactly ([`crate::exact::ExactSum`]) |
+//! | CG | [`crate::solver`] | each product starts the halo exchange (`Comm::exchange_start`), computes the rows that do not read the halo while it travels, then the rest; dot products summed exactly ([`crate::exact::ExactSum`]) |
 //! | preconditioner | `skeleton` | each rank sweeps its bulk; the skeleton (parents of vertices owned elsewhere, and their ancestors) is replicated and swept by every rank in the serial order |
 //! | estimator, errors | [`crate::estimate`] | own elements, neighbours from the ghost layer; exact global sums |
 //!
