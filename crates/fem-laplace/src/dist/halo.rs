@@ -6,7 +6,7 @@ use super::keys::Birth;
 use super::local::{Local, UNKNOWN};
 use crate::mesh::NONE;
 use comm::wire::{Reader, Writer};
-use comm::{Comm, CommError, Exchange};
+use comm::{Comm, CommError, Exchange, Scalar};
 
 /// Who sends which vertex values to whom, set up once per mesh.
 #[derive(Debug, Clone, Default)]
@@ -113,18 +113,14 @@ impl Halo {
         Ok(Halo { send, recv })
     }
 
-    /// Sends the owned values the other ranks need for the non-owned entries of `x` (split phase: the caller may compute on
-    /// the owned entries of `x` until [`Halo::finish`] fills the others).
+    /// Sends the owned values the other ranks need for the non-owned entries of `x` (split
+    /// phase: the caller may compute on the owned entries of `x` until [`Halo::finish`] fills
+    /// the others).
     pub(crate) fn start<C: Comm>(&self, comm: &C, x: &[f64]) -> Result<Exchange, CommError> {
         let counts: Vec<usize> = self.send.iter().map(|l| 8 * l.len()).collect();
         let expect: Vec<usize> = self.recv.iter().map(|l| 8 * l.len()).collect();
-        let mut buf = Vec::with_capacity(counts.iter().sum());
-        for list in &self.send {
-            for &v in list {
-                buf.extend_from_slice(&x[v as usize].to_le_bytes());
-            }
-        }
-        comm.exchange_start(&buf, &counts, &expect)
+        let vals: Vec<f64> = self.send.iter().flatten().map(|&v| x[v as usize]).collect();
+        comm.exchange_start(&f64::to_bytes(&vals), &counts, &expect)
     }
 
     /// Fills the non-owned entries of `x` from the exchange [`Halo::start`] began (the
@@ -136,10 +132,10 @@ impl Halo {
         x: &mut [f64],
     ) -> Result<(), CommError> {
         let got = comm.exchange_finish(started)?;
-        for (q, list) in self.recv.iter().enumerate() {
-            for (&v, b) in list.iter().zip(got.get(q).chunks_exact(8)) {
-                x[v as usize] = f64::from_le_bytes(b.try_into().expect("8 bytes"));
-            }
+        let mut vals = vec![0.0; got.data().len() / 8];
+        f64::copy_from_bytes(got.data(), &mut vals);
+        for (&v, &val) in self.recv.iter().flatten().zip(&vals) {
+            x[v as usize] = val;
         }
         Ok(())
     }
