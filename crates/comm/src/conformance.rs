@@ -642,26 +642,40 @@ pub fn length_mismatch<C: Comm>(c: &C) -> Result<(), CheckFailure> {
     Ok(())
 }
 
-/// Different collectives at the same time: every rank gets `OpMismatch`; still usable.
+/// Different collectives at the same time (a barrier against an allreduce, a split-phase
+/// exchange against an allreduce): every rank gets `OpMismatch`; still usable.
 pub fn op_mismatch<C: Comm>(c: &C) -> Result<(), CheckFailure> {
     if c.size() < 2 {
         return Ok(());
     }
-    let got = if c.rank() == 0 {
-        c.barrier()
-    } else {
-        c.allreduce_u64(ReduceOp::Sum, &mut [1])
-    };
-    match got {
-        Err(e @ CommError::OpMismatch { .. }) => {
-            let msg = e.to_string();
-            ensure!(
-                c,
-                msg.contains("barrier") && msg.contains("allreduce_u64(Sum)"),
-                "message: {msg}"
-            );
+    let n = c.size();
+    // Rank 0's call (a split-phase exchange fails at its start or its finish) and its name.
+    type Call<'a> = &'a dyn Fn() -> Result<(), CommError>;
+    let rank0: [(&str, Call<'_>); 2] = [
+        ("barrier", &|| c.barrier()),
+        ("exchange", &|| {
+            c.exchange_start(&[], &vec![0; n], &vec![0; n])
+                .and_then(|x| c.exchange_finish(x))
+                .map(|_| ())
+        }),
+    ];
+    for (name, call) in rank0 {
+        let got = if c.rank() == 0 {
+            call()
+        } else {
+            c.allreduce_u64(ReduceOp::Sum, &mut [1])
+        };
+        match got {
+            Err(e @ CommError::OpMismatch { .. }) => {
+                let msg = e.to_string();
+                ensure!(
+                    c,
+                    msg.contains(name) && msg.contains("allreduce_u64(Sum)"),
+                    "message: {msg}"
+                );
+            }
+            other => return Err(CheckFailure(format!("rank {}: got {other:?}", c.rank()))),
         }
-        other => return Err(CheckFailure(format!("rank {}: got {other:?}", c.rank()))),
     }
     c.barrier()?;
     Ok(())

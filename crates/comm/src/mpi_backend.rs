@@ -184,9 +184,15 @@ impl MpiComm {
         if !self.checks {
             return Ok(());
         }
+        self.check_max(op, value, 0).map(|_| ())
+    }
+
+    /// [`MpiComm::check`] (with the checks on) carrying `mine` too: returns the largest of
+    /// every rank's `mine` from the same allreduce.
+    fn check_max(&self, op: Op, value: u64, mine: u64) -> Result<u64, CommError> {
         let code = op as u64;
-        let send = [code, !code, value, !value];
-        let mut recv = [0u64; 4];
+        let send = [code, !code, value, !value, mine];
+        let mut recv = [0u64; 5];
         self.comm
             .all_reduce_into(&send[..], &mut recv[..], SystemOperation::max());
         let (max_op, min_op) = (recv[0], !recv[1]);
@@ -212,7 +218,7 @@ impl MpiComm {
                 },
             });
         }
-        Ok(())
+        Ok(recv[4])
     }
 
     /// In-place allreduce in chunks MPI's `int` count can express.
@@ -478,20 +484,9 @@ impl Comm for MpiComm {
         check_recv_counts(n, recv_counts);
         let biggest = (send.len() as u64).max(recv_counts.iter().map(|&c| c as u64).sum());
         if self.checks {
-            let code = Op::Exchange as u64;
-            let mine = [code, !code, biggest];
-            let mut all = [0u64; 3];
-            self.comm
-                .all_reduce_into(&mine[..], &mut all[..], SystemOperation::max());
-            if all[0] != !all[1] {
-                let name = |c| Op::from_code(c).map_or("an unknown collective", Op::name);
-                return Err(CommError::OpMismatch {
-                    this: name(!all[1]),
-                    other: name(all[0]),
-                });
-            }
-            if all[2] > MPI_LIMIT {
-                return Err(too_large(Op::Exchange, all[2]));
+            let largest = self.check_max(Op::Exchange, 0, biggest)?;
+            if largest > MPI_LIMIT {
+                return Err(too_large(Op::Exchange, largest));
             }
         } else {
             assert!(
