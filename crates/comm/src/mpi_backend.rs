@@ -2,8 +2,8 @@
 //!
 //! MPI itself cannot detect ranks that disagree (an allreduce with different lengths is
 //! undefined behaviour, mismatched collectives usually hang). With checks on (the default)
-//! every collective starts with one small allreduce (4 × u64, MAX) of the collective's code and
-//! its length or root, so such disagreements return the same [`CommError`] on every rank, as in
+//! every collective starts with one small allreduce (5 × u64, MAX) of the collective's code and
+//! its length or root (and, for the split-phase exchange, its size), so such disagreements return the same [`CommError`] on every rank, as in
 //! the thread backend. Messages whose counts exceed MPI's `int` limit return
 //! [`CommError::TooLarge`] on every rank.
 //!
