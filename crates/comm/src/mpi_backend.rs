@@ -3,9 +3,9 @@
 //! MPI itself cannot detect ranks that disagree (an allreduce with different lengths is
 //! undefined behaviour, mismatched collectives usually hang). With checks on (the default)
 //! every collective starts with one small allreduce (5 × u64, MAX) of the collective's code and
-//! its length or root (and, for the split-phase exchange, its size), so such disagreements return the same [`CommError`] on every rank, as in
-//! the thread backend. Messages whose counts exceed MPI's `int` limit return
-//! [`CommError::TooLarge`] on every rank.
+//! its length or root (and, for the split-phase exchange, its size), so such disagreements
+//! return the same [`CommError`] on every rank, as in the thread backend. Messages whose counts
+//! exceed MPI's `int` limit return [`CommError::TooLarge`] on every rank.
 //!
 //! Failure: MPI errors are fatal (Open MPI's default handler). [`MpiComm::init`] installs a
 //! panic hook that prints the panic and calls `MPI_Abort`, so a panicking rank ends the whole
